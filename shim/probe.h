@@ -1,0 +1,26 @@
+// The probes: the file system (and, for the driver tier, a helper process) turned into Facts.
+//
+// The kernel probe only checks that paths exist, lists directories, reads links and reads small
+// files into fixed buffers: no driver library is loaded and no device node is ever opened.
+#pragma once
+
+#include "core.h"
+
+namespace ucxtls {
+
+struct ProbeOptions {
+  // List every device (for `ucxtls explain`) instead of stopping as soon as the answer is known.
+  bool exhaustive = false;
+};
+
+// Fills the fact that `need` names. Every failure is a plain "no" with its evidence.
+void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);
+
+// The decision loop shared by the library and the command: decide, probe what it asks for,
+// decide again, until it answers.
+void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d);
+
+// The driver tier (driver.cc): asks the helper executable, never the host process.
+void probe_driver(const Inputs &in, const Settings &s, DriverFact *out);
+
+}  // namespace ucxtls
