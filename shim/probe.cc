@@ -95,7 +95,7 @@ void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
       }
     }
   }
-  ev.add(hca);
+  ev.add("HCA ").add(hca);
   if (o.exhaustive && hcas > 1) ev.add(" and ").add((long long)(hcas - 1)).add(" more");
   if (!node[0]) {
     f->rdma = Tri::no;
@@ -103,7 +103,7 @@ void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
     return;
   }
   f->rdma = Tri::yes;
-  ev.add(" with /dev/infiniband/").add(node);
+  ev.add(", /dev/infiniband/").add(node);
 }
 
 // ---------------------------------------------------------------------------------------------

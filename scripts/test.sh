@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# scripts/test.sh: install what the tests need, build, and run every test (CTest).
+#
+# Run as root on a fresh Debian/Ubuntu machine it installs the packages below itself; as another
+# user it says which are missing, and the tests that need them print SKIP with the reason.
+# Environment: BUILD_DIR (default build), JOBS (default nproc), UCXTLS_TEST_NO_INSTALL=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# What each package is for:
+#   cmake g++ make python3 binutils  build, test drivers, readelf/nm/objdump checks
+#   doctest-dev                      unit tests
+#   ucx-utils libucx-dev             ucx_info and UCX's ucp_client_server example (real consumers)
+#   openmpi-bin libopenmpi-dev       mpirun over UCX (the launcher recipe test)
+#   libze1 libze-dev                 the real Level Zero loader (driver probe)
+#   strace valgrind                  syscall budgets, memcheck of the constructor
+#   clang libclang-rt-14-dev         libFuzzer targets and sanitizers
+#   musl-tools gcc-multilib          a musl program and a 32-bit process under the library
+#   hyperfine                        (benchmark only)
+PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
+          libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
+          gcc-multilib)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && [ -z "${UCXTLS_TEST_NO_INSTALL:-}" ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >&2
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+  else
+    echo "test.sh: missing packages (tests that need them will SKIP): ${missing[*]}" >&2
+  fi
+fi
+
+cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=ON >&2
+cmake --build "$BUILD_DIR" -j "$JOBS" >&2
+cd "$BUILD_DIR"
+ctest --output-on-failure -j "$JOBS" "$@"

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Real consumers of UCX_TLS, nothing mocked.
+
+- `ucx_info -c`: UCX's own parser prints the value the library derived.
+- `ucx_info -e`: a real UCP context, worker and endpoint are created with a value the library
+  wrote; and on this machine (no RDMA) the library leaves UCX_TLS unset, so the context works,
+  where the hard-coded trainer value fails with "no usable transports/devices".
+- UCX's shipped ucp_client_server example exchanges a message over the value the library wrote.
+- Python: the trainer's os.environ.setdefault path, and a subprocess child that inherits it.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Checks, env_for, have, run
+
+HARDCODED = "rc_x,rc,dc_x,dc,cuda_copy"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def main():
+    t = Checks("real consumers: ucx_info, a UCX client/server, Python")
+
+    if not have("ucx_info"):
+        t.skip("ucx_info", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
+    else:
+        for machine, want in (("dgx", HARDCODED), ("intel-xe", "rc_x,rc,dc_x,dc,ze_copy"),
+                              ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"), ("no-gpu", "rc_x,rc,dc_x,dc")):
+            p = run(["ucx_info", "-c"], env_for(machine))
+            lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
+            t.equal("ucx_info -c on %s prints the derived UCX_TLS" % machine, lines, ["UCX_TLS=" + want])
+
+        # A real context with a value the library wrote (template tcp,self,{copy}).
+        p = run(["ucx_info", "-e", "-u", "t"], env_for("no-gpu", UCXTLS_TEMPLATE="tcp,self,{copy}"))
+        out = p.stdout.decode()
+        t.check("ucx_info -e creates a UCP endpoint with UCX_TLS=tcp,self written by the library",
+                p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out, out + p.stderr.decode())
+
+        # This machine: no RDMA, so the library leaves UCX_TLS unset and UCX's default works...
+        p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_DEBUG="1"))
+        out = p.stdout.decode()
+        t.check("on this machine (no RDMA) UCX_TLS stays unset and a UCP endpoint is created",
+                p.returncode == 0 and "UCP endpoint" in out and "skip" in p.stderr.decode(),
+                out + p.stderr.decode())
+        # ...where the hard-coded trainer value fails outright (why the RDMA rule exists).
+        p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCX_TLS=HARDCODED))
+        out = p.stdout.decode() + p.stderr.decode()
+        t.check("the hard-coded %s fails here with 'no usable transports'" % HARDCODED,
+                "no usable transports" in out, out)
+
+    example = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
+    if not (os.path.exists(example) and have("gcc")):
+        t.skip("ucp_client_server", "UCX examples not installed (Debian libucx-dev); scripts/test.sh installs them")
+    else:
+        with tempfile.TemporaryDirectory() as d:
+            exe = os.path.join(d, "ucp_client_server")
+            subprocess.run(["gcc", "-o", exe, example, "-I" + os.path.dirname(example), "-lucp", "-lucs"], check=True)
+            port = str(free_port())
+            env = env_for("no-gpu", UCXTLS_TEMPLATE="tcp,{copy}")
+            server = subprocess.Popen([exe, "-p", port], env=env, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                client = None
+                for _ in range(50):  # wait for the server to listen
+                    time.sleep(0.1)
+                    client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=d, timeout=30)
+                    if client.returncode == 0:
+                        break
+                out = client.stdout.decode()
+                t.check("ucp_client_server exchanges a message over UCX_TLS=tcp written by the library",
+                        client.returncode == 0 and "ABCDEFGHIJKLMNO" in out, out + client.stderr.decode())
+            finally:
+                server.kill()
+                server.wait()
+
+    # Python: the trainer's setdefault sees the library's value; a child inherits it.
+    py = sys.executable
+    trainer = ("import os\n"
+               "os.environ.setdefault('UCX_TLS', %r)\n"
+               "print(os.environ['UCX_TLS'])\n" % HARDCODED)
+    for machine, want in (("intel-max-i915", "rc_x,rc,dc_x,dc,ze_copy"), ("dgx", HARDCODED),
+                          ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"), ("no-rdma", HARDCODED)):
+        p = run([py, "-c", trainer], env_for(machine))
+        t.equal("python setdefault trainer on %s sees" % machine, p.stdout.decode().strip(), want, p.stderr.decode())
+    child = ("import subprocess, sys\n"
+             "print(subprocess.run([sys.executable, '-c', 'import os; print(os.environ.get(\"UCX_TLS\"))'],"
+             " capture_output=True, text=True).stdout.strip())\n")
+    p = run([py, "-c", child], env_for("intel-xe"))
+    t.equal("a python subprocess child inherits the value", p.stdout.decode().strip(), "rc_x,rc,dc_x,dc,ze_copy",
+            p.stderr.decode())
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Fixture machines replayed through the real libucxtls.so in a real /bin/sh process.
+
+Each row: a machine (tests/fixtures/machines.py), the variables a user or launcher would set, and
+the UCX_TLS that /bin/sh must see (or <unset>).
+"""
+import os
+import tempfile
+
+from harness import Checks, env_for, fixture, sh_value
+
+C = "rc_x,rc,dc_x,dc,cuda_copy"
+R = "rc_x,rc,dc_x,dc,rocm_copy"
+Z = "rc_x,rc,dc_x,dc,ze_copy"
+NONE = "rc_x,rc,dc_x,dc"
+UNSET = "<unset>"
+
+ROWS = [
+    # machine, variables, expected UCX_TLS
+    ("dgx", {}, C),
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "7"}, C),
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "8"}, NONE),               # out of range: no GPU
+    ("dgx", {"CUDA_VISIBLE_DEVICES": ""}, NONE),                # empty: none
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "-1"}, NONE),
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, NONE),      # Slurm without a GPU
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c05"}, C),       # unique UUID prefix
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c0"}, NONE),     # ambiguous prefix
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"}, NONE),    # no such UUID
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "MIG-GPU-5c3f4c00-1a2b/1/0"}, C),
+    ("dgx", {"NVIDIA_VISIBLE_DEVICES": "none"}, C),             # ignored: CUDA does not read it
+    ("container-one-of-eight", {}, C),
+    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "0"}, C),
+    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "3"}, NONE),  # the container has 1 GPU
+    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c03"}, C),
+    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c00"}, NONE),  # not its GPU
+    ("nvidia-vfio", {}, NONE),                                  # sysfs alone never counts
+    ("intel-max-i915", {}, Z),
+    ("intel-max-i915", {"ZE_AFFINITY_MASK": ""}, Z),            # empty = all
+    ("intel-max-i915", {"ZE_AFFINITY_MASK": "0.1"}, Z),
+    ("intel-max-i915", {"ZE_AFFINITY_MASK": "bogus"}, NONE),
+    ("intel-max-i915", {"CUDA_VISIBLE_DEVICES": ""}, Z),        # CUDA's variable: not Intel's
+    ("intel-xe", {}, Z),
+    ("mi300x", {}, R),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": ""}, NONE),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "-1"}, NONE),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "7"}, R),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "8"}, NONE),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, NONE),
+    ("mi300x", {"HIP_VISIBLE_DEVICES": "3"}, R),
+    ("mi300x", {"CUDA_VISIBLE_DEVICES": ""}, NONE),             # HIP reads CUDA's when its own is unset
+    ("mi300x", {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, R),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-505ff276f021952c"}, R),  # unique_id 5791614238470542636 in hex
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-ffff"}, NONE),
+    ("hybrid-laptop", {}, UNSET),                               # no RDMA: UCX's default
+    ("hybrid-laptop", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp,cuda_copy"),  # NVIDIA beats the iGPU
+    ("hybrid-laptop", {"UCXTLS_TEMPLATE": "tcp,{copy}", "CUDA_VISIBLE_DEVICES": ""}, "tcp,ze_copy"),
+    ("gaudi", {}, NONE),                                        # habanalabs is not ze
+    ("no-gpu", {}, NONE),
+    ("no-rdma", {}, UNSET),
+    ("no-rdma", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp,cuda_copy"),
+    ("rdma-sysfs-only", {}, UNSET),
+    ("broken", {}, NONE),
+    ("dgx-excluded", {}, NONE),
+    ("masked-proc", {}, C),
+    ("masked-proc", {"CUDA_VISIBLE_DEVICES": "1"}, C),
+    ("masked-proc", {"CUDA_VISIBLE_DEVICES": "2"}, NONE),
+    ("nvidia-and-amd", {}, C),
+    ("nvidia-and-amd", {"CUDA_VISIBLE_DEVICES": ""}, NONE),     # hides NVIDIA and (via HIP) AMD
+    ("nvidia-and-amd", {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, R),
+    ("amd-and-intel", {}, R),
+    ("amd-and-intel", {"ROCR_VISIBLE_DEVICES": ""}, Z),
+    ("empty", {}, UNSET),
+    ("empty", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp"),
+    # Forcing a family, disabling, templates
+    ("dgx", {"UCXTLS_ACCEL": "ze"}, Z),
+    ("dgx", {"UCXTLS_ACCEL": "none"}, NONE),
+    ("no-gpu", {"UCXTLS_ACCEL": "rocm"}, R),
+    ("dgx", {"UCXTLS_ACCEL": "auto"}, C),
+    ("no-rdma", {"UCXTLS_ACCEL": "cuda"}, UNSET),               # forcing a family keeps the RDMA rule
+    ("dgx", {"UCXTLS_DISABLE": "1"}, UNSET),
+    ("dgx", {"UCXTLS_DISABLE": "0"}, C),
+    ("dgx", {"UCXTLS_DISABLE": ""}, C),
+    ("dgx", {"UCXTLS_TEMPLATE": "{copy},rc"}, "cuda_copy,rc"),
+    ("dgx", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,cuda_copy,tcp"),
+    ("no-gpu", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,tcp"),
+    ("no-gpu", {"UCXTLS_TEMPLATE": "{copy}"}, UNSET),           # an empty result is never written
+    ("dgx", {"UCXTLS_TEMPLATE": "^cuda_ipc"}, "^cuda_ipc"),
+    # The user's own value always stands
+    ("dgx", {"UCX_TLS": "tcp"}, "tcp"),
+    ("dgx", {"UCX_TLS": ""}, ""),
+    ("intel-xe", {"UCX_TLS": "rc_x,rc,dc_x,dc,cuda_copy"}, "rc_x,rc,dc_x,dc,cuda_copy"),
+    ("dgx", {"UCX_TLS": "tcp", "UCXTLS_ACCEL": "bogus"}, "tcp"),
+]
+
+
+def main():
+    t = Checks("fixture machines through the real library in /bin/sh")
+    for machine, extra, want in ROWS:
+        tls, derived, err = sh_value(env_for(machine, **extra))
+        label = "%s %s" % (machine, " ".join("%s=%r" % kv for kv in extra.items()) or "(defaults)")
+        t.equal(label, tls, want, "stderr: " + err)
+        if want not in (UNSET,) and "UCX_TLS" not in extra:
+            t.equal(label + ": UCXTLS_DERIVED marks the value", derived, want)
+        t.equal(label + ": stderr silent without UCXTLS_DEBUG", err, "")
+
+    # Invalid settings: one line on stderr naming the variable; nothing written.
+    for var, value in [("UCXTLS_ACCEL", "foo"), ("UCXTLS_TEMPLATE", "rc, {copy}"),
+                       ("UCXTLS_TEMPLATE", "all,{copy}"), ("UCXTLS_PROBE", "nvml"),
+                       ("UCXTLS_PROBE_TIMEOUT_MS", "5s"), ("UCXTLS_TEMPLATE", "rc,,tcp")]:
+        tls, derived, err = sh_value(env_for("dgx", **{var: value}))
+        t.equal("invalid %s=%r leaves UCX_TLS unset" % (var, value), tls, UNSET)
+        lines = err.splitlines()
+        t.check("invalid %s=%r: one stderr line naming it" % (var, value),
+                len(lines) == 1 and lines[0].startswith("ucxtls: " + var + "="), repr(err))
+
+    # UCXTLS_DEBUG: exactly one line with the action and the reasons.
+    for machine, extra, action in [("dgx", {}, "set UCX_TLS=" + C), ("no-rdma", {}, "skip"),
+                                   ("dgx", {"UCX_TLS": "tcp"}, "keep"),
+                                   ("dgx", {"UCXTLS_DISABLE": "1"}, "skip")]:
+        _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1", **extra))
+        lines = err.splitlines()
+        t.check("UCXTLS_DEBUG=1 on %s %s: one line, '%s'" % (machine, extra, action),
+                len(lines) == 1 and lines[0].startswith("ucxtls: " + action), repr(err))
+
+    # ucx.conf in each place UCX reads it: UCX_TLS stays unset so that UCX reads the file.
+    with tempfile.TemporaryDirectory() as d:
+        conf_dir = os.path.join(d, "confdir")
+        home = os.path.join(d, "home")
+        cwd = os.path.join(d, "cwd")
+        for p in (conf_dir, home, cwd):
+            os.makedirs(p)
+        root = os.path.join(d, "root")
+        import shutil
+        shutil.copytree(fixture("dgx"), root, symlinks=True)
+        os.makedirs(os.path.join(root, "etc/ucx"))
+        line = "[Grace Hopper]\nCPU model=Grace\nUCX_TLS=rc,cuda_copy\n"
+        cases = [
+            ("/etc/ucx/ucx.conf (under UCXTLS_SYSROOT)", os.path.join(root, "etc/ucx/ucx.conf"), {}),
+            ("$HOME/ucx.conf", os.path.join(home, "ucx.conf"), {"HOME": home}),
+            ("$UCX_CONFIG_DIR/ucx.conf", os.path.join(conf_dir, "ucx.conf"), {"UCX_CONFIG_DIR": conf_dir}),
+            ("./ucx.conf", os.path.join(cwd, "ucx.conf"), {}),
+        ]
+        for label, path, extra in cases:
+            with open(path, "w") as f:
+                f.write(line)
+            env = env_for(None, UCXTLS_SYSROOT=root, **extra)
+            tls, _, err = sh_value(env, cwd=cwd)
+            t.equal("ucx.conf at %s assigning UCX_TLS: left unset" % label, tls, UNSET, err)
+            with open(path, "w") as f:
+                f.write("# UCX_TLS=rc\nUCX_TLS_EXTRA=1\nUCX_IB_GPU_DIRECT_RDMA=y\n")
+            tls, _, err = sh_value(env, cwd=cwd)
+            t.equal("ucx.conf at %s without a UCX_TLS line: value set" % label, tls, C, err)
+            os.unlink(path)
+
+    # Across nodes: a value derived on an NVIDIA node, exported to an Intel node, is derived again.
+    tls, derived, _ = sh_value(env_for("dgx"))
+    exported = {"UCX_TLS": tls, "UCXTLS_DERIVED": derived}
+    t.equal("exported NVIDIA value re-derived on an Intel node", sh_value(env_for("intel-xe", **exported))[0], Z)
+    t.equal("exported value re-derived on a node without RDMA: removed",
+            sh_value(env_for("no-rdma", **exported))[:2], (UNSET, UNSET))
+    t.equal("exported value on the same kind of node: unchanged", sh_value(env_for("dgx", **exported))[:2], (C, C))
+    t.equal("a user value that differs from the marker is kept",
+            sh_value(env_for("intel-xe", UCX_TLS="tcp", UCXTLS_DERIVED=C))[0], "tcp")
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()

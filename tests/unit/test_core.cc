@@ -1,0 +1,498 @@
+// Unit tests of the pure core: every rule of DESIGN §1 as a table row.
+#include <doctest/doctest.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "core.h"
+
+using namespace ucxtls;
+
+namespace {
+
+DeviceIds ids_of(const std::vector<const char *> &v) {
+  DeviceIds d;
+  d.n = int(v.size());
+  d.ids = v.data();
+  return d;
+}
+
+DeviceIds count_only(int n) {
+  DeviceIds d;
+  d.n = n;
+  return d;
+}
+
+// Inputs from (variable, value) pairs; the values are literals or outlive the Env.
+struct Env {
+  Inputs in;
+  Env(std::initializer_list<std::pair<Var, const char *>> kv = {}) {
+    for (auto &p : kv) in.var[p.first] = p.second;
+  }
+};
+
+// Facts for a machine: rdma, ucx.conf and per-family visibility all known.
+Facts facts(Tri rdma, Tri conf, Tri cuda, Tri rocm, Tri ze) {
+  Facts f;
+  f.rdma = rdma;
+  f.ucx_conf = conf;
+  f.family[int(Family::cuda)].visible = cuda;
+  f.family[int(Family::rocm)].visible = rocm;
+  f.family[int(Family::ze)].visible = ze;
+  return f;
+}
+
+struct Outcome {
+  Action action;
+  std::string value;
+  Need need;
+};
+
+Outcome run(const Inputs &in, const Facts &f) {
+  Settings s;
+  parse_settings(in, &s);
+  Decision d;
+  decide(in, s, f, &d);
+  return {d.action, d.value, d.need};
+}
+
+const Tri Y = Tri::yes, N = Tri::no, U = Tri::unknown;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("CUDA_VISIBLE_DEVICES follows CUDA's rules") {
+  std::vector<const char *> uuids = {"GPU-5c3f4c00-1a2b", "GPU-5c3f4c01-1a2b", "GPU-77aa0000-0000"};
+  struct Row {
+    const char *cvd;
+    int n;
+    bool with_ids;
+    int visible;
+  } rows[] = {
+      {nullptr, 8, false, 8},         // unset: all
+      {nullptr, 0, false, 0},         // unset, no device
+      {"", 8, false, 0},              // empty: none
+      {"-1", 8, false, 0},            // negative ends the list at once
+      {"NoDevFiles", 8, false, 0},    // Slurm's "no GPU allocated"
+      {"0", 8, false, 1},
+      {"7", 8, false, 1},
+      {"8", 8, false, 0},             // out of range
+      {"0,2,-1,1", 8, false, 2},      // truncation at the first invalid entry
+      {"0,7,1", 2, false, 1},         // 7 is out of range on 2 GPUs
+      {"1,0", 2, false, 2},
+      {"0,0", 8, false, 1},           // a repeat ends the list
+      {" 1 , 0 ", 2, false, 2},       // blanks around entries are ignored
+      {"1gpu2", 8, false, 1},         // leading digits, as strtoul reads them
+      {"MIG-GPU-5c3f4c00/1/0", 0, false, 1},  // MIG entries count as visible
+      {"MIG-2f5b1c3a-aaaa-bbbb", 1, false, 1},
+      {"0,MIG-x", 1, false, 2},
+      {"GPU-5c3f4c00", 3, true, 1},   // unique prefix
+      {"GPU-5c3f4c0", 3, true, 0},    // ambiguous prefix: invalid
+      {"GPU-ffff", 3, true, 0},       // matches no UUID
+      {"GPU-77aa,0", 3, true, 2},
+      {"GPU-77aa,2", 3, true, 1},     // GPU 2 again: a repeat
+      {"GPU-anything", 2, false, 1},  // ids unknown (no procfs): counted optimistically
+      {"GPU-a,GPU-b,GPU-c", 2, false, 2},
+      {",0", 8, false, 0},            // empty first entry
+      {"99999999999999999999", 8, false, 0},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.cvd ? r.cvd : "(unset)");
+    DeviceIds d = r.with_ids ? ids_of(uuids) : count_only(r.n);
+    if (r.with_ids) d.n = r.n;
+    CHECK(cuda_visible_count(r.cvd, d) == r.visible);
+  }
+}
+
+TEST_CASE("the CUDA enumeration bound is exact for 'any visible'") {
+  CHECK(cuda_enumeration_bound(nullptr) == 1);  // stop at the first GPU
+  CHECK(cuda_enumeration_bound("") == 0);
+  CHECK(cuda_enumeration_bound("-1") == 0);
+  CHECK(cuda_enumeration_bound("NoDevFiles") == 0);
+  CHECK(cuda_enumeration_bound("3,1") == 4);
+  CHECK(cuda_enumeration_bound("0,1,2,3") == 1);
+  CHECK(cuda_enumeration_bound("MIG-abc") == 0);
+  CHECK(cuda_enumeration_bound("GPU-abc") == kAllDevices);
+  // The bound is enough: counting only `bound` devices gives the same yes/no as counting all.
+  const char *lists[] = {"", "0", "3", "7,0", "8", "0,9", "NoDevFiles", "2,2", "1gpu"};
+  for (const char *l : lists) {
+    for (int n = 0; n <= 8; n++) {
+      CAPTURE(l);
+      CAPTURE(n);
+      int bound = cuda_enumeration_bound(l);
+      int seen = bound < n ? bound : n;
+      CHECK((cuda_visible_count(l, count_only(seen)) > 0) == (cuda_visible_count(l, count_only(n)) > 0));
+    }
+  }
+}
+
+TEST_CASE("ROCR_VISIBLE_DEVICES, then HIP_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES") {
+  std::vector<const char *> ids = {"GPU-5060708090a0b0c0", "GPU-1111222233334444"};
+  struct Row {
+    const char *rocr, *hip, *cvd;
+    int n;
+    int visible;
+  } rows[] = {
+      {nullptr, nullptr, nullptr, 8, 8},
+      {"", nullptr, nullptr, 8, 0},
+      {"-1", nullptr, nullptr, 8, 0},
+      {"GPU-XX", nullptr, nullptr, 2, 0},   // ROCm's documented way to hide every GPU
+      {"0,1", nullptr, nullptr, 8, 2},
+      {"0,9,1", nullptr, nullptr, 8, 1},    // out of range ends the list
+      {"GPU-1111", nullptr, nullptr, 2, 1},
+      {"GPU-1111,GPU-5060", nullptr, nullptr, 2, 2},
+      {nullptr, "", nullptr, 8, 0},
+      {nullptr, "-1", nullptr, 8, 0},
+      {nullptr, "3", nullptr, 8, 1},
+      {nullptr, nullptr, "", 8, 0},         // CUDA_VISIBLE_DEVICES when HIP's is unset
+      {nullptr, "0", "", 8, 1},             // HIP's wins over CUDA's
+      {"1", "0", nullptr, 2, 1},            // HIP indexes the devices ROCR left
+      {"1", "1", nullptr, 2, 0},            // ROCR left one device: HIP's 1 is out of range
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.rocr ? r.rocr : "(unset)");
+    CAPTURE(r.hip ? r.hip : "(unset)");
+    CAPTURE(r.cvd ? r.cvd : "(unset)");
+    DeviceIds d = r.n == 2 ? ids_of(ids) : count_only(r.n);
+    CHECK(rocm_visible_count(r.rocr, r.hip, r.cvd, d) == r.visible);
+  }
+  CHECK(rocm_enumeration_bound(nullptr, nullptr, nullptr) == 1);
+  CHECK(rocm_enumeration_bound("", nullptr, nullptr) == 0);
+  CHECK(rocm_enumeration_bound(nullptr, "2", nullptr) == 3);
+  CHECK(rocm_enumeration_bound("1", "0", nullptr) == kAllDevices);
+}
+
+TEST_CASE("ZE_AFFINITY_MASK: empty = all; hides all only when no entry is an index") {
+  struct Row {
+    const char *mask;
+    bool hides;
+  } rows[] = {
+      {nullptr, false}, {"", false},       {"default", false}, {"0", false},   {"0.1", false},
+      {"3,1.0", false}, {"x,1", false},    {" 2 ", false},     {"x", true},    {"-1", true},
+      {"1.", true},     {".1", true},      {"a.b,c", true},    {",", true},    {"1.2.3", true},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.mask ? r.mask : "(unset)");
+    CHECK(ze_mask_hides_all(r.mask) == r.hides);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("template composition: {copy} first, middle, last, absent, alone") {
+  struct Row {
+    const char *tmpl;
+    Family f;
+    const char *value;
+  } rows[] = {
+      {"rc_x,rc,dc_x,dc,{copy}", Family::cuda, "rc_x,rc,dc_x,dc,cuda_copy"},
+      {"rc_x,rc,dc_x,dc,{copy}", Family::rocm, "rc_x,rc,dc_x,dc,rocm_copy"},
+      {"rc_x,rc,dc_x,dc,{copy}", Family::ze, "rc_x,rc,dc_x,dc,ze_copy"},
+      {"rc_x,rc,dc_x,dc,{copy}", Family::none, "rc_x,rc,dc_x,dc"},
+      {"{copy},tcp", Family::ze, "ze_copy,tcp"},
+      {"{copy},tcp", Family::none, "tcp"},
+      {"tcp,{copy},self", Family::cuda, "tcp,cuda_copy,self"},
+      {"tcp,{copy},self", Family::none, "tcp,self"},
+      {"tcp,self", Family::cuda, "tcp,self"},
+      {"{copy}", Family::cuda, "cuda_copy"},
+      {"{copy}", Family::none, ""},  // empty: never written (decide checks)
+      {"^{copy}", Family::none, "^"},
+      {"^cuda_ipc", Family::cuda, "^cuda_ipc"},
+      {"{copy},{copy}", Family::rocm, "rocm_copy,rocm_copy"},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.tmpl);
+    CAPTURE(family_name(r.f));
+    char out[kValueMax];
+    REQUIRE(compose(r.tmpl, r.f, out, sizeof out));
+    CHECK(std::string(out) == r.value);
+  }
+  char tiny[8];
+  CHECK_FALSE(compose("rc_x,rc,{copy}", Family::cuda, tiny, sizeof tiny));
+}
+
+TEST_CASE("template validity") {
+  struct Row {
+    const char *tmpl;
+    bool ok;
+  } rows[] = {
+      {"rc_x,rc,dc_x,dc,{copy}", true},
+      {"tcp", true},
+      {"{copy}", true},
+      {"^cuda_ipc", true},
+      {"\\rc_mlx5,ud_mlx5:aux,{copy}", true},
+      {"all", true},
+      {"all,{copy}", false},           // UCX rejects all mixed with names
+      {"rc, {copy}", false},           // UCX does not trim
+      {"rc,,{copy}", false},
+      {"rc,", false},
+      {",rc", false},
+      {"^", false},
+      {"", false},
+      {"rc;tcp", false},
+      {"{copy}x", false},
+      {"{COPY}", false},
+      {"rc:aux2", false},
+      {"caf\xc3\xa9", false},          // non-ASCII
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.tmpl);
+    const char *why = nullptr;
+    CHECK(template_valid(r.tmpl, &why) == r.ok);
+    if (!r.ok) CHECK(why != nullptr);
+  }
+  std::string big(4000, 'a');
+  const char *why;
+  CHECK_FALSE(template_valid(big.c_str(), &why));
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("ucx.conf: a UCX_TLS line in any section counts, and nothing else does") {
+  struct Row {
+    const char *text;
+    bool found;
+  } rows[] = {
+      {"UCX_TLS=rc,cuda\n", true},
+      {"  UCX_TLS = tcp\n", true},
+      {"UCX_TLS:tcp\n", true},
+      {"UCX_TLS=\n", true},                                          // empty still assigns
+      {"[Grace Hopper]\nCPU model=Grace\nUCX_TLS=rc,cuda_copy\n", true},  // any section
+      {"UCX_TLSX=1\n", false},
+      {"UCX_TLS_FOO=1\n", false},
+      {"# UCX_TLS=rc\n", false},
+      {"; UCX_TLS=rc\n", false},
+      {"XUCX_TLS=rc\n", false},
+      {"UCX_IB_GPU_DIRECT_RDMA=y\nUCX_RNDV_THRESH=8k\n", false},
+      {"UCX_TLS\n=rc\n", false},
+      {"", false},
+      {"[UCX_TLS=x]\n", false},
+      {"UCX_NET_DEVICES=mlx5_0:1\r\nUCX_TLS=rc\r\n", true},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.text);
+    ConfScan whole;
+    whole.feed(r.text, strlen(r.text));
+    CHECK(whole.found == r.found);
+    // Any split into chunks gives the same answer.
+    for (size_t cut = 0; cut <= strlen(r.text); cut++) {
+      ConfScan parts;
+      parts.feed(r.text, cut);
+      parts.feed(r.text + cut, strlen(r.text) - cut);
+      CHECK(parts.found == r.found);
+    }
+  }
+}
+
+TEST_CASE("NVIDIA information, KFD properties and sysfs hex parsers") {
+  const char info[] =
+      "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 0\nGPU UUID: \t GPU-5c3f4c00-1a2b\n"
+      "Bus Location: \t 0000:18:00.0\nDevice Minor: \t 5\nGPU Excluded:\t No\n";
+  NvInfo nv;
+  REQUIRE(parse_nvidia_information(info, sizeof info - 1, &nv));
+  CHECK(nv.minor == 5);
+  CHECK(std::string(nv.uuid) == "GPU-5c3f4c00-1a2b");
+  CHECK_FALSE(nv.excluded);
+  const char excl[] = "Device Minor: 0\nGPU Excluded: Yes\n";
+  REQUIRE(parse_nvidia_information(excl, sizeof excl - 1, &nv));
+  CHECK(nv.excluded);
+  const char *bad[] = {"", "Device Minor:\n", "Device Minor: -1\n", "Device Minor: 12x\n",
+                       "Device Minor: 99999999999999999999\n", "Minor: 3\n"};
+  for (const char *b : bad) {
+    CAPTURE(b);
+    CHECK_FALSE(parse_nvidia_information(b, strlen(b), &nv));
+  }
+
+  const char props[] = "cpu_cores_count 0\nsimd_count 1216\ngfx_target_version 90402\n"
+                       "drm_render_minor 129\nunique_id 5791614238470542633\n";
+  KfdNode k;
+  REQUIRE(parse_kfd_properties(props, sizeof props - 1, &k));
+  CHECK(k.is_gpu());
+  CHECK(k.drm_render_minor == 129);
+  CHECK(k.unique_id == 5791614238470542633ULL);
+  const char cpu[] = "cpu_cores_count 96\nsimd_count 0\ngfx_target_version 0\ndrm_render_minor 0\n";
+  REQUIRE(parse_kfd_properties(cpu, sizeof cpu - 1, &k));
+  CHECK_FALSE(k.is_gpu());
+  const char junk[] = "simd_count banana\n";
+  CHECK_FALSE(parse_kfd_properties(junk, sizeof junk - 1, &k));
+
+  unsigned long v = 0;
+  CHECK(parse_sysfs_hex("0x8086\n", 7, &v));
+  CHECK(v == 0x8086);
+  CHECK(parse_sysfs_hex("0x038000\n", 9, &v));
+  CHECK(v == 0x038000);
+  CHECK_FALSE(parse_sysfs_hex("8086\n", 5, &v));
+  CHECK_FALSE(parse_sysfs_hex("0x\n", 3, &v));
+  CHECK_FALSE(parse_sysfs_hex("0xzz\n", 5, &v));
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("settings: the switches and invalid values") {
+  CHECK_FALSE(switch_on(nullptr));
+  CHECK_FALSE(switch_on(""));
+  CHECK_FALSE(switch_on("0"));
+  CHECK(switch_on("1"));
+  CHECK(switch_on("yes"));
+  CHECK(switch_on("00"));
+
+  struct Row {
+    Var var;
+    const char *value;
+    bool invalid;
+  } rows[] = {
+      {kAccel, "auto", false},         {kAccel, "cuda", false},      {kAccel, "none", false},
+      {kAccel, "", false},             {kAccel, "foo", true},        {kAccel, "CUDA", true},
+      {kProbe, "kernel", false},       {kProbe, "driver", false},    {kProbe, "nvml", true},
+      {kProbeTimeoutMs, "1", false},   {kProbeTimeoutMs, "0", true}, {kProbeTimeoutMs, "5s", true},
+      {kProbeTimeoutMs, "600001", true}, {kProbeTimeoutMs, "-5", true},
+      {kTemplate, "tcp,{copy}", false}, {kTemplate, "tcp {copy}", true}, {kTemplate, "", false},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(kOptions[r.var].name);
+    CAPTURE(r.value);
+    Env e{{r.var, r.value}};
+    Settings s;
+    parse_settings(e.in, &s);
+    CHECK(s.invalid == r.invalid);
+    if (r.invalid) CHECK(s.invalid_var == r.var);
+  }
+  std::string long_root(3000, 'r');
+  Env e{{kSysroot, long_root.c_str()}};
+  Settings s;
+  parse_settings(e.in, &s);
+  CHECK(s.invalid);
+}
+
+TEST_CASE("read_inputs reads each variable once, first occurrence wins") {
+  char a[] = "UCX_TLS=first", b[] = "UCX_TLS=second", c[] = "UCXTLS_ACCEL=ze", d[] = "UCX_TLSX=1",
+       e[] = "HOME=/h", f[] = "UCXTLS_ACCELX=cuda";
+  char *envp[] = {d, f, a, b, c, e, nullptr};
+  Inputs in;
+  read_inputs(envp, &in);
+  CHECK(std::string(in.get(kUcxTls)) == "first");
+  CHECK(std::string(in.get(kAccel)) == "ze");
+  CHECK(std::string(in.get(kHome)) == "/h");
+  CHECK(in.get(kTemplate) == nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("the decision ladder") {
+  const char *D = "rc_x,rc,dc_x,dc,cuda_copy";
+  struct Row {
+    const char *name;
+    Env env;
+    Facts f;
+    Action action;
+    const char *value;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"nvidia node", Env{}, facts(Y, N, Y, N, N), Action::set, D});
+  rows.push_back({"amd node", Env{}, facts(Y, N, N, Y, N), Action::set, "rc_x,rc,dc_x,dc,rocm_copy"});
+  rows.push_back({"intel node", Env{}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"no gpu", Env{}, facts(Y, N, N, N, N), Action::set, "rc_x,rc,dc_x,dc"});
+  rows.push_back({"cuda beats rocm and ze", Env{}, facts(Y, N, Y, Y, Y), Action::set, D});
+  rows.push_back({"rocm beats ze", Env{}, facts(Y, N, N, Y, Y), Action::set, "rc_x,rc,dc_x,dc,rocm_copy"});
+  rows.push_back({"no rdma: leave UCX's default", Env{}, facts(N, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"user template skips the rdma check", Env{{kTemplate, "tcp,{copy}"}}, facts(N, N, Y, N, N), Action::set, "tcp,cuda_copy"});
+  rows.push_back({"user sets UCX_TLS", Env{{kUcxTls, "rc,cuda_copy"}}, facts(Y, N, N, N, Y), Action::keep, ""});
+  rows.push_back({"user sets UCX_TLS empty", Env{{kUcxTls, ""}}, facts(Y, N, N, N, Y), Action::keep, ""});
+  rows.push_back({"ucx.conf assigns", Env{}, facts(Y, Y, Y, N, N), Action::keep, ""});
+  rows.push_back({"disabled", Env{{kDisable, "1"}}, facts(Y, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"disable=0 is off", Env{{kDisable, "0"}}, facts(Y, N, Y, N, N), Action::set, D});
+  rows.push_back({"forced ze", Env{{kAccel, "ze"}}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"forced none", Env{{kAccel, "none"}}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc"});
+  rows.push_back({"forced cuda still needs rdma", Env{{kAccel, "cuda"}}, facts(N, N, N, N, N), Action::skip, ""});
+  rows.push_back({"invalid accel", Env{{kAccel, "foo"}}, facts(Y, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"invalid template", Env{{kTemplate, "rc, cuda"}}, facts(Y, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"user UCX_TLS wins over invalid settings", Env{{kUcxTls, "tcp"}, {kAccel, "foo"}}, facts(Y, N, Y, N, N), Action::keep, ""});
+  rows.push_back({"empty result never written", Env{{kTemplate, "{copy}"}}, facts(Y, N, N, N, N), Action::skip, ""});
+  rows.push_back({"re-derive: same machine", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::set, D});
+  rows.push_back({"re-derive: other family", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"re-derive: no rdma clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(N, N, Y, N, N), Action::clear, ""});
+  rows.push_back({"re-derive: ucx.conf clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, Y, Y, N, N), Action::clear, ""});
+  rows.push_back({"re-derive: empty result clears", Env{{kUcxTls, "cuda_copy"}, {kDerived, "cuda_copy"}, {kTemplate, "{copy}"}}, facts(Y, N, N, N, N), Action::clear, ""});
+  rows.push_back({"marker differs: the user's value", Env{{kUcxTls, "tcp"}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::keep, ""});
+  rows.push_back({"template without {copy} probes nothing", Env{{kTemplate, "tcp,self"}}, facts(Y, N, U, U, U), Action::set, "tcp,self"});
+
+  for (Row &r : rows) {
+    CAPTURE(r.name);
+    Outcome o = run(r.env.in, r.f);
+    CHECK(action_name(o.action) == std::string(action_name(r.action)));
+    if (r.action == Action::set) CHECK(o.value == r.value);
+  }
+
+  Env sec{};
+  sec.in.secure = true;
+  CHECK(run(sec.in, facts(Y, N, Y, N, N)).action == Action::skip);
+}
+
+TEST_CASE("decide asks for facts in cost order and stops at the first visible family") {
+  Env e{};
+  Facts f;
+  std::vector<Need> asked;
+  Settings s;
+  parse_settings(e.in, &s);
+  Decision d;
+  // A machine with RDMA, no ucx.conf, no NVIDIA, an AMD GPU (Intel never asked).
+  for (int i = 0; i < 10; i++) {
+    decide(e.in, s, f, &d);
+    if (d.action != Action::need) break;
+    asked.push_back(d.need);
+    switch (d.need) {
+      case Need::rdma: f.rdma = Y; break;
+      case Need::ucx_conf: f.ucx_conf = N; break;
+      case Need::cuda: f.family[int(Family::cuda)].visible = N; break;
+      case Need::rocm: f.family[int(Family::rocm)].visible = Y; break;
+      default: f.family[int(Family::ze)].visible = Y; break;
+    }
+  }
+  std::vector<Need> want = {Need::rdma, Need::ucx_conf, Need::cuda, Need::rocm};
+  CHECK(asked == want);
+  CHECK(d.action == Action::set);
+  CHECK(std::string(d.value) == "rc_x,rc,dc_x,dc,rocm_copy");
+
+  // Without RDMA, nothing else is asked.
+  Facts g;
+  decide(e.in, s, g, &d);
+  CHECK(d.need == Need::rdma);
+  g.rdma = N;
+  decide(e.in, s, g, &d);
+  CHECK(d.action == Action::skip);
+
+  // The driver tier is asked before the kernel families, and its answer wins for CUDA.
+  Env drv{{kProbe, "driver"}};
+  parse_settings(drv.in, &s);
+  Facts h = facts(Y, N, U, U, U);
+  decide(drv.in, s, h, &d);
+  CHECK(d.need == Need::driver);
+  h.driver.ran = Y;
+  h.driver.cuda.answered = Y;
+  h.driver.cuda.count = 0;
+  h.driver.ze.answered = N;
+  decide(drv.in, s, h, &d);
+  CHECK(d.need == Need::rocm);  // CUDA answered (0 devices) by the driver; ROCm is kernel-only
+  h.family[int(Family::rocm)].visible = N;
+  decide(drv.in, s, h, &d);
+  CHECK(d.need == Need::ze);  // the ze driver gave no answer: the kernel answer stands
+}
+
+TEST_CASE("the stderr line is one line, names the variable, and never leaks control bytes") {
+  Env e{{kAccel, "fo\no"}};
+  Settings s;
+  parse_settings(e.in, &s);
+  Decision d;
+  decide(e.in, s, Facts(), &d);
+  char line[1024];
+  size_t n = format_line(e.in, d, line, sizeof line);
+  std::string l(line, n);
+  CHECK(l.rfind("ucxtls: UCXTLS_ACCEL=", 0) == 0);
+  CHECK(l.find('\n') == l.size() - 1);
+  CHECK(d.error);
+
+  std::string huge(100000, 'x');
+  Env k{{kUcxTls, huge.c_str()}};
+  parse_settings(k.in, &s);
+  decide(k.in, s, Facts(), &d);
+  n = format_line(k.in, d, line, sizeof line);
+  CHECK(n < sizeof line);
+  CHECK(line[n - 1] == '\n');
+}
