@@ -369,6 +369,9 @@ static int visible_in_list(const char *list, const DeviceIds &devs, bool mig_ok)
       if (chosen[index >> 3] & bit) break;
       chosen[index >> 3] |= bit;
     }
+    // Optimistic GPU- entries (ids unknown) took devices whose index is not known: never count
+    // more devices than there are (found by fuzz_visibility: "GPU-x,1,0" of 2 gave 3).
+    if (count >= devs.n) break;
     count++;
     if (!comma) break;
     p = comma + 1;
@@ -758,8 +761,12 @@ const char *effective_value(const Inputs &in, const Decision &d) {
 }
 
 size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap) {
+  if (cap < 2) {  // no room for a line: writing the newline would overflow (found by fuzz_decide)
+    if (cap) out[0] = '\0';
+    return 0;
+  }
   Text t;
-  t.init(out, cap > 1 ? cap - 1 : cap);  // room for the newline
+  t.init(out, cap - 1);  // room for the newline
   t.add("ucxtls: ");
   if (d.error) {
     t.add(d.reasons[0]);
@@ -772,6 +779,10 @@ size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap) {
     else t.add(" (UCX_TLS stays unset)");
     for (int i = 0; i < d.nreasons; i++) t.add(i ? "; " : ": ").add(d.reasons[i]);
   }
+  // Evidence carries names read from the file system (directory entries, link targets): a control
+  // byte there would break the one-line promise, so the whole line gets the add_quoted rule.
+  for (size_t i = 0; i < t.len; i++)
+    if ((unsigned char)t.data[i] < 0x20 || t.data[i] == 0x7f) t.data[i] = '?';
   t.data[t.len++] = '\n';
   t.data[t.len] = '\0';
   return t.len;

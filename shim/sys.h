@@ -34,7 +34,7 @@ bool read_chunks(const Path &p, size_t max_bytes, Feed feed);
 // Directory entries through getdents64 into a stack buffer (no heap, no DIR*).
 struct DirReader {
   int fd = -1;
-  char buf[2048];
+  alignas(8) char buf[2048];  // getdents64 records are 8-byte aligned within it (UBSan)
   long nread = 0, pos = 0;
   bool done = false;  // the end was seen: no further getdents64 call
   explicit DirReader(const Path &p);
