@@ -1,0 +1,52 @@
+// Fuzz target: the ucx.conf scan (ConfScan::feed) fed in random chunks. Invariant: the answer does
+// not depend on how the file is cut into reads, and matches a plain line-by-line reading.
+#include <string.h>
+
+#include "core.h"
+#include "fuzz_input.h"
+
+using namespace ucxtls;
+
+// Reference: a line whose first non-blank word is exactly UCX_TLS, followed by blanks and then
+// '=' or ':'.
+static bool reference(const char *p, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    size_t e = i;
+    while (e < n && p[e] != '\n') e++;
+    size_t j = i;
+    while (j < e && (p[j] == ' ' || p[j] == '\t' || p[j] == '\r')) j++;
+    if (e - j >= 7 && !memcmp(p + j, "UCX_TLS", 7)) {
+      size_t k = j + 7;
+      while (k < e && (p[k] == ' ' || p[k] == '\t')) k++;
+      if (k < e && (p[k] == '=' || p[k] == ':')) return true;
+    }
+    i = e + 1;
+  }
+  return false;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1) return 0;
+  // The first byte seeds the chunk sizes; the rest is the file.
+  unsigned seed = data[0];
+  const char *text = reinterpret_cast<const char *>(data + 1);
+  size_t n = size - 1;
+
+  ConfScan whole;
+  whole.feed(text, n);
+
+  ConfScan chunked;
+  size_t pos = 0;
+  while (pos < n) {
+    seed = seed * 1103515245u + 12345u;
+    size_t k = 1 + (seed >> 16) % 17;
+    if (k > n - pos) k = n - pos;
+    chunked.feed(text + pos, k);
+    pos += k;
+  }
+  chunked.feed(text, 0);  // an empty read changes nothing
+  FUZZ_CHECK(whole.found == chunked.found);
+  FUZZ_CHECK(whole.found == reference(text, n));
+  return 0;
+}

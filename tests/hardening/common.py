@@ -1,0 +1,46 @@
+"""Shared by the hardening tests: the e2e harness, timing of runs, compiling small programs."""
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+
+from harness import (BASE_ENV, BUILD_DIR, EMPTY_HOME, LIB, SOURCE_DIR, Checks, env_for,  # noqa: E402,F401
+                     fixture, have, machines, run)
+
+SAN_DIR = os.path.join(BUILD_DIR, "sanitize")
+SAN_SKIP = os.path.join(SAN_DIR, "SKIPPED")
+
+
+class Timer:
+    """Keeps the slowest run seen, for the closing report line."""
+
+    def __init__(self):
+        self.worst = 0.0
+        self.worst_label = ""
+
+    def run(self, label, argv, env, **kw):
+        t0 = time.monotonic()
+        p = run(argv, env, **kw)
+        dt = time.monotonic() - t0
+        if dt > self.worst:
+            self.worst, self.worst_label = dt, label
+        return p
+
+    def report(self):
+        print("worst time of one process: %.3f s (%s)" % (self.worst, self.worst_label), flush=True)
+
+
+def compile_c(out_dir, name, source, cc="gcc", flags=()):
+    """Compiles a C program; returns (path, None) or (None, compiler error)."""
+    src = os.path.join(out_dir, name + ".c")
+    exe = os.path.join(out_dir, name)
+    with open(src, "w") as f:
+        f.write(source)
+    p = subprocess.run([cc, "-O1", "-o", exe, src] + list(flags), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    if p.returncode:
+        return None, p.stdout.decode(errors="replace")[-2000:]
+    return exe, None
