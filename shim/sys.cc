@@ -53,6 +53,8 @@ ssize_t read_some(int fd, char *buf, size_t n) {
   }
 }
 
+bool seekable(int fd) { return lseek(fd, 0, SEEK_CUR) >= 0; }
+
 void close_fd(int fd) {
   if (fd >= 0) close(fd);
 }

@@ -27,7 +27,8 @@ bool path_exists(const Path &p);                           // access(F_OK)
 ssize_t read_small(const Path &p, char *buf, size_t cap);  // one read; -1 on failure
 ssize_t read_link(const Path &p, char *buf, size_t cap);   // NUL-terminated; -1 on failure
 
-// Reads a whole file in chunks, at most max_bytes, calling feed(chunk, n). False if it cannot open.
+// Reads a whole file in chunks, at most max_bytes, calling feed(chunk, n). False if it cannot open
+// it or it is a stream (pipe, FIFO, socket, tty) whose data belongs to another reader.
 template <typename Feed>
 bool read_chunks(const Path &p, size_t max_bytes, Feed feed);
 
@@ -47,12 +48,17 @@ struct DirReader {
 // --- implementation details of read_chunks
 int open_ro(const Path &p);
 ssize_t read_some(int fd, char *buf, size_t n);
+bool seekable(int fd);  // lseek works: a file, not a stream whose data another reader expects
 void close_fd(int fd);
 
 template <typename Feed>
 bool read_chunks(const Path &p, size_t max_bytes, Feed feed) {
   int fd = open_ro(p);
   if (fd < 0) return false;
+  if (!seekable(fd)) {  // a pipe, FIFO, socket or tty (./ucx.conf -> /dev/stdin): not ours to drain
+    close_fd(fd);
+    return false;
+  }
   char chunk[2048];
   size_t total = 0;
   while (total < max_bytes) {
