@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Hostile machines and settings: the host process runs exactly as without the library.
+
+Machines are generated here, in a temporary directory, from the fixture machines
+(tests/fixtures/machines.py) and then damaged: random bytes or nothing in every file the probe
+reads, directories where files belong, symlink loops, 50 MB files, 5000 directory entries,
+unreadable files (run as `nobody`), FIFOs where files belong (with and without a writer holding
+data), ./ucx.conf -> /dev/stdin; settings: CUDA_VISIBLE_DEVICES with 20 000 entries, a 100 KB
+UCX_TLS, long and non-ASCII templates and lists, a 1 MB environment, deep, missing and too-long
+UCXTLS_SYSROOT.
+
+Each case runs a host (`/bin/sh -c 'echo host; exit 7'`, or `cat` reading stdin) with and without
+the library: stdout and exit status must be identical, no run may time out, and stderr holds at
+most the one `ucxtls:` line (exactly one with UCXTLS_DEBUG=1). When the sanitizer build exists,
+the sanitized fixture driver also runs the constructor's ladder on every hostile machine. The
+slowest process is reported (no tight wall-time assertion).
+"""
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+
+from common import (BASE_ENV, LIB, SAN_DIR, Checks, Timer, env_for, have, machines)
+
+HOST = ["/bin/sh", "-c", "echo host; exit 7"]
+TIMEOUT = 30
+MB = 1 << 20
+
+
+def walk_files(root):
+    for d, dirs, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            if not os.path.islink(p):
+                yield p
+
+
+def base_machine(root):
+    """A small node with every family present: 2 NVIDIA GPUs, 2 AMD KFD GPU nodes, an Intel GPU
+    on i915, an HCA, and an /etc/ucx/ucx.conf without UCX_TLS."""
+    t = machines.Tree(root)
+    t.common()
+    t.nvidia_driver()
+    for i, bdf in enumerate(machines.DGX_BUSES[:2]):
+        t.nvidia_gpu(bdf, i, machines.uuid(i), drm_index=i + 1)
+    t.kfd()
+    t.kfd_cpu_node(0)
+    for i in range(2):
+        t.kfd_gpu_node(1 + i, "0000:%02x:00.0" % (0xc1 + i), 140 + i, 1234567890123 + i)
+    t.pci("0000:e0:00.0", 0x8086, 0x0BD5, 0x038000, "i915")
+    t.drm("0000:e0:00.0", 20, 150)
+    t.hca(0, machines.HCA_BUSES[0])
+    t.file("/etc/ucx/ucx.conf", "[global]\nUCX_NET_DEVICES=mlx5_0:1\n")
+    return t
+
+
+def probe_files(root):
+    """The files the kernel probe and the ucx.conf scan read, in a base_machine."""
+    out = []
+    for p in walk_files(root):
+        rel = os.path.relpath(p, root)
+        if (rel.endswith("/information") or rel.endswith("/properties") or rel.endswith("/vendor")
+                or rel.endswith("/class") or rel == "etc/ucx/ucx.conf"):
+            out.append(p)
+    return out
+
+
+def build_machines(top):
+    made = {}
+
+    def new(name):
+        root = os.path.join(top, name)
+        return root, base_machine(root)
+
+    root, t = new("random-bytes")
+    rnd = __import__("random").Random(6)
+    for p in probe_files(root):
+        with open(p, "wb") as f:
+            f.write(bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 6000))))
+    for name in os.listdir(os.path.join(root, "sys/class/drm")):
+        t.link("/sys/class/drm/%s/device/driver" % name, bytes(rnd.getrandbits(8) | 1 for _ in range(40)).replace(b"/", b"_").decode("latin-1"))
+    made["random-bytes"] = root
+
+    root, t = new("empty-files")
+    for p in walk_files(root):
+        open(p, "wb").close()
+    made["empty-files"] = root
+
+    root, t = new("directories-for-files")
+    for p in probe_files(root):
+        os.unlink(p)
+        os.makedirs(p)
+    made["directories-for-files"] = root
+
+    root, t = new("symlink-loops")
+    for rel in ("sys/class/infiniband", "proc/driver/nvidia/gpus", "sys/class/drm",
+                "sys/class/kfd/kfd/topology/nodes", "etc/ucx/ucx.conf"):
+        p = os.path.join(root, rel)
+        shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) and not os.path.islink(p) else None
+        if os.path.lexists(p):
+            os.unlink(p)
+        os.symlink(os.path.basename(p), p)  # points at itself
+    shutil.rmtree(os.path.join(root, "dev/infiniband"))
+    t.link("/dev/infiniband", "../dev/infiniband2")
+    t.link("/dev/infiniband2", "infiniband")  # a two-link cycle
+    made["symlink-loops"] = root
+
+    # Loops below the listed directories, so the listings succeed and each entry loops.
+    root, t = new("symlink-loops-inside")
+    g = os.path.join(root, "proc/driver/nvidia/gpus")
+    for bus in os.listdir(g):
+        shutil.rmtree(os.path.join(g, bus))
+        os.symlink(bus, os.path.join(g, bus))
+    for n in os.listdir(os.path.join(root, "sys/class/kfd/kfd/topology/nodes")):
+        p = os.path.join(root, "sys/class/kfd/kfd/topology/nodes", n, "properties")
+        os.unlink(p)
+        os.symlink("properties", p)
+    for name in os.listdir(os.path.join(root, "sys/class/drm")):
+        t.link("/sys/class/drm/" + name, name)
+    made["symlink-loops-inside"] = root
+
+    root, t = new("huge-files")
+    big = os.path.join(top, "big")
+    with open(big, "wb") as f:
+        line = b"# a comment line in a very large file, no transport list here at all\n"
+        f.write(line * (50 * MB // len(line)))
+    for p in probe_files(root):
+        os.unlink(p)
+        os.link(big, p)
+    made["huge-files"] = root
+
+    root, t = new("sparse-files")  # 50 MB of NUL bytes, as a corrupted or preallocated file reads
+    for p in probe_files(root):
+        with open(p, "wb") as f:
+            f.truncate(50 * MB)
+    made["sparse-files"] = root
+
+    root = os.path.join(top, "many-entries")
+    t = machines.Tree(root)
+    t.common()
+    t.hca(0, machines.HCA_BUSES[0])
+    t.nvidia_driver()
+    t.kfd()
+    for i in range(5000):
+        os.makedirs(os.path.join(root, "sys/class/infiniband/junk%05d" % i))
+        # GPUs whose device node is missing: the probe reads every information file.
+        t.file("/proc/driver/nvidia/gpus/0000:%04x:00.0/information" % i, "Device Minor: \t %d\n" % (1000 + i))
+        t.file("/sys/class/kfd/kfd/topology/nodes/%d/properties" % (100 + i), "simd_count 0\ngfx_target_version 0\n")
+        t.link("/sys/class/drm/renderD%d" % (1000 + i), "../../devices/none/renderD%d" % (1000 + i))
+        t.dev("dri/renderD%d" % (1000 + i))
+        t.dev("nvidia-junk%d" % i)
+    made["many-entries"] = root
+
+    root = os.path.join(top, "many-dev-entries")  # no /proc view: /dev listed for nvidia<N>
+    t = machines.Tree(root)
+    t.common()
+    t.hca(0, machines.HCA_BUSES[0])
+    t.dev("nvidiactl")
+    for i in range(5000):
+        t.dev("nvidia-x%d" % i)
+        t.dev("zz%05d" % i)
+    t.dev("nvidia4999")
+    made["many-dev-entries"] = root
+
+    root, t = new("fifos")
+    for p in probe_files(root):
+        os.unlink(p)
+        os.mkfifo(p)
+    os.unlink(os.path.join(root, "dev/nvidiactl"))
+    os.mkfifo(os.path.join(root, "dev/nvidiactl"))
+    made["fifos"] = root
+    return made
+
+
+def host_env(machine_root, **extra):
+    env = env_for(None, **extra)
+    if machine_root is not None:
+        env["UCXTLS_SYSROOT"] = machine_root
+    return env
+
+
+def compare(t, timer, label, env, argv=HOST, cwd=None, debug_line=None, user=None, stdin=None):
+    """Runs argv with and without the library; checks stdout, status, stderr, time."""
+    plain_env = dict(env)
+    plain_env.pop("LD_PRELOAD", None)
+    pre_argv, pre_env = argv, env
+    if user:
+        # setpriv drops to the user; `env` then preloads the library into the host alone.
+        prefix = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups", "--"]
+        argv = prefix + argv
+        pre_argv = prefix + ["/usr/bin/env", "LD_PRELOAD=" + env["LD_PRELOAD"]] + pre_argv
+        pre_env = plain_env
+    try:
+        plain = subprocess.run(argv, env=plain_env, cwd=cwd, input=stdin,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
+        t0 = time.monotonic()
+        pre = subprocess.run(pre_argv, env=pre_env, cwd=cwd, input=stdin,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
+        dt = time.monotonic() - t0
+        if dt > timer.worst:
+            timer.worst, timer.worst_label = dt, label
+    except subprocess.TimeoutExpired as e:
+        t.check(label + ": finishes within %ds" % TIMEOUT, False, str(e))
+        return None
+    ok = pre.stdout == plain.stdout and pre.returncode == plain.returncode
+    t.check(label + ": stdout and exit status unchanged (%.0f ms)" % (dt * 1000), ok,
+            "with: rc %d %r\nwithout: rc %d %r\nstderr: %r" % (pre.returncode, pre.stdout[:300], plain.returncode,
+                                                               plain.stdout[:300], pre.stderr[:600]))
+    err = pre.stderr.decode(errors="replace")
+    ours = [l for l in err.splitlines() if l.startswith("ucxtls: ")]
+    rest = pre.stderr.replace(b"".join(l.encode(errors="surrogateescape") + b"\n" for l in ours), b"", 1)
+    if debug_line is None:
+        debug_line = env.get("UCXTLS_DEBUG") == "1"
+    if debug_line:
+        t.check(label + ": exactly one ucxtls line on stderr", len(ours) == 1 and err.count("ucxtls:") == 1, err[-600:])
+    else:
+        t.check(label + ": at most one ucxtls line on stderr, nothing else added",
+                len(ours) <= 1 and (rest == plain.stderr or pre.stderr.count(b"\n") <= 1 + plain.stderr.count(b"\n")),
+                err[-600:])
+    return pre
+
+
+def sanitized_driver(t, label, env):
+    drv = os.path.join(SAN_DIR, "tests", "hardening", "fixture_driver")
+    if not os.path.exists(drv):
+        return False
+    env = dict(env)
+    env.pop("LD_PRELOAD", None)
+    env["ASAN_OPTIONS"] = "detect_leaks=1:halt_on_error=1"
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    try:
+        p = subprocess.run([drv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        return t.check(label + ": sanitized driver finishes", False, str(e))
+    err = p.stderr.decode(errors="replace")
+    return t.check(label + ": sanitized driver (ASan+UBSan) clean", p.returncode == 0 and "Sanitizer" not in err
+                   and "runtime error" not in err, err[-3000:])
+
+
+def main():
+    t = Checks("hostile machines and settings")
+    timer = Timer()
+    top = tempfile.mkdtemp(prefix="ucxtls-hostile-")
+    os.chmod(top, 0o755)  # `nobody` must reach the unreadable-files machine
+    try:
+        made = build_machines(top)
+        san = os.path.exists(os.path.join(SAN_DIR, "tests", "hardening", "fixture_driver"))
+        if not san:
+            t.skip("sanitized driver on hostile machines", "no sanitizer build (the sanitize_build test makes it; needs clang)")
+        for name, root in made.items():
+            for extra in ({"UCXTLS_DEBUG": "1"},
+                          {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c01,7", "ROCR_VISIBLE_DEVICES": "1",
+                           "UCXTLS_TEMPLATE": "tcp,{copy}", "UCXTLS_PROBE": "driver"}):
+                label = "%s %s" % (name, " ".join("%s=%s" % kv for kv in extra.items()) or "(defaults)")
+                env = host_env(root, **extra)
+                compare(t, timer, label, env)
+                if san and extra.get("UCXTLS_DEBUG"):
+                    sanitized_driver(t, label, env)
+
+        # FIFOs with a writer that holds pending data: the library must neither block nor drain it.
+        fifo_root = made["fifos"]
+        conf = os.path.join(fifo_root, "etc/ucx/ucx.conf")
+        home = os.path.join(top, "fifo-home")
+        os.makedirs(home)
+        os.mkfifo(os.path.join(home, "ucx.conf"))
+        fds = []
+        for p in [conf, os.path.join(home, "ucx.conf")] + [q for q in probe_files(fifo_root) if q != conf][:4]:
+            r = os.open(p, os.O_RDONLY | os.O_NONBLOCK)  # so the write end can open
+            w = os.open(p, os.O_WRONLY)
+            os.write(w, b"UCX_TLS=pending\n")
+            fds.append((p, r, w))
+        compare(t, timer, "FIFOs with a writer and pending data", host_env(fifo_root, HOME=home, UCXTLS_DEBUG="1"),
+                cwd=home)
+        for p, r, w in fds:
+            try:
+                data = os.read(r, 100)
+            except BlockingIOError:
+                data = b""
+            if p.endswith("ucx.conf"):
+                t.equal("FIFO %s: the pending data is still there for its reader" % os.path.relpath(p, top),
+                        data, b"UCX_TLS=pending\n")
+            os.close(r)
+            os.close(w)
+
+        # ./ucx.conf -> /dev/stdin: the library must not drain the host's stdin.
+        cwd = os.path.join(top, "stdin-cwd")
+        os.makedirs(cwd)
+        os.symlink("/dev/stdin", os.path.join(cwd, "ucx.conf"))
+        data = b"first line of the host's input\nUCX_TLS=x\n" * 100
+        compare(t, timer, "./ucx.conf -> /dev/stdin, cat reading a pipe", host_env(made["many-entries"]),
+                argv=["cat"], cwd=cwd, stdin=data)
+
+        # Unreadable files, as `nobody` (root reads through permission bits).
+        root = os.path.join(top, "unreadable")
+        base_machine(root)
+        with open(os.path.join(root, "etc/ucx/ucx.conf"), "w") as f:
+            f.write("UCX_TLS=tcp\n")
+        for p in probe_files(root):
+            os.chmod(p, 0)
+        os.chmod(os.path.join(root, "sys/class/infiniband"), 0)
+        nobody_home = os.path.join(top, "nobody-home")
+        os.makedirs(nobody_home)
+        os.chmod(nobody_home, 0o755)
+        if os.geteuid() != 0:
+            t.skip("unreadable files as nobody", "not root: cannot switch to nobody")
+        elif not have("setpriv"):
+            t.skip("unreadable files as nobody", "setpriv not installed (util-linux)")
+        elif not os.access(LIB, os.R_OK) or any(not (os.stat(d).st_mode & 0o005) for d in _parents(LIB)):
+            t.skip("unreadable files as nobody", "nobody cannot read %s" % LIB)
+        else:
+            for extra in ({"UCXTLS_DEBUG": "1"}, {"UCXTLS_TEMPLATE": "tcp,{copy}", "UCXTLS_DEBUG": "1"}):
+                label = "unreadable files, as nobody %s" % " ".join("%s=%s" % kv for kv in extra.items())
+                p = compare(t, timer, label, host_env(root, HOME=nobody_home, **extra), cwd=nobody_home, user=65534)
+                if p is not None:
+                    t.check(label + ": the library ran (debug line)", b"ucxtls: " in p.stderr, p.stderr.decode())
+
+        # Settings.
+        dgx = os.path.join(top, "dgx")
+        machines.build("dgx", dgx)
+        deep = os.path.join(top, "deep", *(["d"] * 400))
+        machines.build("dgx", deep)
+        cvd = ",".join(str(i) for i in range(20000))
+        big_env = {"JUNK%05d" % i: "v" * 500 for i in range(2000)}  # about 1 MB
+        settings = [
+            ("CUDA_VISIBLE_DEVICES of 20 000 entries", dgx, {"CUDA_VISIBLE_DEVICES": cvd}),
+            ("CUDA_VISIBLE_DEVICES of 20 000 GPU- entries", dgx, {"CUDA_VISIBLE_DEVICES": ",".join("GPU-%d" % i for i in range(12000))}),
+            ("ROCR/HIP_VISIBLE_DEVICES of 20 000 entries", dgx, {"ROCR_VISIBLE_DEVICES": cvd, "HIP_VISIBLE_DEVICES": cvd}),
+            ("ZE_AFFINITY_MASK of 60 000 bytes", dgx, {"ZE_AFFINITY_MASK": "x," * 30000, "CUDA_VISIBLE_DEVICES": ""}),
+            ("UCX_TLS of 100 KB", dgx, {"UCX_TLS": "rc," * 34000}),
+            ("UCX_TLS of 100 KB equal to UCXTLS_DERIVED", dgx, {"UCX_TLS": "rc," * 34000, "UCXTLS_DERIVED": "rc," * 34000}),
+            ("UCXTLS_TEMPLATE of 100 KB", dgx, {"UCXTLS_TEMPLATE": "rc," * 34000 + "{copy}"}),
+            ("UCXTLS_TEMPLATE of 600 {copy}", dgx, {"UCXTLS_TEMPLATE": "{copy}," * 590 + "rc"}),
+            ("non-ASCII UCXTLS_TEMPLATE", dgx, {"UCXTLS_TEMPLATE": "r\u00e9seau,\u4e2d\u6587,{copy}"}),
+            ("non-ASCII and control bytes in every variable", dgx,
+             {k: "\u00e9\u4e2d\x01\x1b[2J\x7f" for k in ("UCXTLS_ACCEL", "UCXTLS_PROBE", "UCXTLS_PROBE_TIMEOUT_MS",
+                                                         "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                                         "ZE_AFFINITY_MASK", "UCX_CONFIG_DIR", "HOME")}),
+            ("HOME and UCX_CONFIG_DIR of 100 KB", dgx, {"HOME": "/h" * 50000, "UCX_CONFIG_DIR": "/c" * 50000}),
+            ("a 1 MB environment of 2000 variables", dgx, big_env),
+            ("UCXTLS_SYSROOT 400 directories deep", deep, {}),
+            ("UCXTLS_SYSROOT missing", os.path.join(top, "missing"), {}),
+            ("UCXTLS_SYSROOT of 2047 bytes (paths overflow)", "/" + "x" * 2046, {}),
+            ("UCXTLS_SYSROOT of 100 KB", "/" + "x" * 100000, {}),
+            ("UCXTLS_SYSROOT a regular file", os.path.join(top, "big"), {}),
+            ("UCXTLS_SYSROOT /", "/", {}),
+        ]
+        for label, root, extra in settings:
+            for debug in ({}, {"UCXTLS_DEBUG": "1"}):
+                env = host_env(root, **dict(extra, **debug))
+                compare(t, timer, label + (" (debug)" if debug else ""), env, cwd=home)
+                if san and debug:
+                    sanitized_driver(t, label, env)
+    finally:
+        for d, dirs, files in os.walk(top):
+            for x in dirs + files:
+                try:
+                    os.chmod(os.path.join(d, x), 0o755, follow_symlinks=False)
+                except (OSError, NotImplementedError):
+                    pass
+        shutil.rmtree(top, ignore_errors=True)
+    timer.report()
+    t.exit()
+
+
+def _parents(path):
+    out = []
+    d = os.path.dirname(os.path.abspath(path))
+    while d and d != "/":
+        out.append(d)
+        d = os.path.dirname(d)
+    return out
+
+
+if __name__ == "__main__":
+    main()
