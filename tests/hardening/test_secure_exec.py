@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Secure execution (AT_SECURE): the library is loaded into a setuid program yet does nothing.
+
+ld.so preloads a library into a setuid program only when LD_PRELOAD names it bare, it lies in a
+standard directory, and it carries the set-user-ID bit (ld.so(8); research/preload.md §2). The
+test installs a uniquely named set-user-ID copy of the library in the system library directory,
+makes a setuid-root copy of a small program, and runs it as `nobody` (setpriv) with
+UCXTLS_DEBUG=1 and a fixture machine where the library would write UCX_TLS. It must show:
+the library mapped in the program (/proc/self/maps), AT_SECURE=1, UCX_TLS unset, no debug line,
+and (under strace, when ptrace works here) no probe syscall and no read of the sysroot. A
+control run of a non-setuid copy of the same program, same user, same environment, shows the
+library acting (value, debug line, sysroot reads), so the test can fail. Everything installed is
+removed. SKIP when not root.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+
+from common import BASE_ENV, LIB, Checks, compile_c, fixture, have
+
+PROGRAM = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  char line[4096];
+  int mapped = 0;
+  FILE *f = fopen("/proc/self/maps", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strstr(line, argv[1])) mapped = 1;
+  if (f) fclose(f);
+  const char *v = getenv("UCX_TLS");
+  printf("mapped=%d secure=%lu euid=%d UCX_TLS=%s\n", mapped, getauxval(AT_SECURE), (int)geteuid(),
+         v ? v : "<unset>");
+  return 0;
+}
+"""
+
+
+def libdir():
+    for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64"):
+        if os.path.exists(os.path.join(d, "libc.so.6")):
+            return d
+    return None
+
+
+def main():
+    t = Checks("secure execution: loaded into a setuid program, does nothing")
+    if os.geteuid() != 0:
+        t.skip("secure execution", "not root: cannot install a set-user-ID library and program")
+        t.exit()
+    if not have("setpriv"):
+        t.skip("secure execution", "setpriv (util-linux) not installed")
+        t.exit()
+    d = libdir()
+    if not d:
+        t.skip("secure execution", "no standard library directory with libc.so.6 found")
+        t.exit()
+    name = "libucxtls-secure-test-%d.so" % os.getpid()
+    installed = os.path.join(d, name)
+    work = tempfile.mkdtemp(prefix="ucxtls-secure-")
+    os.chmod(work, 0o755)
+    try:
+        prog, err = compile_c(work, "show", PROGRAM)
+        if not t.check("compile the test program", prog is not None, err or ""):
+            t.exit()
+        suid = os.path.join(work, "show-suid")
+        plain = os.path.join(work, "show-plain")
+        shutil.copy(prog, suid)
+        shutil.copy(prog, plain)
+        os.chown(suid, 0, 0)
+        os.chmod(suid, 0o4755)
+        os.chmod(plain, 0o755)
+        shutil.copy(LIB, installed)
+        os.chmod(installed, 0o4755)  # the set-user-ID bit ld.so asks of a preload in secure mode
+
+        machine = fixture("dgx")
+        for p in (os.path.dirname(machine), os.path.dirname(os.path.dirname(machine))):
+            os.chmod(p, 0o755)  # nobody must be able to reach the fixture in the control run
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        preload_env = ["LD_PRELOAD=" + name, "UCXTLS_DEBUG=1", "UCXTLS_SYSROOT=" + machine, "HOME=/nonexistent"]
+
+        def show(exe):
+            # setpriv runs without the preload; `env` hands it to the program alone.
+            p = subprocess.run(nobody + ["/usr/bin/env"] + preload_env + [exe, name], env=BASE_ENV,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, cwd=work)
+            return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+        rc, out, err = show(plain)
+        t.equal("control: non-setuid copy as nobody: loaded, not secure, value written",
+                out.strip(), "mapped=1 secure=0 euid=65534 UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy", err)
+        t.check("control: the debug line is printed", "ucxtls: set UCX_TLS=" in err, err)
+
+        rc, out, err = show(suid)
+        t.equal("setuid-root copy as nobody: loaded (in /proc/self/maps), AT_SECURE=1, UCX_TLS unset",
+                out.strip(), "mapped=1 secure=1 euid=0 UCX_TLS=<unset>", err)
+        t.equal("setuid-root copy: no debug line despite UCXTLS_DEBUG=1, stderr empty", err, "")
+        t.equal("setuid-root copy: exit status 0", rc, 0)
+
+        # No probe syscalls: strace as root follows the setuid exec with its privileges (-u).
+        if not have("strace"):
+            t.skip("no probe syscalls under AT_SECURE", "strace not installed")
+        elif subprocess.run(["strace", "-o", "/dev/null", "true"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL).returncode != 0:
+            t.skip("no probe syscalls under AT_SECURE", "ptrace is not permitted here")
+        else:
+            def trace(exe):
+                log = os.path.join(work, "trace-" + os.path.basename(exe))
+                argv = ["strace", "-u", "nobody", "-o", log, "-e", "trace=%file,getdents64,read"]
+                for e in preload_env:
+                    argv += ["-E", e]
+                p = subprocess.run(argv + [exe, name], env=BASE_ENV, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, timeout=60, cwd=work)
+                with open(log) as f:
+                    return p.stdout.decode(), f.read()
+
+            out, log = trace(plain)
+            t.check("control under strace: the library reads the sysroot", machine in log, log[-2000:])
+            out, log = trace(suid)
+            t.check("setuid-root under strace: still secure and loaded", "mapped=1 secure=1" in out, out)
+            t.check("setuid-root under strace: the library was opened by ld.so", name in log, log[-2000:])
+            probes = [l for l in log.splitlines() if machine in l or "ucx.conf" in l or "/dev/nvidia" in l
+                      or "/sys/class" in l or "/proc/driver" in l or "getdents64" in l]
+            t.equal("setuid-root under strace: no probe syscall, nothing under the sysroot", probes, [], log[-3000:])
+    finally:
+        if os.path.exists(installed):
+            os.unlink(installed)
+        shutil.rmtree(work, ignore_errors=True)
+    t.check("the installed copy is removed", not os.path.exists(installed))
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()
