@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Late dlopen: the library loaded after main started, with other threads running.
+
+1. Python: threads calling the C getenv (GIL released) and reading os.environ while the main
+   thread runs ctypes.CDLL(lib) on the DGX fixture; repeated to give a race a chance. No crash.
+   What is observed is printed and asserted: os.environ does not see UCX_TLS (a snapshot taken at
+   startup), C getenv does, a child started with the default environment does, a child given
+   env=dict(os.environ) does not.
+2. C: a host whose threads spin on getenv while another thread, with a 64 KiB stack, dlopens the
+   library (the constructor's deepest path needs about 31 KiB of stack). No crash, and the value
+   is set.
+"""
+import os
+import subprocess
+import tempfile
+
+from common import LIB, Checks, compile_c, env_for
+
+PY = r"""
+import ctypes, os, subprocess, sys, threading, time
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+libc.getenv.argtypes = [ctypes.c_char_p]
+stop = False
+def c_reader():
+    while not stop:
+        libc.getenv(b"UCX_TLS"); libc.getenv(b"UCXTLS_DERIVED"); libc.getenv(b"PATH")
+def py_worker():
+    n = 0
+    while not stop:
+        os.environ.get("UCX_TLS"); n += sum(range(50))
+threads = [threading.Thread(target=c_reader) for _ in range(3)] + [threading.Thread(target=py_worker)]
+for t in threads: t.start()
+time.sleep(0.02)
+ctypes.CDLL(sys.argv[1])
+stop = True
+for t in threads: t.join()
+show = ["/bin/sh", "-c", 'printf "%s" "${UCX_TLS-<unset>}"']
+print("os.environ: %s" % os.environ.get("UCX_TLS", "<unset>"))
+print("getenv: %s" % (libc.getenv(b"UCX_TLS") or b"<unset>").decode())
+print("child(env=None): %s" % subprocess.run(show, stdout=subprocess.PIPE).stdout.decode())
+print("child(env=dict(os.environ)): %s" % subprocess.run(show, stdout=subprocess.PIPE, env=dict(os.environ)).stdout.decode())
+"""
+
+C_HOST = r"""
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+static volatile int stop;
+static void *spin(void *arg) {
+  (void)arg;
+  while (!stop) { getenv("UCX_TLS"); getenv("PATH"); }
+  return NULL;
+}
+static void *load(void *lib) {
+  return dlopen((const char *)lib, RTLD_NOW);
+}
+int main(int argc, char **argv) {
+  pthread_t s[3], l;
+  for (int i = 0; i < 3; i++) pthread_create(&s[i], NULL, spin, NULL);
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 64 * 1024);
+  void *h = NULL;
+  if (pthread_create(&l, &a, load, argv[1])) return 2;
+  pthread_join(l, &h);
+  stop = 1;
+  for (int i = 0; i < 3; i++) pthread_join(s[i], NULL);
+  const char *v = getenv("UCX_TLS");
+  printf("loaded=%d UCX_TLS=%s\n", h != NULL, v ? v : "<unset>");
+  return 0;
+}
+"""
+
+C = "rc_x,rc,dc_x,dc,cuda_copy"
+RUNS = 10
+
+
+def main():
+    t = Checks("late dlopen with threads running")
+    env = env_for("dgx", preload=False)
+    outs = set()
+    crashes = []
+    for i in range(RUNS):
+        p = subprocess.run(["python3", "-c", PY, LIB], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        if p.returncode != 0:
+            crashes.append("rc %d: %s" % (p.returncode, p.stderr.decode()[-500:]))
+        outs.add(p.stdout.decode())
+    t.equal("python ctypes.CDLL with 4 threads running, %d runs: no crash" % RUNS, crashes, [])
+    t.equal("every run observed the same", len(outs), 1, "\n".join(outs))
+    seen = dict(l.split(": ", 1) for l in sorted(outs)[0].splitlines() if ": " in l)
+    for k, v in sorted(seen.items()):
+        print("     observed: %s: %s" % (k, v))
+    t.equal("os.environ does not see the value (snapshot taken at startup)", seen.get("os.environ"), "<unset>")
+    t.equal("C getenv sees the value", seen.get("getenv"), C)
+    t.equal("a child with the inherited environment (env=None) sees it", seen.get("child(env=None)"), C)
+    t.equal("a child given env=dict(os.environ) does not", seen.get("child(env=dict(os.environ))"), "<unset>")
+
+    with tempfile.TemporaryDirectory(prefix="ucxtls-dlopen-") as work:
+        host, err = compile_c(work, "host", C_HOST, flags=["-pthread", "-ldl"])
+        if t.check("compile the C host", host is not None, err or ""):
+            bad = []
+            for i in range(RUNS):
+                p = subprocess.run([host, LIB], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+                if p.returncode != 0 or p.stdout.decode().strip() != "loaded=1 UCX_TLS=" + C:
+                    bad.append("rc %d: %r %r" % (p.returncode, p.stdout, p.stderr[-300:]))
+            t.equal("C host: dlopen from a 64 KiB-stack thread while 3 threads call getenv, %d runs: "
+                    "loaded, value set, no crash" % RUNS, bad, [])
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()
