@@ -9,8 +9,8 @@ data), ./ucx.conf -> /dev/stdin; settings: CUDA_VISIBLE_DEVICES with 20 000 entr
 UCX_TLS, long and non-ASCII templates and lists, a 1 MB environment, deep, missing and too-long
 UCXTLS_SYSROOT.
 
-Each case runs a host (`/bin/sh -c 'echo host; ls /proc/$$/fd; exit 7'`, so a leaked descriptor
-shows, or `cat` reading stdin) with and without the library: stdout and exit status must be identical, no run may time out, and stderr holds at
+Each case runs a host (`/bin/sh -c 'echo host; cd /proc/$$/fd && echo *; exit 7'`, so a leaked
+descriptor shows, or `cat` reading stdin) with and without the library: stdout and exit status must be identical, no run may time out, and stderr holds at
 most the one `ucxtls:` line (exactly one with UCXTLS_DEBUG=1). When the sanitizer build exists,
 the sanitized fixture driver also runs the constructor's ladder on every hostile machine. The
 slowest process is reported (no tight wall-time assertion).
@@ -24,8 +24,9 @@ import time
 
 from common import (BASE_ENV, LIB, SAN_DIR, Checks, Timer, env_for, have, machines)
 
-# The host lists its open descriptors: a descriptor the constructor leaked would change stdout.
-HOST = ["/bin/sh", "-c", "echo host; ls /proc/$$/fd; exit 7"]
+# The host lists its open descriptors (a shell glob: no child process): a descriptor the
+# constructor leaked would change stdout.
+HOST = ["/bin/sh", "-c", "echo host; cd /proc/$$/fd && echo *; exit 7"]
 TIMEOUT = 30
 MB = 1 << 20
 
@@ -357,7 +358,7 @@ def main():
         # are closed (the debug line must not land in a file the probe opened on fd 2).
         compare(t, timer, "empty environment (env -i)", {"LD_PRELOAD": LIB}, argv=["/bin/sh", "-c", "echo host; exit 7"],
                 cwd=home, debug_line=False)
-        closed = ["/bin/sh", "-c", "exec 0<&- 2>&-; exec /bin/sh -c 'echo host; ls /proc/self/fd; exit 7'"]
+        closed = ["/bin/sh", "-c", "exec 0<&- 2>&-; exec /bin/sh -c 'echo host; cd /proc/$$/fd && echo *; exit 7'"]
         for debug in ({}, {"UCXTLS_DEBUG": "1"}):
             compare(t, timer, "stdin and stderr closed%s" % (" (debug)" if debug else ""),
                     host_env(made["many-entries"], **debug), argv=closed, cwd=home, debug_line=False)
