@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import SAN_DIR, SAN_SKIP, SOURCE_DIR, Checks, env_for, fixture
+from common import SAN_DIR, SAN_SKIP, SOURCE_DIR, Checks, env_for
 
 SAN_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1",

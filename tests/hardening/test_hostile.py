@@ -17,12 +17,11 @@ slowest process is reported (no tight wall-time assertion).
 """
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 import time
 
-from common import (BASE_ENV, LIB, SAN_DIR, Checks, Timer, env_for, have, machines)
+from common import LIB, SAN_DIR, Checks, Timer, env_for, have, machines
 
 # The host lists its open descriptors (a shell glob: no child process): a descriptor the
 # constructor leaked would change stdout.

@@ -10,7 +10,6 @@
    library (the constructor's deepest path needs about 31 KiB of stack). No crash, and the value
    is set.
 """
-import os
 import subprocess
 import tempfile
 

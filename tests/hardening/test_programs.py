@@ -7,10 +7,10 @@ machines: this one (no sysroot) and the DGX fixture, where the library writes UC
 whose output legitimately depends on UCX_TLS are not in the corpus. A missing program is a SKIP
 with the reason.
 """
-import os
 import resource
 import signal
 import subprocess
+import time
 
 from common import SOURCE_DIR, Checks, Timer, env_for, have
 
@@ -53,7 +53,6 @@ def no_core():
 def main():
     t = Checks("real programs with and without the library")
     timer = Timer()
-    home = os.path.join(os.environ.get("TMPDIR", "/tmp"))
     for label, argv, tool in CORPUS:
         if not have(tool):
             t.skip(label, "%s not installed" % tool)
@@ -65,7 +64,6 @@ def main():
             kw = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, preexec_fn=no_core,
                       cwd=SOURCE_DIR)
             plain = subprocess.run(argv, env=env_plain, **kw)
-            import time
             t0 = time.monotonic()
             pre = subprocess.run(argv, env=env_pre, **kw)
             dt = time.monotonic() - t0
