@@ -81,3 +81,30 @@ TEST_CASE("DirReader lists thousands of entries of any name length") {
   for (auto &n : made) unlink((std::string(dir) + "/" + n).c_str());
   rmdir(dir);
 }
+
+TEST_CASE("read_chunks leaves a stream's data to its reader") {
+  // hostile (./ucx.conf -> /dev/stdin): the ucx.conf scan drained the host's stdin.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  REQUIRE(write(fds[1], "UCX_TLS=x\n", 10) == 10);
+  std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
+  size_t fed = 0;
+  bool opened = read_chunks(Path(nullptr, path.c_str()), 1 << 20, [&](const char *, size_t n) { fed += n; });
+  CHECK_FALSE(opened);
+  CHECK(fed == 0);
+  char buf[16] = {};
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);  // a drained pipe fails the check instead of hanging
+  CHECK(read(fds[0], buf, sizeof buf) == 10);
+  close(fds[0]);
+  close(fds[1]);
+  // A file is still read.
+  char name[] = "/tmp/ucxtls-chunks-XXXXXX";
+  int fd = mkstemp(name);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "UCX_TLS=x\n", 10) == 10);
+  close(fd);
+  fed = 0;
+  CHECK(read_chunks(Path(nullptr, name), 1 << 20, [&](const char *, size_t n) { fed += n; }));
+  CHECK(fed == 10);
+  unlink(name);
+}
