@@ -104,19 +104,25 @@ const Option kOptions[kVarCount] = {
     {"ZE_AFFINITY_MASK", "-", "Intel GPUs the process may use (empty = all)"},
 };
 
+// It runs in every process, over environments of hundreds of entries: one test of the first
+// letter rejects almost every entry, and a match is compared in place (no strlen, no strncmp).
 void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
   if (!envp) return;
-  size_t name_len[kVarCount];
-  for (int v = 0; v < kVarCount; v++) name_len[v] = strlen(kOptions[v].name);
-  for (char *const *e = envp; *e; e++) {
+  unsigned long long first = 0;  // first letters of the names (all ASCII upper case or digits)
+  for (int v = 0; v < kVarCount; v++) first |= 1ULL << (kOptions[v].name[0] & 63);
+  int left = kVarCount;
+  for (char *const *e = envp; *e && left; e++) {
     const char *entry = *e;
+    if (!(first >> (entry[0] & 63) & 1)) continue;
     for (int v = 0; v < kVarCount; v++) {
       const char *name = kOptions[v].name;
       if (entry[0] != name[0] || in->var[v]) continue;
-      size_t n = name_len[v];
-      if (!strncmp(entry, name, n) && entry[n] == '=') {
-        in->var[v] = entry + n + 1;
+      size_t i = 1;
+      while (name[i] && entry[i] == name[i]) i++;
+      if (!name[i] && entry[i] == '=') {
+        in->var[v] = entry + i + 1;
+        left--;
         break;
       }
     }
