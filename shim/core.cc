@@ -29,9 +29,14 @@ Text &Text::add(const char *s, size_t n) {
   return *this;
 }
 
-Text &Text::add(const char *s) { return s ? add(s, strlen(s)) : add("(null)", 6); }
+// A Text of no capacity takes nothing: callers that do not want the text pass no buffer.
+Text &Text::add(const char *s) {
+  if (!cap) return *this;
+  return s ? add(s, strlen(s)) : add("(null)", 6);
+}
 
 Text &Text::add(long long v) {
+  if (!cap) return *this;
   char tmp[24];
   int i = sizeof tmp;
   unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
@@ -44,6 +49,7 @@ Text &Text::add(long long v) {
 }
 
 Text &Text::add_quoted(const char *s, size_t max_shown) {
+  if (!cap) return *this;
   add("\"");
   size_t n = strlen(s);
   // Control bytes would break the one-line promise: show them as '?'.

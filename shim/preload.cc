@@ -54,7 +54,9 @@ __attribute__((constructor)) void ucxtls_init() {
     parse_settings(in, &s);
     Facts f;
     Decision d;
-    run_ladder(in, s, ProbeOptions(), &f, &d);
+    ProbeOptions o;
+    o.evidence = s.debug;  // the evidence is read by the debug line alone
+    run_ladder(in, s, o, &f, &d);
     apply(in, d);
     if (s.debug || d.error) {
       char line[1024];
