@@ -129,8 +129,8 @@ for label, what, _, _, procs in rows:
     w = wall[label]
     added = "-" if calls[label] is None or calls.get("empty") is None or label in ("none", "empty") \
         else "%+d" % (calls[label] - calls["empty"])
-    if label == "driver" and procs not in ("-", "1"):
-        what += "; %s processes" % procs
+    if label == "driver" and procs != "-":
+        what += "; no helper process ran" if procs == "1" else "; %s processes (a helper ran)" % procs
     print("| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %s | %s |" % (
         label, what, w[2], w[3], w[4], ratio(med[label], med["none"]), ratio(med[label], med["empty"]),
         fmt(ir[label]), ratio(ir[label], ir["empty"]), fmt(calls[label]), added))

@@ -52,21 +52,18 @@ static int open_flags(const Path &p, int flags) {
 
 int open_ro(const Path &p) { return open_flags(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); }
 
-ssize_t read_some(int fd, char *buf, size_t n) {
+// One read or write, retried when a signal interrupted it.
+static ssize_t transfer(long nr, int fd, const char *buf, size_t n) {
   for (;;) {
-    ssize_t r = syscall(SYS_read, fd, buf, n);
+    ssize_t r = syscall(nr, fd, buf, n);
     if (r < 0 && errno == EINTR) continue;
     return r;
   }
 }
 
-ssize_t write_some(int fd, const char *buf, size_t n) {
-  for (;;) {
-    ssize_t r = syscall(SYS_write, fd, buf, n);
-    if (r < 0 && errno == EINTR) continue;
-    return r;
-  }
-}
+ssize_t read_some(int fd, char *buf, size_t n) { return transfer(SYS_read, fd, buf, n); }
+
+ssize_t write_some(int fd, const char *buf, size_t n) { return transfer(SYS_write, fd, buf, n); }
 
 void close_fd(int fd) {
   if (fd >= 0) syscall(SYS_close, fd);
