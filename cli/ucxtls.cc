@@ -527,6 +527,11 @@ int cmd_doctor(int argc, char **argv) {
       return kFailed;
     }
     const char *v = effective_value(r->in, r->d);
+    if (!v && r->f.ucx_conf == Tri::yes) {
+      printf("UCX_TLS is not in the environment: UCX takes it from %s; check that value with --value\n",
+             r->f.ucx_conf_evidence);
+      return 0;
+    }
     if (!v) {
       printf("UCX_TLS stays unset here (%s): UCX uses every transport it has; nothing to check\n",
              action_name(r->d.action));

@@ -6,6 +6,7 @@ created with the value (`ucx_info -e`)."""
 import os
 import re
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from harness import LIB, Checks, env_for, have, run  # noqa: E402
@@ -55,6 +56,12 @@ def main():
     p, out, _ = doctor([], env_for("no-rdma", preload=False))
     t.check("UCX_TLS stays unset (no RDMA): nothing to check, exit 0",
             p.returncode == 0 and "nothing to check" in out, out + p.stderr.decode())
+    with tempfile.TemporaryDirectory() as conf:
+        with open(os.path.join(conf, "ucx.conf"), "w") as f:
+            f.write("UCX_TLS=tcp\n")
+        p, out, _ = doctor([], env_for("dgx", preload=False, UCX_CONFIG_DIR=conf))
+        t.check("a ucx.conf assigns UCX_TLS: the doctor names the file instead of checking the environment",
+                p.returncode == 0 and os.path.join(conf, "ucx.conf") in out and "--value" in out, out)
     p, out, missing = doctor([], env_for("dgx", preload=False, UCX_TLS="sm,self"))
     t.check("the user's UCX_TLS=sm,self is checked and passes (sm -> posix, sysv, cma)",
             p.returncode == 0 and "(UCX_TLS as set)" in out and re.search(r"^ok +sm -> .*posix", out, re.M), out)
