@@ -405,8 +405,8 @@ int cmd_run(int argc, char **argv) {
   fflush(stdout);
   execvpe(argv[i], argv + i, envp.data());
   int err = errno;
-  fail(0, std::string("run: cannot run '") + argv[i] + "': " + strerror(err));
-  return err == ENOENT ? 127 : 126;  // as shells report it
+  // 127 for a command not found, 126 for one that cannot run: as shells report them.
+  return fail(err == ENOENT ? 127 : 126, std::string("run: cannot run '") + argv[i] + "': " + strerror(err));
 }
 
 // ---------------------------------------------------------------------------------------------
