@@ -25,7 +25,8 @@ CC=${CC:-cc}
 
 if [ -z "${UCXTLS_LIB:-}" ]; then
   cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=OFF >&2
-  cmake --build "$BUILD_DIR" -j "$(nproc 2>/dev/null || echo 2)" --target ucxtls >&2
+  # Everything, not just the library: the driver tier needs its helper executable beside it.
+  cmake --build "$BUILD_DIR" -j "$(nproc 2>/dev/null || echo 2)" >&2
   UCXTLS_LIB=$top/$BUILD_DIR/libucxtls.so
 fi
 lib=$(cd "$(dirname "$UCXTLS_LIB")" && pwd)/$(basename "$UCXTLS_LIB")
