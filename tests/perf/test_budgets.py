@@ -8,6 +8,9 @@ environment: preloaded with libucxtls.so, and preloaded with an empty library bu
 - user-space instructions: `valgrind --tool=callgrind` totals, a ratio to the empty library's.
   The loader runs as a program (`ld.so --preload LIB /bin/true`) so that valgrind's own launcher
   never runs the constructor and hands UCX_TLS down to the measured process.
+- heap: `valgrind --tool=memcheck` totals (allocations and bytes) equal to those of a library
+  whose constructor makes only the library's two setenv calls (tests/perf/setenv_preload.c), and
+  no allocation at all on the paths that write nothing.
 Each measured path is also checked to decide what it should, so a budget is never met by a path
 that skipped its work. Wall time is scripts/bench.sh's business, not a test's.
 """
@@ -21,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness import LIB, Checks, env_for, fixture, have, run, sh_value  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLS_EMPTY_LIB", "")
+SETENV = os.environ.get("UCXTLS_SETENV_LIB", "")
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 UNSET = "<unset>"
 
@@ -38,6 +42,13 @@ SYSCALL_ROWS = [
 INSTRUCTION_ROWS = [
     ("busy node: derive and set", "dgx", {}, 1.25),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, 1.25),
+]
+
+# name, machine, variables, the floor whose heap use it must equal ("setenv" or "empty")
+HEAP_ROWS = [
+    ("busy node: derive and set", "dgx", {}, "setenv"),
+    ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "empty"),
+    ("node without RDMA", "no-rdma", {}, "empty"),
 ]
 
 _scratch = tempfile.mkdtemp(prefix="ucxtls-perf-")
@@ -63,6 +74,17 @@ def callgrind_total(lib, env, ldso):
         return None, p.stderr.decode()
     m = re.search(r"^(?:summary|totals):\s*(\d+)", open(out).read(), re.M)
     return (int(m.group(1)) if m else None), p.stderr.decode()
+
+
+def heap_use(lib, env, ldso):
+    """((allocations, bytes), memcheck errors, valgrind's output) of /bin/true preloaded with lib."""
+    p = run(["valgrind", "--tool=memcheck", ldso, "--preload", lib, "/bin/true"], env, timeout=120)
+    err = p.stderr.decode()
+    m = re.search(r"total heap usage: ([\d,]+) allocs, [\d,]+ frees, ([\d,]+) bytes allocated", err)
+    e = re.search(r"ERROR SUMMARY: (\d+) errors", err)
+    if p.returncode != 0 or not m or not e:
+        return None, None, err
+    return (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))), int(e.group(1)), err
 
 
 def interpreter(path):
@@ -114,6 +136,20 @@ def main():
                 continue
             t.check("%s: %d instructions, %.3f x the empty library's %d (budget <= %.2f)"
                     % (name, ir, ir / floor, floor, budget), ir <= budget * floor)
+        floors = {"empty": EMPTY, "setenv": SETENV}
+        for name, machine, extra, floor_name in HEAP_ROWS:
+            if not floors[floor_name] or not os.path.exists(floors[floor_name]):
+                t.skip("%s: heap" % name, "UCXTLS_SETENV_LIB (the setenv-only preload library) is not built")
+                continue
+            env = env_for(machine, preload=False, **extra)
+            want, _, err1 = heap_use(floors[floor_name], env, ldso)
+            got, errors, err2 = heap_use(LIB, env, ldso)
+            if want is None or got is None:
+                t.skip("%s: heap" % name, "valgrind --tool=memcheck failed: " + (err1 + err2).strip()[-300:])
+                continue
+            t.equal("%s: heap use %d allocations, %d bytes: the %s floor's" % ((name,) + got + (floor_name,)),
+                    got, want, err2)
+            t.equal("%s: memcheck errors" % name, errors, 0, err2)
     t.exit()
 
 
