@@ -9,6 +9,7 @@
 #   - user-space instructions: valgrind --tool=callgrind total for the process (deterministic);
 #   - syscalls: strace -f -c total for the process tree; "added" = this config minus the empty
 #     library, i.e. exactly what the constructor issues (the loader's work is the same);
+#   - minor page faults (median, from wait4) and heap allocations (valgrind --tool=memcheck);
 #   - the .so size, and the machine it ran on.
 # Every configuration runs in the same fixed, job-like environment (about 40 variables), from an
 # empty working directory whose $HOME has no ucx.conf.
@@ -88,8 +89,10 @@ for c in "${configs[@]}"; do
     esac
     strace_env+=(-E "$kv")
   done
-  ir=- calls=- procs=-
+  ir=- calls=- procs=- heap=-
   if command -v valgrind >/dev/null; then
+    heap=$(cd "$work/home" && env -i "${BASE_ENV[@]}" "${other[@]}" valgrind --tool=memcheck "$ldso" "${preload[@]}" "$prog" 2>&1 >/dev/null |
+      sed -n 's/.*total heap usage: \([0-9,]*\) allocs, [0-9,]* frees, \([0-9,]*\) bytes.*/\1 (\2 B)/p')
     # The loader run as a program with --preload: valgrind's own launcher never sees LD_PRELOAD
     # (it would run the constructor there and hand UCX_TLS down to the measured process).
     (cd "$work/home" && env -i "${BASE_ENV[@]}" "${other[@]}" valgrind --tool=callgrind \
@@ -102,7 +105,7 @@ for c in "${configs[@]}"; do
       procs=$(awk '$NF ~ /^(clone|clone3|fork|vfork)$/ {n += $4} END {print n + 1}' "$work/st.out")
     fi
   fi
-  printf '%s\t%s\t%s\t%s\t%s\n' "$label" "$what" "$ir" "$calls" "$procs" >>"$work/counts.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$what" "$ir" "$calls" "$procs" "${heap:--}" >>"$work/counts.tsv"
 done
 
 size_built=$(stat -c %s "$lib")
@@ -124,17 +127,17 @@ calls = {r[0]: num(r[3]) for r in rows}
 ratio = lambda a, b: "%.2f" % (a / b) if a is not None and b else "-"
 fmt = lambda x: "-" if x is None else "{:,}".format(int(x))
 
-print("| config | what | median µs (IQR) | ÷ none | ÷ empty | instructions (callgrind) | ÷ empty | syscalls (strace -f) | added by the constructor |")
-print("|---|---|---|---|---|---|---|---|---|")
-for label, what, _, _, procs in rows:
+print("| config | what | median µs (IQR) | ÷ none | ÷ empty | instructions (callgrind) | ÷ empty | syscalls (strace -f) | added by the constructor | minor faults | heap allocations |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for label, what, _, _, procs, heap in rows:
     w = wall[label]
     added = "-" if calls[label] is None or calls.get("empty") is None or label in ("none", "empty") \
         else "%+d" % (calls[label] - calls["empty"])
     if label == "driver" and procs != "-":
         what += "; no helper process ran" if procs == "1" else "; %s processes (a helper ran)" % procs
-    print("| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %s | %s |" % (
+    print("| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
         label, what, w[2], w[3], w[4], ratio(med[label], med["none"]), ratio(med[label], med["empty"]),
-        fmt(ir[label]), ratio(ir[label], ir["empty"]), fmt(calls[label]), added))
+        fmt(ir[label]), ratio(ir[label], ir["empty"]), fmt(calls[label]), added, w[6], heap))
 print()
 print("Machine: %s; %s. %s rounds, %s. libucxtls.so: %s bytes as built, %s stripped." % (
     machine, tools, rounds, day, "{:,}".format(int(size_built)),
