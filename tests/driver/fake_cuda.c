@@ -2,17 +2,23 @@
      FAKE_CUDA_INIT      cuInit's result (default 0)
      FAKE_CUDA_COUNT     devices cuDeviceGetCount reports (default 0)
      FAKE_CUDA_COUNT_RC  cuDeviceGetCount's result (default 0)
-     FAKE_CUDA_HANG / _CRASH / _NOISE, FAKE_LOG: see fake_common.h */
+     FAKE_CUDA_HANG / _CRASH / _NOISE, FAKE_LOG: see fake_common.h
+   Like the real driver, it answers CUDA_ERROR_NO_DEVICE when CUDA_VISIBLE_DEVICES is set and empty,
+   and CUDA_ERROR_NOT_INITIALIZED in a forked child of a process that had initialised it. */
 #include "fake_common.h"
 
 static int initialized;
+static pid_t init_pid;
 
 __attribute__((visibility("default"))) int cuInit(unsigned int flags) {
   fake_log("cuda cuInit");
   fake_misbehave("CUDA");
   if (flags != 0) return 1; /* CUDA_ERROR_INVALID_VALUE */
-  int rc = (int)fake_num("FAKE_CUDA_INIT", 0);
+  if (init_pid && init_pid != getpid()) return 3; /* CUDA after fork: undefined; observed 3 */
+  const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+  int rc = cvd && !*cvd ? 100 : (int)fake_num("FAKE_CUDA_INIT", 0);
   initialized = rc == 0;
+  if (initialized) init_pid = getpid();
   return rc;
 }
 

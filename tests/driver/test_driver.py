@@ -101,6 +101,10 @@ def main():
         ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x70010000"}, NONE,
          ["(ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS)"]),  # a cgroup-blocked /dev/dri
         ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "34"}, NONE, ["(CUDA_ERROR_STUB_LIBRARY)"]),
+        # The helper sees the host's visibility variables (the fake answers NO_DEVICE for "").
+        ("hybrid-laptop", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "1", "FAKE_ZE_DEVICES": "gpu", "CUDA_VISIBLE_DEVICES": "",
+                                           "UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp,ze_copy",
+         ["cuda: driver API: 0 device(s) (CUDA_ERROR_NO_DEVICE)"]),
         # Broken drivers: no answer, the kernel's stands, with the driver's own name.
         ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "803"}, C,
          ["cuda: driver API gave no answer (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH), kernel: "]),
