@@ -6,8 +6,30 @@
 #ifdef UCXTLS_HAVE_ZE_API
 #include <level_zero/ze_api.h>
 _Static_assert(sizeof(ucxtls_ze_device_properties_t) == sizeof(ze_device_properties_t), "ze properties size");
-_Static_assert(offsetof(ucxtls_ze_device_properties_t, type) == offsetof(ze_device_properties_t, type), "type");
-_Static_assert(offsetof(ucxtls_ze_device_properties_t, name) == offsetof(ze_device_properties_t, name), "name");
+#define SAME_FIELD(f) \
+  _Static_assert(offsetof(ucxtls_ze_device_properties_t, f) == offsetof(ze_device_properties_t, f) && \
+                 sizeof(((ucxtls_ze_device_properties_t *)0)->f) == sizeof(((ze_device_properties_t *)0)->f), #f)
+SAME_FIELD(stype);
+SAME_FIELD(pNext);
+SAME_FIELD(type);
+SAME_FIELD(vendorId);
+SAME_FIELD(deviceId);
+SAME_FIELD(flags);
+SAME_FIELD(subdeviceId);
+SAME_FIELD(coreClockRate);
+SAME_FIELD(maxMemAllocSize);
+SAME_FIELD(maxHardwareContexts);
+SAME_FIELD(maxCommandQueuePriority);
+SAME_FIELD(numThreadsPerEU);
+SAME_FIELD(physicalEUSimdWidth);
+SAME_FIELD(numEUsPerSubslice);
+SAME_FIELD(numSubslicesPerSlice);
+SAME_FIELD(numSlices);
+SAME_FIELD(timerResolution);
+SAME_FIELD(timestampValidBits);
+SAME_FIELD(kernelTimestampValidBits);
+SAME_FIELD(uuid);
+SAME_FIELD(name);
 _Static_assert(UCXTLS_ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES == ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES, "stype");
 _Static_assert(UCXTLS_ZE_DEVICE_TYPE_GPU == ZE_DEVICE_TYPE_GPU, "GPU");
 _Static_assert(UCXTLS_ZE_DEVICE_TYPE_VPU == ZE_DEVICE_TYPE_VPU, "VPU");
