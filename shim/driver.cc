@@ -143,8 +143,13 @@ bool reap(pid_t pid, int flags, long long until, int *status) {
   }
 }
 
-[[noreturn]] void supervise(int report_r, int report_w, int devnull, char *const argv[], long long deadline) {
+// `done_w` stays open in the supervisor until it exits (it never calls execve; the helper loses
+// its copy at execve, O_CLOEXEC): the host sleeps in poll() on the other end instead of polling
+// waitpid.
+[[noreturn]] void supervise(int report_r, int report_w, int done_r, int devnull, char *const argv[],
+                            long long deadline) {
   close(report_r);
+  close(done_r);
   // SIGCHLD default (not SIG_IGN: the helper must not be autoreaped) and blocked, so that it
   // stays pending for sigtimedwait. These are the supervisor's own copies, not the host's.
   sigset_t chld, old;
@@ -197,14 +202,19 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
     ev.add("no executable helper at ").add(helper.buf);
     return;
   }
-  int p[2];
+  int p[2], done[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
+    ev.add("pipe2 failed (errno ").add((long long)errno).add(")");
+    return;
+  }
+  if (pipe2(done, O_CLOEXEC) != 0) {
+    close(p[0]), close(p[1]);
     ev.add("pipe2 failed (errno ").add((long long)errno).add(")");
     return;
   }
   int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) {
-    close(p[0]), close(p[1]);
+    close(p[0]), close(p[1]), close(done[0]), close(done[1]);
     ev.add("cannot open /dev/null (errno ").add((long long)errno).add(")");
     return;
   }
@@ -215,12 +225,14 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
 
   // fork semantics (no CLONE_VM: the supervisor has its own copy of memory), exit signal 0.
   long pid = syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L);
-  if (pid == 0) supervise(p[0], p[1], devnull, argv, deadline);
+  if (pid == 0) supervise(p[0], p[1], done[0], devnull, argv, deadline);
   int clone_errno = errno;
   close(p[1]);
+  close(done[1]);
   close(devnull);
   if (pid < 0) {
     close(p[0]);
+    close(done[0]);
     ev.add("clone failed (errno ").add((long long)clone_errno).add(")");
     return;
   }
@@ -242,9 +254,19 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
   close(p[0]);
 
   // The supervisor exits by the deadline plus its grace; past that it is killed (and the helper
-  // with it, by its parent-death signal).
+  // with it, by its parent-death signal). Sleep until its end of `done` closes, then reap.
+  const long long supervisor_deadline = deadline + 2 * kKillGraceMs;
+  for (;;) {
+    long long left = supervisor_deadline - now_ms();
+    pollfd pfd = {done[0], POLLIN, 0};
+    int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
+    if (k < 0 && errno == EINTR) continue;
+    char c;
+    if (k <= 0 || read(done[0], &c, 1) <= 0) break;  // EOF (or nothing more to wait for)
+  }
+  close(done[0]);
   int status = 0;
-  bool reaped = reap(pid_t(pid), __WCLONE, deadline + 2 * kKillGraceMs, &status);
+  bool reaped = reap(pid_t(pid), __WCLONE, supervisor_deadline, &status);
   if (!reaped) {
     kill(pid_t(pid), SIGKILL);
     reaped = reap(pid_t(pid), __WCLONE, now_ms() + kKillGraceMs, &status);
