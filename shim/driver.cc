@@ -283,7 +283,7 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
   out->cuda.answered = out->ze.answered = Tri::no;
   if (code == kExitTimedOut || code == kExitLeftBehind || !reaped || WIFSIGNALED(status)) {
     ev.add(kHelperName).add(" gave no answer within UCXTLS_PROBE_TIMEOUT_MS=").add((long long)s.probe_timeout_ms);
-    ev.add(code == kExitTimedOut ? " ms: killed" : " ms: killed, but it is stuck in the kernel");
+    ev.add(code == kExitTimedOut ? " ms: killed" : " ms: killed, and it did not exit in time");
   } else if (len > 6 && !memcmp(buf, "!exec ", 6)) {
     long e = 0;
     for (size_t n = 6; n < len && buf[n] >= '0' && buf[n] <= '9'; n++) e = e * 10 + (buf[n] - '0');
