@@ -249,6 +249,16 @@ def main():
     t.equal("signal dispositions, mask and pending signals as with the kernel tier", out[2:3], base[2:3])
     t.equal("open fds as with the kernel tier", out[3:4], base[3:4])
 
+    # --- A host started with stdin, stdout and stderr closed: the pipe gets fds 0 and 1, which the
+    # child must move out of the way before it puts /dev/null there.
+    out_file = os.path.join(SCRATCH, "closed-stdio.out")
+    env = denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu", UCXTLS_DEBUG=None)
+    pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", 'printf "%s" "$UCX_TLS" > ' + out_file], env,
+                         file_actions=[(os.POSIX_SPAWN_CLOSE, 0), (os.POSIX_SPAWN_CLOSE, 1), (os.POSIX_SPAWN_CLOSE, 2)])
+    _, st = os.waitpid(pid, 0)
+    got = open(out_file).read() if os.path.exists(out_file) else "(no output)"
+    t.check("host with fds 0-2 closed: the driver's answer, exit 0", got == Z and st == 0, "%r, status %d" % (got, st))
+
     # --- The helper's copy of the library does nothing (no recursion), and the helper gets the
     # host's environment otherwise.
     d = tempfile.mkdtemp(dir=SCRATCH)
