@@ -47,8 +47,8 @@ long long now_ms() {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-// --- where is the helper? Beside the object that holds this code (the library, or the program
-// that links the core statically).
+// --- where is the helper? Beside the object that holds this code: the library, or the program
+// that links the core statically (then also in libdir relative to it, where it is installed).
 struct SelfSearch {
   uintptr_t addr;
   const char *name = nullptr;
@@ -72,17 +72,25 @@ bool helper_path(Path *out) {
   s.addr = reinterpret_cast<uintptr_t>(&find_self);
   dl_iterate_phdr(find_self, &s);
   char self[kPathMax];
-  const char *dir_end = nullptr;
-  if (s.name && s.name[0]) {
+  const bool in_program = !s.name || !s.name[0];  // the main program's dlpi_name is empty
+  if (!in_program) {
     size_t n = strlen(s.name);
     if (n >= sizeof self) return false;
     memcpy(self, s.name, n + 1);
-  } else {  // the main program (an empty dlpi_name): the command links the core
-    if (read_link(Path(nullptr, "/proc/self/exe"), self, sizeof self) < 0) return false;
+  } else if (read_link(Path(nullptr, "/proc/self/exe"), self, sizeof self) < 0) {
+    return false;
   }
-  dir_end = strrchr(self, '/');
-  if (!dir_end) return false;
-  out->add(self, size_t(dir_end - self) + 1).add(kHelperName);
+  const char *slash = strrchr(self, '/');
+  if (!slash) return false;
+  const size_t dir_len = size_t(slash - self) + 1;
+  out->add(self, dir_len).add(kHelperName);
+#ifdef UCXTLS_BIN_TO_LIB
+  // A program installed in bindir (the `ucxtls` command): the helper is in libdir.
+  if (in_program && out->ok && access(out->buf, X_OK) != 0) {
+    *out = Path(nullptr, "");
+    out->add(self, dir_len).add(UCXTLS_BIN_TO_LIB "/").add(kHelperName);
+  }
+#endif
   return out->ok;
 }
 
