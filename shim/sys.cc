@@ -16,6 +16,13 @@ Path::Path(const char *sysroot, const char *abs) {
 
 Path::Path(const Path &o) : len(o.len), ok(o.ok) { memcpy(buf, o.buf, len + 1); }
 
+Path &Path::operator=(const Path &o) {
+  len = o.len;
+  ok = o.ok;
+  memmove(buf, o.buf, len + 1);  // memmove: a self-assignment is harmless
+  return *this;
+}
+
 Path &Path::add(const char *s, size_t n) {
   if (!ok || len + n + 1 > sizeof buf) {
     ok = false;

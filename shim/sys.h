@@ -19,8 +19,8 @@ struct Path {
   size_t len = 0;
   bool ok = true;
   Path(const char *sysroot, const char *abs);  // sysroot may be NULL
-  Path(const Path &o);                         // copies the used bytes only, not all 4 KiB
-  Path &operator=(const Path &) = delete;
+  Path(const Path &o);                         // copy the used bytes only, not all 4 KiB
+  Path &operator=(const Path &o);
   Path &add(const char *s);
   Path &add(const char *s, size_t n);
   Path &add_num(long v);

@@ -46,6 +46,11 @@ INSTRUCTION_ROWS = [
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, 1.25),
 ]
 
+# libc symbols the library may import: getauxval, environ (and its alias __environ), setenv,
+# unsetenv, __errno_location, syscall, and the driver tier's clock_gettime, dl_iterate_phdr,
+# sigaction, sigprocmask, sigtimedwait. shim/strings.c and shim/syscalls.c define the rest inside.
+IMPORT_BUDGET = 12
+
 # name, machine, variables, the floor whose heap use it must equal ("setenv" or "empty")
 HEAP_ROWS = [
     ("busy node: derive and set", "dgx", {}, "setenv"),
@@ -105,6 +110,13 @@ def main():
     for name, machine, extra, want, _ in SYSCALL_ROWS:
         tls, _, err = sh_value(env_for(machine, **extra))
         t.equal("%s: /bin/sh sees UCX_TLS=%s" % (name, want), tls, want, err)
+
+    # Each import is bound by the loader in every process (the instruction budget's main cost).
+    if have("nm"):
+        p = subprocess.run(["nm", "-D", "--undefined-only", LIB], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        strong = sorted(l.split()[-1] for l in p.stdout.decode().splitlines() if l.split()[:1] == ["U"])
+        t.check("%d symbols imported (budget <= %d): %s" % (len(strong), IMPORT_BUDGET, " ".join(strong)),
+                len(strong) <= IMPORT_BUDGET)
 
     if not have("strace"):
         t.skip("syscall budgets", "strace is not installed (apt-get install strace)")
