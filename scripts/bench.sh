@@ -65,7 +65,7 @@ configs=(
   "user-set|libucxtls.so, UCX_TLS already set by the user|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy"
   "no-rdma|libucxtls.so, fixture no-rdma (4 GPUs, no HCA): leaves UCX_TLS unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-rdma"
   "this-node|libucxtls.so on this machine's own /dev, /sys, /proc|LD_PRELOAD=$lib"
-  "driver|libucxtls.so, UCXTLS_PROBE=driver on fixture dgx (the driver tier as built in this tree)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_PROBE=driver"
+  "driver|libucxtls.so, UCXTLS_PROBE=driver on fixture dgx: the opt-in driver tier|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_PROBE=driver"
 )
 
 echo "bench.sh: $ROUNDS interleaved rounds of ${#configs[@]} configurations, then callgrind and strace" >&2
@@ -91,13 +91,16 @@ for c in "${configs[@]}"; do
   done
   ir=- calls=- procs=- heap=-
   if command -v valgrind >/dev/null; then
+    # The driver tier forks a supervisor, which valgrind follows: read the first process's lines.
     heap=$(cd "$work/home" && env -i "${BASE_ENV[@]}" "${other[@]}" valgrind --tool=memcheck "$ldso" "${preload[@]}" "$prog" 2>&1 >/dev/null |
-      sed -n 's/.*total heap usage: \([0-9,]*\) allocs, [0-9,]* frees, \([0-9,]*\) bytes.*/\1 (\2 B)/p')
+      awk 'NR == 1 {pid = $1} $1 == pid && /total heap usage/ {gsub(/,/, "", $5); gsub(/,/, "", $9); print $5 " (" $9 " B)"}')
     # The loader run as a program with --preload: valgrind's own launcher never sees LD_PRELOAD
     # (it would run the constructor there and hand UCX_TLS down to the measured process).
-    (cd "$work/home" && env -i "${BASE_ENV[@]}" "${other[@]}" valgrind --tool=callgrind \
-      --callgrind-out-file="$work/cg.out" "$ldso" "${preload[@]}" "$prog" >/dev/null 2>&1) &&
-      ir=$(sed -n 's/^\(summary\|totals\): *\([0-9]*\).*/\2/p' "$work/cg.out" | head -1)
+    rm -f "$work"/cg.*.out
+    pid=$(cd "$work/home" && env -i "${BASE_ENV[@]}" "${other[@]}" valgrind --tool=callgrind \
+      --callgrind-out-file="$work/cg.%p.out" "$ldso" "${preload[@]}" "$prog" 2>&1 >/dev/null | sed -n '1s/^==\([0-9]*\)==.*/\1/p') &&
+      [ -f "$work/cg.$pid.out" ] &&
+      ir=$(sed -n 's/^\(summary\|totals\): *\([0-9]*\).*/\2/p' "$work/cg.$pid.out" | head -1)
   fi
   if command -v strace >/dev/null; then
     if (cd "$work/home" && env -i "${BASE_ENV[@]}" strace -f -c -o "$work/st.out" "${strace_env[@]}" "$prog" 2>/dev/null); then
