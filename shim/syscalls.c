@@ -31,7 +31,7 @@ the hardened read_chunks an lseek); defined
 
 LOCAL int open(const char *path, int flags, ...) {
   mode_t mode = 0;
-  if (flags & (O_CREAT | __O_TMPFILE)) {
+  if ((flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE) {  /* glibc's __OPEN_NEEDS_MODE */
     va_list ap;
     va_start(ap, flags);
     mode = va_arg(ap, mode_t);
