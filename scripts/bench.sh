@@ -93,7 +93,7 @@ for c in "${configs[@]}"; do
   if command -v valgrind >/dev/null; then
     # The driver tier forks a supervisor, which valgrind follows: read the first process's lines.
     heap=$(cd "$work/home" && env -i "${BASE_ENV[@]}" "${other[@]}" valgrind --tool=memcheck "$ldso" "${preload[@]}" "$prog" 2>&1 >/dev/null |
-      awk 'NR == 1 {pid = $1} $1 == pid && /total heap usage/ {gsub(/,/, "", $5); gsub(/,/, "", $9); print $5 " (" $9 " B)"}')
+      awk 'NR == 1 {pid = $1} $1 == pid && /total heap usage/ {gsub(/,/, "", $5); gsub(/,/, "", $9); print $5 " (" $9 " B)"}') || heap=-
     # The loader run as a program with --preload: valgrind's own launcher never sees LD_PRELOAD
     # (it would run the constructor there and hand UCX_TLS down to the measured process).
     rm -f "$work"/cg.*.out
