@@ -24,9 +24,16 @@ __attribute__((constructor)) static void install(void) {
   sigaction(SIGCHLD, &sa, NULL);
   before = getenv("UCX_TLS") == NULL;
   if (getenv("SIGCHLD_COUNTER_SELFTEST")) { /* the positive control: a plain child is counted */
+    /* SIGCHLD stays blocked until sigsuspend atomically unblocks and waits: a signal that lands
+       between the test of count and the wait cannot be lost (pause() could sleep forever). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &block, &old);
     pid_t pid = fork();
     if (pid == 0) _exit(0);
-    while (count == 0) pause();
+    while (count == 0) sigsuspend(&old);
+    sigprocmask(SIG_SETMASK, &old, NULL);
   }
 }
 
