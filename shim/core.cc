@@ -29,9 +29,14 @@ Text &Text::add(const char *s, size_t n) {
   return *this;
 }
 
-Text &Text::add(const char *s) { return s ? add(s, strlen(s)) : add("(null)", 6); }
+// A Text of no capacity takes nothing: callers that do not want the text pass no buffer.
+Text &Text::add(const char *s) {
+  if (!cap) return *this;
+  return s ? add(s, strlen(s)) : add("(null)", 6);
+}
 
 Text &Text::add(long long v) {
+  if (!cap) return *this;
   char tmp[24];
   int i = sizeof tmp;
   unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
@@ -44,6 +49,7 @@ Text &Text::add(long long v) {
 }
 
 Text &Text::add_quoted(const char *s, size_t max_shown) {
+  if (!cap) return *this;
   add("\"");
   size_t n = strlen(s);
   // Control bytes would break the one-line promise: show them as '?'.
@@ -104,19 +110,25 @@ const Option kOptions[kVarCount] = {
     {"ZE_AFFINITY_MASK", "-", "Intel GPUs the process may use (empty = all)"},
 };
 
+// It runs in every process, over environments of hundreds of entries: one test of the first
+// letter rejects almost every entry, and a match is compared in place (no strlen, no strncmp).
 void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
   if (!envp) return;
-  size_t name_len[kVarCount];
-  for (int v = 0; v < kVarCount; v++) name_len[v] = strlen(kOptions[v].name);
-  for (char *const *e = envp; *e; e++) {
+  unsigned long long first = 0;  // first letters of the names (all ASCII upper case or digits)
+  for (int v = 0; v < kVarCount; v++) first |= 1ULL << (kOptions[v].name[0] & 63);
+  int left = kVarCount;
+  for (char *const *e = envp; *e && left; e++) {
     const char *entry = *e;
+    if (!(first >> (entry[0] & 63) & 1)) continue;
     for (int v = 0; v < kVarCount; v++) {
       const char *name = kOptions[v].name;
       if (entry[0] != name[0] || in->var[v]) continue;
-      size_t n = name_len[v];
-      if (!strncmp(entry, name, n) && entry[n] == '=') {
-        in->var[v] = entry + n + 1;
+      size_t i = 1;
+      while (name[i] && entry[i] == name[i]) i++;
+      if (!name[i] && entry[i] == '=') {
+        in->var[v] = entry + i + 1;
+        left--;
         break;
       }
     }
@@ -564,6 +576,150 @@ void ConfScan::feed(const char *p, size_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The driver tier's report and the meaning of driver results
+
+static const char kReportHeader[] = "ucxtls-probe 1";
+
+static void format_answer(Text &t, const char *family, const DriverAnswer &a) {
+  t.add(family).add(a.answered == Tri::yes ? " answer " : " unknown ").add((long long)a.count);
+  t.add(" ").add((long long)a.code).add(" ").add(a.name[0] ? a.name : "-").add("\n");
+}
+
+size_t format_driver_report(const DriverFact &f, char *out, size_t cap) {
+  Text t;
+  t.init(out, cap);
+  t.add(kReportHeader).add("\n");
+  format_answer(t, "cuda", f.cuda);
+  format_answer(t, "ze", f.ze);
+  t.add("end\n");
+  return t.truncated ? 0 : t.len;
+}
+
+// Splits the next blank-separated field off [*p, *p + *n).
+static bool next_field(const char **p, size_t *n, const char **f, size_t *fn) {
+  trim(p, n);
+  if (!*n) return false;
+  size_t i = 0;
+  while (i < *n && (*p)[i] != ' ' && (*p)[i] != '\t') i++;
+  *f = *p, *fn = i;
+  *p += i, *n -= i;
+  return true;
+}
+
+// "answer|unknown <count> <code> <name...>" -> a. False when a field is missing or out of range.
+static bool parse_answer(const char *p, size_t n, DriverAnswer *a) {
+  const char *f;
+  size_t fn;
+  long count, code;
+  if (!next_field(&p, &n, &f, &fn)) return false;
+  bool answered = fn == 6 && !memcmp(f, "answer", 6);
+  if (!answered && !(fn == 7 && !memcmp(f, "unknown", 7))) return false;
+  if (!next_field(&p, &n, &f, &fn) || !parse_long(f, fn, &count) || count < 0 || count > 1000000) return false;
+  if (!next_field(&p, &n, &f, &fn) || !parse_long(f, fn, &code)) return false;
+  trim(&p, &n);
+  if (!n) return false;
+  *a = DriverAnswer();
+  a->answered = answered ? Tri::yes : Tri::no;
+  a->count = answered ? int(count) : 0;
+  a->code = code;
+  Text name;
+  name.init(a->name, sizeof a->name);
+  for (size_t i = 0; i < n && !name.truncated; i++) {
+    char c = p[i];
+    if ((unsigned char)c < 0x20 || c == 0x7f) c = '?';  // the name ends up in the one debug line
+    name.add(&c, 1);
+  }
+  return true;
+}
+
+bool parse_driver_report(const char *text, size_t len, DriverFact *out) {
+  out->cuda = DriverAnswer();
+  out->ze = DriverAnswer();
+  out->cuda.answered = out->ze.answered = Tri::no;
+  DriverAnswer cuda, ze;
+  bool header = false, have_cuda = false, have_ze = false, end = false, bad = false;
+  size_t i = 0;
+  while (i < len && !end && !bad) {
+    size_t j = i;
+    while (j < len && text[j] != '\n') j++;
+    if (j == len) break;  // a line without its newline: the report was cut short
+    const char *line = text + i;
+    size_t n = j - i;
+    i = j + 1;
+    if (!header) {
+      header = n == sizeof kReportHeader - 1 && !memcmp(line, kReportHeader, n);
+      bad = !header;
+    } else if (n == 3 && !memcmp(line, "end", 3)) {
+      end = true;
+    } else if (starts_with(line, n, "cuda ")) {
+      bad = have_cuda || !parse_answer(line + 5, n - 5, &cuda);
+      have_cuda = true;
+    } else if (starts_with(line, n, "ze ")) {
+      bad = have_ze || !parse_answer(line + 3, n - 3, &ze);
+      have_ze = true;
+    }  // other lines: a later helper's extras, ignored
+  }
+  if (bad || !end || !have_cuda || !have_ze) return false;
+  out->cuda = cuda;
+  out->ze = ze;
+  return true;
+}
+
+bool cuda_result_answers(long code) { return code == 0 || code == 100 || code == 34; }
+
+bool ze_result_answers(long code) { return code == 0 || code == 0x78000001 || code == 0x70010000; }
+
+struct CodeName {
+  long code;
+  const char *name;
+};
+
+template <size_t N>
+static const char *lookup(const CodeName (&table)[N], long code) {
+  for (const CodeName &e : table)
+    if (e.code == code) return e.name;
+  return nullptr;
+}
+
+const char *cuda_result_name(long code) {
+  static const CodeName kCuda[] = {
+      {0, "CUDA_SUCCESS"},
+      {1, "CUDA_ERROR_INVALID_VALUE"},
+      {3, "CUDA_ERROR_NOT_INITIALIZED"},
+      {4, "CUDA_ERROR_DEINITIALIZED"},
+      {34, "CUDA_ERROR_STUB_LIBRARY"},
+      {36, "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER"},
+      {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"},
+      {100, "CUDA_ERROR_NO_DEVICE"},
+      {101, "CUDA_ERROR_INVALID_DEVICE"},
+      {304, "CUDA_ERROR_OPERATING_SYSTEM"},
+      {802, "CUDA_ERROR_SYSTEM_NOT_READY"},
+      {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
+      {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"},
+      {999, "CUDA_ERROR_UNKNOWN"},
+  };
+  return lookup(kCuda, code);
+}
+
+const char *ze_result_name(long code) {
+  static const CodeName kZe[] = {
+      {0, "ZE_RESULT_SUCCESS"},
+      {0x70000001, "ZE_RESULT_ERROR_DEVICE_LOST"},
+      {0x70000002, "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY"},
+      {0x70010000, "ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS"},
+      {0x70020000, "ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE"},
+      {0x78000001, "ZE_RESULT_ERROR_UNINITIALIZED"},
+      {0x78000002, "ZE_RESULT_ERROR_UNSUPPORTED_VERSION"},
+      {0x78000003, "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE"},
+      {0x78000004, "ZE_RESULT_ERROR_INVALID_ARGUMENT"},
+      {0x78000007, "ZE_RESULT_ERROR_INVALID_NULL_POINTER"},
+      {0x7800000c, "ZE_RESULT_ERROR_INVALID_ENUMERATION"},
+      {0x7ffffffe, "ZE_RESULT_ERROR_UNKNOWN"},
+  };
+  return lookup(kZe, code);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The decision
 
 const char *action_name(Action a) {
@@ -623,7 +779,11 @@ static Tri family_visible(const Settings &s, const Facts &f, Family fam, Decisio
   if (explain) {
     Text r = d->reason();
     r.add(family_name(fam)).add(": ");
-    if (drv) r.add("driver API gave no answer, kernel: ");
+    if (drv) {
+      r.add("driver API gave no answer");
+      if (drv->name[0]) r.add(" (").add(drv->name).add(")");
+      r.add(", kernel: ");
+    }
     r.add(k.evidence);
   }
   return k.visible;

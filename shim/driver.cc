@@ -1,13 +1,310 @@
-// The driver tier: not built yet. It answers "unknown", so the kernel probe's answer stands.
+// The driver tier's client (DESIGN §1 "Driver probe"): runs the helper executable installed beside
+// the library and reads its report. The host never maps a driver library: initialising CUDA in a
+// process that later forks breaks its children, and it freezes the visibility variables.
+//
+// The helper must not disturb the host. Two processes do the work:
+//   host --clone(exit signal 0)--> supervisor --fork--> helper (execve ucxtls-probe)
+// The supervisor never calls execve, so it keeps exit signal 0: no SIGCHLD reaches the host (its
+// handler, or SIG_IGN's autoreap, never sees it) and only waitpid(__WCLONE) finds it, so the host's
+// own wait() does not either. (A process that execs gets SIGCHLD back as its exit signal, see
+// de_thread() in the kernel's fs/exec.c: that is why the helper cannot be the host's direct child.)
+// The supervisor sets SIGCHLD to default-and-blocked in its own copy of the dispositions, waits for
+// the helper with sigtimedwait until the deadline, kills it then, and exits with a code that says
+// how the helper ended. The helper dies with the supervisor (PR_SET_PDEATHSIG).
+//
+// No fork handler runs, nothing is allocated, no disposition or stdio buffer of the host is touched,
+// and our fds are O_CLOEXEC and closed before returning. Every failure is "no answer" (ran = no):
+// the kernel answer stands.
+//
+// libc symbols used here all bind to GLIBC_2.17 or older (dl_iterate_phdr, pipe2, poll, waitpid,
+// sigtimedwait, prctl, clock_gettime, execve, syscall); dlopen is the helper's business.
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "probe.h"
+#include "sys.h"
 
 namespace ucxtls {
+namespace {
 
-void probe_driver(const Inputs &, const Settings &, DriverFact *out) {
+const char kHelperName[] = "ucxtls-probe";
+const int kReportFd = 3;                  // where the helper writes its report
+const int kKillGraceMs = 200;             // after SIGKILL: a task stuck in the kernel is left behind
+char kDisableEntry[] = "UCXTLS_DISABLE=1";  // the helper's own copy of the library does nothing
+
+long long now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// --- where is the helper? Beside the object that holds this code: the library, or the program
+// that links the core statically (then also in libdir relative to it, where it is installed).
+struct SelfSearch {
+  uintptr_t addr;
+  const char *name = nullptr;
+};
+
+int find_self(struct dl_phdr_info *info, size_t, void *data) {
+  SelfSearch *s = static_cast<SelfSearch *>(data);
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && s->addr >= start && s->addr < start + ph.p_memsz) {
+      s->name = info->dlpi_name;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+bool helper_path(Path *out) {
+  SelfSearch s;
+  s.addr = reinterpret_cast<uintptr_t>(&find_self);
+  dl_iterate_phdr(find_self, &s);
+  char self[kPathMax];
+  const bool in_program = !s.name || !s.name[0];  // the main program's dlpi_name is empty
+  if (!in_program) {
+    size_t n = strlen(s.name);
+    if (n >= sizeof self) return false;
+    memcpy(self, s.name, n + 1);
+  } else if (read_link(Path(nullptr, "/proc/self/exe"), self, sizeof self) < 0) {
+    return false;
+  }
+  const char *slash = strrchr(self, '/');
+  if (!slash) return false;
+  const size_t dir_len = size_t(slash - self) + 1;
+  out->add(self, dir_len).add(kHelperName);
+#ifdef UCXTLS_BIN_TO_LIB
+  // A program installed in bindir (the `ucxtls` command): the helper is in libdir.
+  if (in_program && out->ok && access(out->buf, X_OK) != 0) {
+    *out = Path(nullptr, "");
+    out->add(self, dir_len).add(UCXTLS_BIN_TO_LIB "/").add(kHelperName);
+  }
+#endif
+  return out->ok;
+}
+
+// --- the two child processes: raw system calls and plain libc wrappers only (the host's locks
+// may be held in their copy of its memory).
+
+// Exit codes of the supervisor beyond the helper's own (0-127) and 128 + signal.
+const int kExitForkFailed = 250, kExitLeftBehind = 253, kExitTimedOut = 254;
+
+// Writes "!exec <errno>\n" on the report fd: why the helper could not start.
+void report_exec_error(int err) {
+  char msg[24] = "!exec ";
+  int len = 6;
+  char digits[12];
+  int k = 0;
+  do digits[k++] = char('0' + err % 10), err /= 10;
+  while (err && k < 11);
+  while (k) msg[len++] = digits[--k];
+  msg[len++] = '\n';
+  ssize_t ignored = write(kReportFd, msg, size_t(len));
+  (void)ignored;
+}
+
+[[noreturn]] void exec_helper(int report_w, int devnull, char *const argv[], const sigset_t *mask,
+                              pid_t supervisor) {
+  // Die with the supervisor: a host that gives up kills the supervisor, never a pid it cannot own.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != supervisor) _exit(126);
+  // Move both fds above the standard ones first, so no dup2 below overwrites the other.
+  int w = int(syscall(SYS_fcntl, report_w, F_DUPFD_CLOEXEC, 10));
+  int null = int(syscall(SYS_fcntl, devnull, F_DUPFD_CLOEXEC, 10));
+  if (w < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+      dup2(w, kReportFd) < 0)
+    _exit(126);
+  // The helper inherits LD_PRELOAD: its copy of the library must not run the driver probe again.
+  // This is a private copy of environ: swap pointers, allocate nothing.
+  bool swapped = false;
+  for (char **e = environ; e && *e; e++) {
+    if (!strncmp(*e, "UCXTLS_DISABLE=", 15)) *e = kDisableEntry;
+    else if (!swapped && !strncmp(*e, "UCXTLS_PROBE=", 13)) *e = kDisableEntry, swapped = true;
+  }
+  sigprocmask(SIG_SETMASK, mask, nullptr);  // the host's mask, as a plain fork would give
+  execve(argv[0], argv, environ);
+  report_exec_error(errno);
+  _exit(127);
+}
+
+// Reaps pid, waiting until `until` (monotonic ms) at most. True once reaped. `flags`: __WCLONE for
+// the supervisor, 0 for the helper.
+bool reap(pid_t pid, int flags, long long until, int *status) {
+  for (int round = 0;; round++) {
+    pid_t r = waitpid(pid, status, WNOHANG | flags);
+    if (r == pid) return true;
+    if (r < 0 && errno != EINTR) return false;
+    if (now_ms() >= until) return false;
+    // The process usually exits right away: poll finely first, then every ms.
+    timespec ts = {0, round < 40 ? 50000L : 1000000L};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+// `done_w` stays open in the supervisor until it exits (it never calls execve; the helper loses
+// its copy at execve, O_CLOEXEC): the host sleeps in poll() on the other end instead of polling
+// waitpid.
+[[noreturn]] void supervise(int report_r, int report_w, int done_r, int devnull, char *const argv[],
+                            long long deadline) {
+  close(report_r);
+  close(done_r);
+  // SIGCHLD default (not SIG_IGN: the helper must not be autoreaped) and blocked, so that it
+  // stays pending for sigtimedwait. These are the supervisor's own copies, not the host's.
+  sigset_t chld, old;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &old);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGCHLD, &dfl, nullptr);
+  pid_t self = pid_t(syscall(SYS_getpid));
+  long helper = syscall(SYS_clone, long(SIGCHLD), 0L, 0L, 0L, 0L);  // a plain fork, no handlers
+  if (helper == 0) exec_helper(report_w, devnull, argv, &old, self);
+  close(report_w);  // the helper's exit alone must close the host's pipe
+  close(devnull);
+  if (helper < 0) _exit(kExitForkFailed);
+  for (;;) {
+    int st;
+    pid_t r = waitpid(pid_t(helper), &st, WNOHANG);
+    if (r == helper) _exit(WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st) & 127);
+    long long left = deadline - now_ms();
+    if (r < 0 || left <= 0) break;
+    timespec ts = {time_t(left / 1000), long(left % 1000) * 1000000L};
+    sigtimedwait(&chld, nullptr, &ts);  // the helper ended (or stopped), or the deadline came
+  }
+  kill(pid_t(helper), SIGKILL);
+  int st;
+  _exit(reap(pid_t(helper), 0, now_ms() + kKillGraceMs, &st) ? kExitTimedOut : kExitLeftBehind);
+}
+
+bool report_complete(const char *buf, size_t len) {
+  return len >= 4 && !memcmp(buf + len - 4, "end\n", 4);
+}
+
+}  // namespace
+
+void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
+  *out = DriverFact();
   out->ran = Tri::no;
-  strcpy(out->evidence, "not available in this build; the kernel probe answers");
+  out->cuda.answered = out->ze.answered = Tri::no;
+  Text ev;
+  ev.init(out->evidence, sizeof out->evidence);
+
+  Path helper(nullptr, "");
+  if (!helper_path(&helper)) {
+    ev.add("cannot find the library's own path to locate ").add(kHelperName);
+    return;
+  }
+  if (access(helper.buf, X_OK) != 0) {
+    ev.add("no executable helper at ").add(helper.buf);
+    return;
+  }
+  int p[2], done[2];
+  if (pipe2(p, O_CLOEXEC) != 0) {
+    ev.add("pipe2 failed (errno ").add((long long)errno).add(")");
+    return;
+  }
+  if (pipe2(done, O_CLOEXEC) != 0) {
+    close(p[0]), close(p[1]);
+    ev.add("pipe2 failed (errno ").add((long long)errno).add(")");
+    return;
+  }
+  int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0) {
+    close(p[0]), close(p[1]), close(done[0]), close(done[1]);
+    ev.add("cannot open /dev/null (errno ").add((long long)errno).add(")");
+    return;
+  }
+  char arg1[] = "--report-fd=3";
+  char *argv[] = {helper.buf, arg1, nullptr};
+  const long long start = now_ms();
+  const long long deadline = start + s.probe_timeout_ms;
+
+  // fork semantics (no CLONE_VM: the supervisor has its own copy of memory), exit signal 0.
+  long pid = syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L);
+  if (pid == 0) supervise(p[0], p[1], done[0], devnull, argv, deadline);
+  int clone_errno = errno;
+  close(p[1]);
+  close(done[1]);
+  close(devnull);
+  if (pid < 0) {
+    close(p[0]);
+    close(done[0]);
+    ev.add("clone failed (errno ").add((long long)clone_errno).add(")");
+    return;
+  }
+
+  char buf[kDriverReportMax];
+  size_t len = 0;
+  while (len < sizeof buf && !report_complete(buf, len)) {
+    long long left = deadline - now_ms();
+    if (left <= 0) break;
+    pollfd pfd = {p[0], POLLIN, 0};
+    int k = poll(&pfd, 1, int(left));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    ssize_t n = read(p[0], buf + len, sizeof buf - len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;  // EOF: the helper is gone
+    len += size_t(n);
+  }
+  close(p[0]);
+
+  // The supervisor exits by the deadline plus its grace; past that it is killed (and the helper
+  // with it, by its parent-death signal). Sleep until its end of `done` closes, then reap.
+  const long long supervisor_deadline = deadline + 2 * kKillGraceMs;
+  for (;;) {
+    long long left = supervisor_deadline - now_ms();
+    pollfd pfd = {done[0], POLLIN, 0};
+    int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
+    if (k < 0 && errno == EINTR) continue;
+    char c;
+    if (k <= 0 || read(done[0], &c, 1) <= 0) break;  // EOF (or nothing more to wait for)
+  }
+  close(done[0]);
+  int status = 0;
+  bool reaped = reap(pid_t(pid), __WCLONE, supervisor_deadline, &status);
+  if (!reaped) {
+    kill(pid_t(pid), SIGKILL);
+    reaped = reap(pid_t(pid), __WCLONE, now_ms() + kKillGraceMs, &status);
+  }
+  const long long took = now_ms() - start;
+  const int code = reaped && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+
+  if (report_complete(buf, len) && parse_driver_report(buf, len, out)) {
+    out->ran = Tri::yes;
+    ev.add(kHelperName).add(" answered in ").add(took).add(" ms");
+    if (code != 0) ev.add(" (then it did not exit cleanly)");
+    return;
+  }
+  out->cuda.answered = out->ze.answered = Tri::no;
+  if (code == kExitTimedOut || code == kExitLeftBehind || !reaped || WIFSIGNALED(status)) {
+    ev.add(kHelperName).add(" gave no answer within UCXTLS_PROBE_TIMEOUT_MS=").add((long long)s.probe_timeout_ms);
+    ev.add(code == kExitTimedOut ? " ms: killed" : " ms: killed, and it did not exit in time");
+  } else if (len > 6 && !memcmp(buf, "!exec ", 6)) {
+    long e = 0;
+    for (size_t n = 6; n < len && buf[n] >= '0' && buf[n] <= '9'; n++) e = e * 10 + (buf[n] - '0');
+    ev.add("cannot execute ").add(helper.buf).add(" (errno ").add((long long)e).add(")");
+  } else if (code > 128 && code < 128 + 65) {
+    ev.add(kHelperName).add(" died of signal ").add((long long)(code - 128)).add(" before answering");
+  } else if (code == kExitForkFailed) {
+    ev.add("fork failed: ").add(kHelperName).add(" not started");
+  } else if (code != 0) {
+    ev.add(kHelperName).add(" exited with status ").add((long long)code).add(" without a report");
+  } else {
+    ev.add(kHelperName).add(len ? " wrote a malformed report" : " wrote no report");
+  }
 }
 
 }  // namespace ucxtls

@@ -10,6 +10,7 @@
 
 #include "core.h"
 #include "probe.h"
+#include "sys.h"
 
 namespace {
 
@@ -17,8 +18,7 @@ using namespace ucxtls;
 
 void write_stderr(const char *p, size_t n) {
   while (n) {
-    ssize_t w = write(2, p, n);
-    if (w < 0 && errno == EINTR) continue;
+    ssize_t w = write_some(2, p, n);
     if (w <= 0) return;  // stderr closed or full: the host is not ours to disturb
     p += w, n -= size_t(w);
   }
@@ -54,7 +54,9 @@ __attribute__((constructor)) void ucxtls_init() {
     parse_settings(in, &s);
     Facts f;
     Decision d;
-    run_ladder(in, s, ProbeOptions(), &f, &d);
+    ProbeOptions o;
+    o.evidence = s.debug;  // the evidence is read by the debug line alone
+    run_ladder(in, s, o, &f, &d);
     apply(in, d);
     if (s.debug || d.error) {
       char line[1024];

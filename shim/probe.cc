@@ -68,7 +68,7 @@ void finish(FamilyFact *ff, int visible_n) {
 // ---------------------------------------------------------------------------------------------
 void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
-  ev.init(f->rdma_evidence, sizeof f->rdma_evidence);
+  ev.init(f->rdma_evidence, o.evidence ? sizeof f->rdma_evidence : 0);
   char hca[64] = {};
   int hcas = 0;
   {
@@ -85,7 +85,11 @@ void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
     return;
   }
   char node[64] = {};
-  {
+  // The usual node first: one faccessat instead of open, getdents64 and close. Without it, the
+  // listing (a container may be given uverbs3 alone).
+  if (path_exists(Path(s.sysroot, "/dev/infiniband/uverbs0"))) {
+    memcpy(node, "uverbs0", sizeof "uverbs0");
+  } else {
     DirReader d(Path(s.sysroot, "/dev/infiniband"));
     while (const char *name = d.next()) {
       const char *rest;
@@ -109,9 +113,9 @@ void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
 // ---------------------------------------------------------------------------------------------
 // UCX reads these in this order (ucx.md §4); the library-relative file cannot be known before
 // UCX is loaded. 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
-void probe_ucx_conf(const Inputs &in, const Settings &s, Facts *f) {
+void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
-  ev.init(f->ucx_conf_evidence, sizeof f->ucx_conf_evidence);
+  ev.init(f->ucx_conf_evidence, o.evidence ? sizeof f->ucx_conf_evidence : 0);
   const char *home = in.get(kHome), *dir = in.get(kUcxConfigDir);
   for (int i = 0; i < 4; i++) {
     Path p(i == 0 ? s.sysroot : nullptr, i == 0 ? "/etc/ucx/ucx.conf" : i == 3 ? "ucx.conf" : "");
@@ -136,7 +140,7 @@ void probe_ucx_conf(const Inputs &in, const Settings &s, Facts *f) {
 void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::cuda)];
   Text ev;
-  ev.init(ff->evidence, sizeof ff->evidence);
+  ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *cvd = in.get(kCudaVisible);
   if (!path_exists(Path(s.sysroot, "/dev/nvidiactl"))) {
     ff->visible = Tri::no;
@@ -162,7 +166,7 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
         Path node(s.sysroot, "/dev/nvidia");
         node.add_num(gpu.minor);
         if (!path_exists(node)) continue;  // a GPU this container was not given
-        if (!t.n) {
+        if (!t.n && o.evidence) {
           Text fi;
           fi.init(first, sizeof first);
           fi.add(bus).add(" /dev/nvidia").add((long long)gpu.minor);
@@ -179,7 +183,7 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
         if (!name) break;
         const char *rest;
         if (!name_has_prefix(name, "nvidia", &rest) || all_digits(rest) < 0) continue;
-        if (!t.n) strncpy(first, name, 32);
+        if (!t.n && o.evidence) strncpy(first, name, 32);
         t.ids_known = false;
         t.add(nullptr);
       }
@@ -201,7 +205,7 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
 void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::rocm)];
   Text ev;
-  ev.init(ff->evidence, sizeof ff->evidence);
+  ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *rocr = in.get(kRocrVisible), *hip = in.get(kHipVisible), *cvd = in.get(kCudaVisible);
   if (!path_exists(Path(s.sysroot, "/dev/kfd"))) {
     ff->visible = Tri::no;
@@ -253,7 +257,7 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
 void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::ze)];
   Text ev;
-  ev.init(ff->evidence, sizeof ff->evidence);
+  ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *mask = in.get(kZeAffinity);
   bool hidden = ze_mask_hides_all(mask);
   if (hidden && !o.exhaustive) {
@@ -278,7 +282,7 @@ void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts 
     const char *driver = strrchr(link, '/');
     driver = driver ? driver + 1 : link;
     if (strcmp(driver, "i915") && strcmp(driver, "xe")) {
-      if (!other[0]) {
+      if (!other[0] && o.evidence) {
         Text ot;
         ot.init(other, sizeof other);
         ot.add(name).add(": ").add(driver);
@@ -291,7 +295,7 @@ void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts 
     if (n <= 0 || !parse_sysfs_hex(text, size_t(n), &vendor) || vendor != 0x8086) continue;
     n = read_small(Path(dev).add("/class"), text, sizeof text);
     if (n <= 0 || !parse_sysfs_hex(text, size_t(n), &cls) || (cls >> 16) != 0x03) continue;
-    if (!found) {
+    if (!found && o.evidence) {
       Text fi;
       fi.init(first, sizeof first);
       fi.add(name).add(" (").add(driver).add(")");
@@ -315,7 +319,7 @@ void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts 
 void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   switch (need) {
     case Need::rdma: return probe_rdma(s, o, f);
-    case Need::ucx_conf: return probe_ucx_conf(in, s, f);
+    case Need::ucx_conf: return probe_ucx_conf(in, s, o, f);
     case Need::driver: return probe_driver(in, s, &f->driver);
     case Need::cuda: return probe_cuda(in, s, o, f);
     case Need::rocm: return probe_rocm(in, s, o, f);

@@ -11,6 +11,9 @@ namespace ucxtls {
 struct ProbeOptions {
   // List every device (for `ucxtls explain`) instead of stopping as soon as the answer is known.
   bool exhaustive = false;
+  // Write the evidence strings (the debug line, `ucxtls explain`). The constructor turns it off
+  // when nobody will read them: building them was a tenth of its instructions.
+  bool evidence = true;
 };
 
 // Fills the fact that `need` names. Every failure is a plain "no" with its evidence.

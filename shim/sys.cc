@@ -14,6 +14,15 @@ Path::Path(const char *sysroot, const char *abs) {
   add(abs);
 }
 
+Path::Path(const Path &o) : len(o.len), ok(o.ok) { memcpy(buf, o.buf, len + 1); }
+
+Path &Path::operator=(const Path &o) {
+  len = o.len;
+  ok = o.ok;
+  memmove(buf, o.buf, len + 1);  // memmove: a self-assignment is harmless
+  return *this;
+}
+
 Path &Path::add(const char *s, size_t n) {
   if (!ok || len + n + 1 > sizeof buf) {
     ok = false;
@@ -38,25 +47,35 @@ Path &Path::add_num(long v) {
   return add(tmp + i, sizeof tmp - i);
 }
 
-bool path_exists(const Path &p) { return p.ok && access(p.buf, F_OK) == 0; }
+// Every call goes through syscall(2): one import instead of access, open, read, readlink, close
+// and write, each of which the loader would bind in every process (issue 5). The *at forms exist
+// on every Linux architecture (aarch64 has no plain open/access/readlink).
+bool path_exists(const Path &p) { return p.ok && syscall(SYS_faccessat, AT_FDCWD, p.buf, F_OK) == 0; }
 
-int open_ro(const Path &p) {
+static int open_flags(const Path &p, int flags) {
   if (!p.ok) return -1;
-  return open(p.buf, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  return int(syscall(SYS_openat, AT_FDCWD, p.buf, flags));
 }
 
-ssize_t read_some(int fd, char *buf, size_t n) {
+int open_ro(const Path &p) { return open_flags(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); }
+
+// One read or write, retried when a signal interrupted it.
+static ssize_t transfer(long nr, int fd, const char *buf, size_t n) {
   for (;;) {
-    ssize_t r = read(fd, buf, n);
+    ssize_t r = syscall(nr, fd, buf, n);
     if (r < 0 && errno == EINTR) continue;
     return r;
   }
 }
 
-bool seekable(int fd) { return lseek(fd, 0, SEEK_CUR) >= 0; }
+ssize_t read_some(int fd, char *buf, size_t n) { return transfer(SYS_read, fd, buf, n); }
+
+ssize_t write_some(int fd, const char *buf, size_t n) { return transfer(SYS_write, fd, buf, n); }
+
+bool seekable(int fd) { return syscall(SYS_lseek, fd, 0L, SEEK_CUR) >= 0; }
 
 void close_fd(int fd) {
-  if (fd >= 0) close(fd);
+  if (fd >= 0) syscall(SYS_close, fd);
 }
 
 ssize_t read_small(const Path &p, char *buf, size_t cap) {
@@ -70,7 +89,7 @@ ssize_t read_small(const Path &p, char *buf, size_t cap) {
 
 ssize_t read_link(const Path &p, char *buf, size_t cap) {
   if (!p.ok || cap < 2) return -1;
-  ssize_t n = readlink(p.buf, buf, cap - 1);
+  ssize_t n = syscall(SYS_readlinkat, AT_FDCWD, p.buf, buf, cap - 1);
   if (n < 0) return -1;
   buf[n] = '\0';
   return n;
@@ -85,7 +104,7 @@ struct linux_dirent64 {
 };
 
 DirReader::DirReader(const Path &p) {
-  if (p.ok) fd = open(p.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  fd = open_flags(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
 }
 
 DirReader::~DirReader() { close_fd(fd); }

@@ -1,8 +1,9 @@
 // The thin system layer under the probes: the only file-system calls the library makes.
 //
-// Every call is one that binds to an old GLIBC symbol version (access, open, read, readlink,
-// close, syscall): never stat/fstatat (GLIBC_2.33 on new glibc), never opendir (it allocates 32 KiB
-// on the heap). Files are opened O_NONBLOCK so that a FIFO planted where a file belongs cannot hang
+// Every call is a raw syscall(2) (GLIBC_2.2.5): faccessat, openat, read, readlinkat, close,
+// getdents64, write. One import instead of six, since the loader binds each import in every
+// process; never stat/fstatat (GLIBC_2.33 on new glibc), never opendir (it allocates 32 KiB on the
+// heap). Files are opened O_NONBLOCK so that a FIFO planted where a file belongs cannot hang
 // the host; reads go into the caller's fixed buffers.
 #pragma once
 
@@ -18,6 +19,8 @@ struct Path {
   size_t len = 0;
   bool ok = true;
   Path(const char *sysroot, const char *abs);  // sysroot may be NULL
+  Path(const Path &o);                         // copy the used bytes only, not all 4 KiB
+  Path &operator=(const Path &o);
   Path &add(const char *s);
   Path &add(const char *s, size_t n);
   Path &add_num(long v);
@@ -48,6 +51,7 @@ struct DirReader {
 // --- implementation details of read_chunks
 int open_ro(const Path &p);
 ssize_t read_some(int fd, char *buf, size_t n);
+ssize_t write_some(int fd, const char *buf, size_t n);  // one write, retried on EINTR
 bool seekable(int fd);  // lseek works: a file, not a stream whose data another reader expects
 void close_fd(int fd);
 

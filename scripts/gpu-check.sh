@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh: the driver tier on a real NVIDIA machine (CI never needs it).
+#
+#   1. builds the library and its helper (BUILD_DIR, default build-gpu);
+#   2. prints what the helper (ucxtls-probe) reports, and the kernel tier's and the driver tier's
+#      decisions (their UCXTLS_DEBUG=1 lines) with device counts and times;
+#   3. proves that a process that ran the driver probe never mapped libcuda, and can still fork a
+#      child that initialises CUDA (cuInit(0) == 0 in the child), which a process that had called
+#      cuInit itself cannot (shown for contrast, not checked);
+#   4. exits 0 when every check passed, 1 when one failed, 2 when this is no NVIDIA machine.
+#
+# GPU_CHECK_FAKE=1 runs the same steps on the test fakes and a fixture node (no GPU needed): it
+# checks the script, not a driver.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+passed=0
+failed=0
+check() {  # check NAME COMMAND...: runs the command, counts and prints the result
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1)); echo "ok   $name"
+  else
+    failed=$((failed + 1)); echo "FAIL $name"
+  fi
+}
+
+# --- 0. Is this an NVIDIA machine?
+extra_env=()
+if [ "${GPU_CHECK_FAKE:-}" = 1 ]; then
+  echo "gpu-check: SELF-TEST on the test fakes and the dgx fixture: no real driver is asked"
+else
+  if [ ! -e /dev/nvidiactl ] || ! /sbin/ldconfig -p 2>/dev/null | grep -q ' libcuda\.so\.1 '; then
+    echo "gpu-check: not an NVIDIA machine (need /dev/nvidiactl and libcuda.so.1 in the ld.so cache); nothing checked" >&2
+    exit 2
+  fi
+  command -v nvidia-smi >/dev/null && nvidia-smi -L
+fi
+
+# --- 1. Build.
+echo "== build ($BUILD_DIR)"
+UCXTLS_TESTS=OFF
+[ "${GPU_CHECK_FAKE:-}" = 1 ] && UCXTLS_TESTS=ON  # the fakes are built by the tests
+cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=$UCXTLS_TESTS >/dev/null && cmake --build "$BUILD_DIR" -j "$(nproc)" >/dev/null ||
+  { echo "gpu-check: build failed" >&2; exit 1; }
+LIB=$(realpath "$BUILD_DIR/libucxtls.so")
+HELPER=$(realpath "$BUILD_DIR/ucxtls-probe")
+if [ "${GPU_CHECK_FAKE:-}" = 1 ]; then
+  python3 tests/fixtures/machines.py "$BUILD_DIR/gpu-check-fixture" dgx >/dev/null
+  extra_env=(LD_LIBRARY_PATH="$(realpath "$BUILD_DIR/tests/driver/fakes/cuda")" FAKE_CUDA_COUNT=2
+             UCXTLS_SYSROOT="$(realpath "$BUILD_DIR/gpu-check-fixture/dgx")")
+fi
+# A user template: the family is decided even without an RDMA device (the default template would
+# leave UCX_TLS unset there, and no GPU probe would run).
+base_env=(env -u UCX_TLS -u UCXTLS_DERIVED -u UCXTLS_DISABLE -u UCXTLS_ACCEL "${extra_env[@]}"
+          UCXTLS_TEMPLATE='tcp,{copy}' UCXTLS_DEBUG=1)
+
+# --- 2. What each tier says.
+echo "== ucxtls-probe (the helper, run by hand)"
+report=$("${base_env[@]}" "$HELPER")
+echo "$report"
+cuda_line=$(grep '^cuda ' <<<"$report")
+check "the CUDA driver API answers with at least one device ($cuda_line)" \
+  grep -Eq '^cuda answer [1-9][0-9]* 0 ' <<<"$report"
+
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+for tier in kernel driver; do
+  echo "== UCXTLS_PROBE=$tier"
+  t0=$(date +%s%N)
+  line=$("${base_env[@]}" UCXTLS_PROBE=$tier LD_PRELOAD="$LIB" /bin/true 2>&1)
+  echo "$line  [$(ms "$t0") ms for /bin/true]"
+  check "$tier tier: UCX_TLS=tcp,cuda_copy" grep -q 'set UCX_TLS=tcp,cuda_copy' <<<"$line"
+  line=$("${base_env[@]}" UCXTLS_PROBE=$tier CUDA_VISIBLE_DEVICES= LD_PRELOAD="$LIB" /bin/true 2>&1)
+  echo "$line"
+  check "$tier tier with CUDA_VISIBLE_DEVICES='': no cuda_copy" grep -q 'set UCX_TLS=tcp:' <<<"$line"
+done
+line=$("${base_env[@]}" UCXTLS_PROBE=driver LD_PRELOAD="$LIB" /bin/true 2>&1)
+check "driver tier: the driver API answered for CUDA (not the kernel)" \
+  grep -Eq 'cuda: driver API: [1-9][0-9]* device\(s\) \(CUDA_SUCCESS\)' <<<"$line"
+
+# --- 3. Fork safety.
+echo "== fork after the driver probe"
+cat >"$BUILD_DIR/gpu-fork-check.c" <<'EOF'
+/* Run with libucxtls.so preloaded and UCXTLS_PROBE=driver: the constructor has asked the driver
+   (in its helper) before main. Then: libcuda must not be mapped here, and a forked child must
+   initialise CUDA. With --init-first, this process calls cuInit itself before fork (the contrast). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int cuda_init(int *count) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return -1;
+  int (*init)(unsigned) = (int (*)(unsigned))dlsym(lib, "cuInit");
+  int (*get_count)(int *) = (int (*)(int *))dlsym(lib, "cuDeviceGetCount");
+  if (!init || !get_count) return -2;
+  int rc = init(0);
+  if (rc == 0 && count) rc = get_count(count);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  int init_first = argc > 1 && !strcmp(argv[1], "--init-first");
+  char line[4096];
+  int mapped = 0;
+  FILE *maps = fopen("/proc/self/maps", "r");
+  while (maps && fgets(line, sizeof line, maps)) mapped |= strstr(line, "libcuda") != NULL;
+  if (maps) fclose(maps);
+  const char *tls = getenv("UCX_TLS");
+  printf("parent: UCX_TLS=%s, libcuda mapped before main: %s\n", tls ? tls : "(unset)", mapped ? "yes" : "no");
+  if (init_first) printf("parent: cuInit(0) in this process first = %d\n", cuda_init(NULL));
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int n = -1, rc = cuda_init(&n);
+    printf("child:  cuInit(0) + cuDeviceGetCount = %d, %d device(s)\n", rc, n);
+    fflush(stdout);
+    _exit(rc == 0 && n > 0 ? 0 : 1);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  int ok = !mapped && tls && strstr(tls, "cuda_copy") && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  return ok ? 0 : 1;
+}
+EOF
+cc -O1 -o "$BUILD_DIR/gpu-fork-check" "$BUILD_DIR/gpu-fork-check.c" -ldl || { echo "gpu-check: cannot compile the fork check" >&2; exit 1; }
+check "a process that ran the driver probe: libcuda never mapped, and its forked child initialises CUDA" \
+  "${base_env[@]}" UCXTLS_DEBUG= UCXTLS_PROBE=driver LD_PRELOAD="$LIB" "$BUILD_DIR/gpu-fork-check"
+echo "-- contrast (not a check): the parent calls cuInit itself before fork; CUDA says the child may not use it"
+"${base_env[@]}" UCXTLS_DEBUG= UCXTLS_PROBE=kernel LD_PRELOAD="$LIB" "$BUILD_DIR/gpu-fork-check" --init-first || true
+
+echo "gpu-check: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,113 @@
+/* Local copies of the string functions the library calls, linked into libucxtls.so alone.
+ *
+ * Why: every symbol the library imports is bound by the loader in every process it is preloaded
+ * into, before main, whether the constructor needs it or not; glibc's string functions are IFUNCs,
+ * so each one also costs a resolver call. Defined here with hidden visibility, the static linker
+ * binds the calls of core.cc, probe.cc and sys.cc to these definitions and the library imports
+ * none of them (issue 5: the loader's symbol binding was most of the instructions the library
+ * added to a process start). The strings it handles are short paths, variable names and small
+ * file texts, where a plain loop is as fast as a vectorised one.
+ *
+ * Plain C, compiled with -fno-builtin -fno-tree-loop-distribute-patterns so that the compiler
+ * cannot turn a loop here back into a call to the function being defined. The `ucxtls` command
+ * and the unit tests link the core without this file and use libc's own.
+ */
+#include <stddef.h>
+
+#define LOCAL __attribute__((visibility("hidden")))
+
+/* Unaligned 8-byte access that may alias anything: memcpy moves words, then the tail. */
+typedef unsigned long long __attribute__((may_alias, aligned(1))) word_t;
+
+LOCAL void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  for (; n >= sizeof(word_t); n -= sizeof(word_t), d += sizeof(word_t), s += sizeof(word_t))
+    *(word_t *)d = *(const word_t *)s;
+  while (n--) *d++ = *s++;
+  return dst;
+}
+
+LOCAL void *memmove(void *dst, const void *src, size_t n) {
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  if (d < s) {
+    while (n--) *d++ = *s++;
+  } else if (d > s) {
+    while (n--) d[n] = s[n];
+  }
+  return dst;
+}
+
+LOCAL void *memset(void *dst, int c, size_t n) {
+  unsigned char *d = dst;
+  while (n--) *d++ = (unsigned char)c;
+  return dst;
+}
+
+LOCAL int memcmp(const void *a, const void *b, size_t n) {
+  const unsigned char *p = a, *q = b;
+  for (; n; n--, p++, q++)
+    if (*p != *q) return *p - *q;
+  return 0;
+}
+
+LOCAL void *memchr(const void *s, int c, size_t n) {
+  const unsigned char *p = s;
+  for (; n; n--, p++)
+    if (*p == (unsigned char)c) return (void *)p;
+  return NULL;
+}
+
+LOCAL size_t strlen(const char *s) {
+  const char *p = s;
+  while (*p) p++;
+  return (size_t)(p - s);
+}
+
+LOCAL int strcmp(const char *a, const char *b) {
+  const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
+  while (*p && *p == *q) p++, q++;
+  return *p - *q;
+}
+
+LOCAL int strncmp(const char *a, const char *b, size_t n) {
+  const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
+  for (; n; n--, p++, q++) {
+    if (*p != *q) return *p - *q;
+    if (!*p) return 0;
+  }
+  return 0;
+}
+
+LOCAL char *strchr(const char *s, int c) {
+  for (;; s++) {
+    if (*s == (char)c) return (char *)s;
+    if (!*s) return NULL;
+  }
+}
+
+LOCAL char *strrchr(const char *s, int c) {
+  const char *last = NULL;
+  for (;; s++) {
+    if (*s == (char)c) last = s;
+    if (!*s) return (char *)last;
+  }
+}
+
+LOCAL char *strstr(const char *hay, const char *needle) {
+  if (!*needle) return (char *)hay;
+  for (; *hay; hay++) {
+    const char *h = hay, *n = needle;
+    while (*n && *h == *n) h++, n++;
+    if (!*n) return (char *)hay;
+  }
+  return NULL;
+}
+
+LOCAL char *strncpy(char *restrict dst, const char *restrict src, size_t n) {
+  size_t i = 0;
+  for (; i < n && src[i]; i++) dst[i] = src[i];
+  for (; i < n; i++) dst[i] = '\0';
+  return dst;
+}

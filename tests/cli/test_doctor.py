@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""`ucxtls doctor` against the real UCX on this machine (Debian's UCX 1.13: no ze_copy, no CUDA):
+it must fail for a ze value and pass for `tcp,self`, and its verdict on every name must be the one
+UCX itself gives, which is read from UCX's own "not available" warning when a real context is
+created with the value (`ucx_info -e`)."""
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+from harness import LIB, Checks, env_for, have, run  # noqa: E402
+
+CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+
+
+def doctor(args, env):
+    p = run([CLI, "doctor"] + args, env)
+    out = p.stdout.decode()
+    missing = set(re.findall(r"^MISSING +(\S+)", out, re.M))
+    return p, out, missing
+
+
+def ucx_unavailable(value):
+    """The names UCX warns about when a context is created with UCX_TLS=value."""
+    p = run(["ucx_info", "-e", "-u", "t"], env_for(None, preload=False, UCX_TLS=value))
+    text = p.stdout.decode() + p.stderr.decode()
+    names = set()
+    for m in re.finditer(r"transports? ((?:'[^']*',?)+) (?:is|are) not available", text):
+        names |= set(re.findall(r"'([^']*)'", m.group(1)))
+    return names, text
+
+
+def main():
+    t = Checks("ucxtls doctor against the real ucx_info")
+    if not have("ucx_info"):
+        t.skip("doctor", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
+        t.exit()
+    env = env_for(None, preload=False)
+
+    p, out, missing = doctor(["--value", "rc_x,rc,dc_x,dc,ze_copy"], env)
+    err = p.stderr.decode()
+    t.check("a ze value fails: exit 1, ze_copy MISSING, one stderr line naming it",
+            p.returncode == 1 and "ze_copy" in missing and err.count("\n") == 1 and "ze_copy" in err, out + err)
+    p, out, missing = doctor(["--value", "tcp,self"], env)
+    t.check("tcp,self passes: exit 0, nothing missing, stderr silent",
+            p.returncode == 0 and not missing and p.stderr == b"" and re.search(r"^ok +tcp$", out, re.M), out + p.stderr.decode())
+    t.check("the transports come from ucx_info -d", re.search(r"^this UCX .*\btcp\b.*\(ucx_info -d\)$", out, re.M), out)
+
+    # The value in effect, as explain derives it (a template so that it is written without RDMA).
+    tmpl = "tcp,self,{copy}"
+    for machine, rc, want_missing in (("intel-xe", 1, {"ze_copy"}), ("mi300x", 1, {"rocm_copy"}), ("no-gpu", 0, set())):
+        p, out, missing = doctor([], env_for(machine, preload=False, UCXTLS_TEMPLATE=tmpl))
+        t.check("doctor on %s checks the derived value: exit %d, missing %s" % (machine, rc, sorted(want_missing)),
+                p.returncode == rc and missing == want_missing and "(derived by ucxtls)" in out, out + p.stderr.decode())
+    p, out, _ = doctor([], env_for("no-rdma", preload=False))
+    t.check("UCX_TLS stays unset (no RDMA): nothing to check, exit 0",
+            p.returncode == 0 and "nothing to check" in out, out + p.stderr.decode())
+    with tempfile.TemporaryDirectory() as conf:
+        with open(os.path.join(conf, "ucx.conf"), "w") as f:
+            f.write("UCX_TLS=tcp\n")
+        p, out, _ = doctor([], env_for("dgx", preload=False, UCX_CONFIG_DIR=conf))
+        t.check("a ucx.conf assigns UCX_TLS: the doctor names the file instead of checking the environment",
+                p.returncode == 0 and os.path.join(conf, "ucx.conf") in out and "--value" in out, out)
+    p, out, missing = doctor([], env_for("dgx", preload=False, UCX_TLS="sm,self"))
+    t.check("the user's UCX_TLS=sm,self is checked and passes (sm -> posix, sysv, cma)",
+            p.returncode == 0 and "(UCX_TLS as set)" in out and re.search(r"^ok +sm -> .*posix", out, re.M), out)
+    p, out, _ = doctor(["--value", ""], env)
+    t.check("an empty value fails (UCX: 'The TLs list is empty')", p.returncode == 1 and "empty" in out, out)
+
+    # Name by name, the doctor's verdict is UCX's own: aliases (sm, shm, mm, ib, ud, rc_x, cuda,
+    # rocm, ze, gga), \exact names, :aux, and a deny list (UCX 1.13 warns about denied names too).
+    values = ["tcp,self", "sm,self", "shm,tcp", "mm,tcp", "tcp,ze_copy", "tcp,ze", "tcp,cuda", "tcp,rocm",
+              "tcp,cuda_copy,rocm_copy", "tcp,rc_x,rc,dc_x,dc", "tcp,ib,ud", "tcp,\\sm", "tcp,\\posix",
+              "tcp,posix:aux", "tcp,knem,xpmem,cma", "tcp,gga", "^ze_copy", "^cuda_ipc,tcp"]
+    for value in values:
+        ucx, text = ucx_unavailable(value)
+        p, out, missing = doctor(["--value", value], env)
+        t.equal("doctor == UCX on %r (names UCX calls 'not available')" % value, sorted(missing), sorted(ucx),
+                "ucx_info -e:\n" + text + "\ndoctor:\n" + out)
+        t.equal("doctor %r exits 1 exactly when a name is missing" % value, p.returncode, 1 if ucx else 0)
+
+    # Errors: no ucx_info in PATH.
+    p = run([CLI, "doctor", "--value", "tcp"], env_for(None, preload=False, PATH="/nonexistent"))
+    t.check("no ucx_info in PATH: exit 2, one stderr line naming ucx_info, nothing on stdout",
+            p.returncode == 2 and p.stdout == b"" and p.stderr.count(b"\n") == 1 and b"ucx_info" in p.stderr, repr(p))
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The README's mpirun recipe, for real: Open MPI over its UCX PML, two ranks on this machine,
+each launched with the library (`mpirun -x LD_PRELOAD=... -x UCXTLS_...`), each rank's UCX context
+created with the value the library derived in that rank.
+
+A template (`tcp,self,{copy}`, `sm,self,tcp,{copy}`) and UCXTLS_SYSROOT fixtures make it run
+without RDMA. Evidence per rank: the MPI program prints getenv("UCX_TLS") after MPI_Init (the PML
+created its UCX context inside MPI_Init) and passes a token over the UCX PML; a rank whose value
+names a copy transport Debian's UCX lacks gets UCX's own "not available" warning, tagged with
+that rank by --tag-output, which shows that UCX read the value in that rank; and the hard-coded
+trainer list makes the same launch fail, which shows the ranks' UCX honours UCX_TLS.
+
+Open MPI 4.1's UCX PML only selects itself where UCX offers an RDMA transport on an mlx* device
+(pml_ucx_tls, pml_ucx_devices); with no RDMA here, `--mca pml_ucx_tls any --mca pml_ucx_devices any`
+lets it run over tcp/shared memory (without them: "PML ucx cannot be selected")."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+from harness import LIB, Checks, env_for, fixture, have, run  # noqa: E402
+
+CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+
+PROGRAM = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+/* After MPI_Init (where the UCX PML created its UCX context): this rank's UCX_TLS, and a token
+   passed from rank 0 to every other rank over the PML. */
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size, token = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank == 0) {
+    token = 42;
+    for (int r = 1; r < size; r++) MPI_Send(&token, 1, MPI_INT, r, 0, MPI_COMM_WORLD);
+  } else {
+    MPI_Recv(&token, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  const char *tls = getenv("UCX_TLS"), *pre = getenv("LD_PRELOAD");
+  printf("rank=%d token=%d UCX_TLS=%s LD_PRELOAD=%s\n", rank, token, tls ? tls : "<unset>", pre ? pre : "<unset>");
+  MPI_Finalize();
+  return 0;
+}
+"""
+
+PML = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"]
+
+
+def mpirun(args, env):
+    argv = ["mpirun", "--oversubscribe", "--tag-output"] + PML
+    if os.geteuid() == 0:
+        argv.insert(1, "--allow-run-as-root")
+    p = run(argv + args, env, timeout=120)
+    out = p.stdout.decode() + p.stderr.decode()
+    ranks = {}
+    warns = {}
+    for m in re.finditer(r"^\[\d+,(\d+)\]<std(?:out|err)>:(.*)$", out, re.M):
+        rank, line = int(m.group(1)), m.group(2)
+        r = re.match(r"rank=(\d+) token=(\d+) UCX_TLS=(\S*) LD_PRELOAD=(\S*)$", line)
+        if r:
+            ranks[rank] = {"token": int(r.group(2)), "tls": r.group(3), "preload": r.group(4)}
+        w = re.search(r"UCX +WARN +transports? ((?:'[^']*',?)+) (?:is|are) not available", line)
+        if w:
+            warns.setdefault(rank, set()).update(re.findall(r"'([^']*)'", w.group(1)))
+    return p, out, ranks, warns
+
+
+def main():
+    t = Checks("mpirun -x recipe: Open MPI over UCX, two ranks with the library")
+    if not have("mpirun") or not have("mpicc"):
+        t.skip("mpirun", "Open MPI not installed (Debian openmpi-bin libopenmpi-dev); scripts/test.sh installs it")
+        t.exit()
+    info = subprocess.run(["ompi_info"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT).stdout.decode()
+    if not re.search(r"MCA pml: ucx", info):
+        t.skip("mpirun", "this Open MPI has no UCX PML (ompi_info lists no 'MCA pml: ucx')")
+        t.exit()
+    lib = os.path.realpath(LIB)
+    with tempfile.TemporaryDirectory() as d:
+        prog = os.path.join(d, "ranks")
+        src = prog + ".c"
+        with open(src, "w") as f:
+            f.write(PROGRAM)
+        p = subprocess.run(["mpicc", "-std=c99", "-o", prog, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if not t.check("the MPI program builds (mpicc)", p.returncode == 0, p.stdout.decode()):
+            t.exit()
+        env = env_for(None, preload=False)  # mpirun itself runs without the library
+        pre = ["-x", "LD_PRELOAD=" + lib, "-x", "UCXTLS_TEMPLATE=tcp,self,{copy}"]
+
+        # 1. MPMD: two ranks given different machine fixtures, so different values. Open MPI 4.1
+        # applies an -x to its own app context only (measured: given once, before the first
+        # context, the second rank got nothing), so each context repeats them.
+        p, out, ranks, warns = mpirun(["-np", "1"] + pre + ["-x", "UCXTLS_SYSROOT=" + fixture("no-gpu"), prog, ":",
+                                       "-np", "1"] + pre + ["-x", "UCXTLS_SYSROOT=" + fixture("intel-xe"), prog], env)
+        t.check("MPMD launch over the UCX PML succeeds, the token crosses", p.returncode == 0 and
+                ranks.get(1, {}).get("token") == 42, out)
+        t.equal("rank 0 (no-gpu fixture) derived UCX_TLS", ranks.get(0, {}).get("tls"), "tcp,self", out)
+        t.equal("rank 1 (intel-xe fixture) derived UCX_TLS", ranks.get(1, {}).get("tls"), "tcp,self,ze_copy", out)
+        t.check("each rank was launched with the library", all(r.get("preload") == lib for r in ranks.values())
+                and len(ranks) == 2, out)
+        t.equal("UCX read each rank's value: only rank 1 warns, about ze_copy alone", warns, {1: {"ze_copy"}}, out)
+
+        # 2. Both ranks on one fixture with shared memory first: a clean run, no UCX warning.
+        p, out, ranks, warns = mpirun(["-x", "LD_PRELOAD=" + lib, "-x", "UCXTLS_TEMPLATE=sm,self,tcp,{copy}",
+                                       "-x", "UCXTLS_SYSROOT=" + fixture("no-gpu"), "-np", "2", prog], env)
+        t.check("-np 2 on the no-gpu fixture: both ranks UCX_TLS=sm,self,tcp, token crosses, no UCX warning",
+                p.returncode == 0 and {r: v["tls"] for r, v in ranks.items()} == {0: "sm,self,tcp", 1: "sm,self,tcp"}
+                and ranks[1]["token"] == 42 and not warns, out)
+
+        # 3. `ucxtls run mpirun ...`: mpirun gets the value for its own machine (no-gpu); the
+        # ranks inherit it marked as derived and derive again for theirs (-x UCXTLS_SYSROOT).
+        if not os.access(CLI, os.X_OK):
+            t.skip("ucxtls run mpirun", "the command is not built")
+        else:
+            env3 = env_for("no-gpu", preload=False, UCXTLS_TEMPLATE="tcp,self,{copy}")
+            argv = [CLI, "run", "mpirun", "--oversubscribe", "--tag-output"] + PML + \
+                ["-x", "UCXTLS_SYSROOT=" + fixture("mi300x"), "-np", "2", prog]
+            if os.geteuid() == 0:
+                argv.insert(3, "--allow-run-as-root")
+            p = run(argv, env3, timeout=120)
+            out = p.stdout.decode() + p.stderr.decode()
+            got = dict(re.findall(r"rank=(\d+) token=\d+ UCX_TLS=(\S*)", out))
+            t.equal("ucxtls run mpirun: ranks re-derive for their own fixture (mi300x)", got,
+                    {"0": "tcp,self,rocm_copy", "1": "tcp,self,rocm_copy"}, out)
+
+        # 4. Control: the hard-coded trainer list (no library) makes the UCX PML fail here.
+        p, out, ranks, _ = mpirun(["-x", "UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy", "-np", "2", prog], env)
+        t.check("control: UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy fails the UCX PML ('no usable transports')",
+                p.returncode != 0 and "no usable transports" in out and not ranks, out)
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Performance budgets (issue 5) that do not depend on the machine's speed.
+
+"Added by the constructor" is a difference between two runs of /bin/true in the same
+environment: preloaded with libucxtls.so, and preloaded with an empty library built the same way
+(tests/perf/empty_preload.c: the loader's work is the same, its constructor does nothing).
+- syscalls: `strace -f -c` totals of the whole process tree (a helper process would count);
+- user-space instructions: `valgrind --tool=callgrind` totals, a ratio to the empty library's.
+  The loader runs as a program (`ld.so --preload LIB /bin/true`) so that valgrind's own launcher
+  never runs the constructor and hands UCX_TLS down to the measured process.
+- heap: `valgrind --tool=memcheck` totals (allocations and bytes) equal to those of a library
+  whose constructor makes only the library's two setenv calls (tests/perf/setenv_preload.c), and
+  no allocation at all on the paths that write nothing.
+Each measured path is also checked to decide what it should, so a budget is never met by a path
+that skipped its work. Wall time is scripts/bench.sh's business, not a test's.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from harness import LIB, Checks, env_for, fixture, have, run, sh_value  # noqa: E402
+
+EMPTY = os.environ.get("UCXTLS_EMPTY_LIB", "")
+SETENV = os.environ.get("UCXTLS_SETENV_LIB", "")
+# The instruction budget is for an optimised build; -O0 code is not what ships.
+OPTIMISED = os.environ.get("UCXTLS_BUILD_TYPE", "RelWithDebInfo") not in ("Debug", "")
+C = "rc_x,rc,dc_x,dc,cuda_copy"
+UNSET = "<unset>"
+
+# name, machine, variables, expected UCX_TLS, syscall budget (added by the constructor)
+SYSCALL_ROWS = [
+    ("busy node: derive and set", "dgx", {}, C, 24),
+    ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "rc,cuda_copy", 1),
+    ("UCX_TLS inherited from ucxtls: derived again", "dgx", {"UCX_TLS": C, "UCXTLS_DERIVED": C}, C, 24),
+    ("UCXTLS_DISABLE=1", "dgx", {"UCXTLS_DISABLE": "1"}, UNSET, 1),
+    ("node without RDMA: one failed directory open", "no-rdma", {}, UNSET, 2),
+    ("container given one GPU and one HCA (uverbs3)", "container-one-of-eight", {}, C, 24),
+]
+
+# name, machine, variables, budget (instructions ÷ the empty library's)
+INSTRUCTION_ROWS = [
+    ("busy node: derive and set", "dgx", {}, 1.25),
+    ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, 1.25),
+]
+
+# libc symbols the library may import: getauxval, environ (and its alias __environ), setenv,
+# unsetenv, __errno_location, syscall, and the driver tier's clock_gettime, dl_iterate_phdr,
+# sigaction, sigprocmask, sigtimedwait. shim/strings.c and shim/syscalls.c define the rest inside.
+IMPORT_BUDGET = 12
+
+# name, machine, variables, the floor whose heap use it must equal ("setenv" or "empty")
+HEAP_ROWS = [
+    ("busy node: derive and set", "dgx", {}, "setenv"),
+    ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "empty"),
+    ("node without RDMA", "no-rdma", {}, "empty"),
+]
+
+_scratch = tempfile.mkdtemp(prefix="ucxtls-perf-")
+
+
+def strace_total(lib, env):
+    """(total syscalls of /bin/true preloaded with lib, the strace -c table)."""
+    out = os.path.join(_scratch, "strace.out")
+    # strace itself runs without the library; only the traced program gets it.
+    p = run(["strace", "-f", "-c", "-o", out, "-E", "LD_PRELOAD=" + lib, "/bin/true"], env)
+    if p.returncode != 0:
+        return None, p.stderr.decode()
+    table = open(out).read()
+    m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?total\s*$", table, re.M)
+    return (int(m.group(1)) if m else None), table
+
+
+def callgrind_total(lib, env, ldso):
+    out = os.path.join(_scratch, "callgrind.out")
+    p = run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, ldso, "--preload", lib, "/bin/true"],
+            env, timeout=120)
+    if p.returncode != 0:
+        return None, p.stderr.decode()
+    m = re.search(r"^(?:summary|totals):\s*(\d+)", open(out).read(), re.M)
+    return (int(m.group(1)) if m else None), p.stderr.decode()
+
+
+def heap_use(lib, env, ldso):
+    """((allocations, bytes), memcheck errors, valgrind's output) of /bin/true preloaded with lib."""
+    p = run(["valgrind", "--tool=memcheck", ldso, "--preload", lib, "/bin/true"], env, timeout=120)
+    err = p.stderr.decode()
+    m = re.search(r"total heap usage: ([\d,]+) allocs, [\d,]+ frees, ([\d,]+) bytes allocated", err)
+    e = re.search(r"ERROR SUMMARY: (\d+) errors", err)
+    if p.returncode != 0 or not m or not e:
+        return None, None, err
+    return (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))), int(e.group(1)), err
+
+
+def interpreter(path):
+    p = subprocess.run(["readelf", "-l", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    m = re.search(r"interpreter: (\S+)\]", p.stdout.decode())
+    return m.group(1) if m else None
+
+
+def main():
+    t = Checks("performance budgets of " + LIB)
+    if not EMPTY or not os.path.exists(EMPTY):
+        t.skip("all budgets", "UCXTLS_EMPTY_LIB (the empty preload library) is not built")
+        t.exit()
+
+    # The measured paths decide what they should.
+    for name, machine, extra, want, _ in SYSCALL_ROWS:
+        tls, _, err = sh_value(env_for(machine, **extra))
+        t.equal("%s: /bin/sh sees UCX_TLS=%s" % (name, want), tls, want, err)
+
+    # Each import is bound by the loader in every process (the instruction budget's main cost).
+    if have("nm"):
+        p = subprocess.run(["nm", "-D", "--undefined-only", LIB], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        strong = sorted(l.split()[-1] for l in p.stdout.decode().splitlines() if l.split()[:1] == ["U"])
+        t.check("%d symbols imported (budget <= %d): %s" % (len(strong), IMPORT_BUDGET, " ".join(strong)),
+                len(strong) <= IMPORT_BUDGET)
+
+    if not have("strace"):
+        t.skip("syscall budgets", "strace is not installed (apt-get install strace)")
+    else:
+        works, table = strace_total(EMPTY, env_for("dgx", preload=False))
+        if works is None:
+            t.skip("syscall budgets", "strace cannot trace here (ptrace not permitted?): " + table.strip()[:200])
+        else:
+            for name, machine, extra, _, budget in SYSCALL_ROWS:
+                env = env_for(machine, preload=False, **extra)
+                total, lib_table = strace_total(LIB, env)
+                floor_here, floor_table = strace_total(EMPTY, env)
+                if total is None or floor_here is None:
+                    t.check("%s: strace ran" % name, False, lib_table)
+                    continue
+                added = total - floor_here
+                t.check("%s: %d syscalls added by the constructor (budget <= %d)" % (name, added, budget),
+                        added <= budget,
+                        "with libucxtls.so:\n%s\nwith the empty library:\n%s" % (lib_table, floor_table))
+
+    if not have("valgrind"):
+        t.skip("instruction budgets", "valgrind is not installed (apt-get install valgrind)")
+    else:
+        ldso = interpreter("/bin/true")
+        for name, machine, extra, budget in INSTRUCTION_ROWS:
+            if not OPTIMISED:
+                t.skip("%s: instructions" % name, "a %s build: the budget is for an optimised one"
+                       % (os.environ.get("UCXTLS_BUILD_TYPE") or "unoptimised"))
+                continue
+            env = env_for(machine, preload=False, **extra)
+            floor, err1 = callgrind_total(EMPTY, env, ldso)
+            ir, err2 = callgrind_total(LIB, env, ldso)
+            if floor is None or ir is None:
+                t.skip("%s: instructions" % name, "valgrind --tool=callgrind failed: " + (err1 + err2).strip()[-300:])
+                continue
+            t.check("%s: %d instructions, %.3f x the empty library's %d (budget <= %.2f)"
+                    % (name, ir, ir / floor, floor, budget), ir <= budget * floor)
+        floors = {"empty": EMPTY, "setenv": SETENV}
+        for name, machine, extra, floor_name in HEAP_ROWS:
+            if not floors[floor_name] or not os.path.exists(floors[floor_name]):
+                t.skip("%s: heap" % name, "UCXTLS_SETENV_LIB (the setenv-only preload library) is not built")
+                continue
+            env = env_for(machine, preload=False, **extra)
+            want, _, err1 = heap_use(floors[floor_name], env, ldso)
+            got, errors, err2 = heap_use(LIB, env, ldso)
+            if want is None or got is None:
+                t.skip("%s: heap" % name, "valgrind --tool=memcheck failed: " + (err1 + err2).strip()[-300:])
+                continue
+            t.equal("%s: heap use %d allocations, %d bytes: the %s floor's" % ((name,) + got + (floor_name,)),
+                    got, want, err2)
+            t.equal("%s: memcheck errors" % name, errors, 0, err2)
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()
