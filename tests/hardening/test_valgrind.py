@@ -5,8 +5,8 @@
 UCXTLS_SYSROOT on a fixture machine: the constructor runs inside the guest (the launcher stages get
 LD_PRELOAD too). Each run must report "ERROR SUMMARY: 0 errors", exit 0, and print the same
 UCX_TLS as the same run without valgrind (so the constructor did run in the guest); rows cover
-setting a value, keeping, clearing an inherited value, the debug line, an invalid setting and the
-broken/empty machines.
+setting a value, keeping, clearing an inherited value, the debug line, an invalid setting, the
+broken/empty machines and the driver tier (the library's side; the helper is not traced).
 """
 import re
 
@@ -24,6 +24,7 @@ ROWS = [
     ("dgx", {"UCX_TLS": C, "UCXTLS_DERIVED": C}),        # re-derived to the same value
     ("dgx", {"UCXTLS_ACCEL": "bogus"}),                  # the error line
     ("empty", {"UCXTLS_TEMPLATE": "tcp,{copy}"}),
+    ("dgx", {"UCXTLS_PROBE": "driver", "UCXTLS_DEBUG": "1"}),  # the driver tier's client side
 ]
 
 
