@@ -35,6 +35,20 @@ def build(t, cmake):
             f.write(why + "\n")
         t.skip("sanitizer build", why)
         return
+    with tempfile.TemporaryDirectory(prefix="ucxtls-san-probe-") as d:
+        src = os.path.join(d, "p.c")
+        with open(src, "w") as f:
+            f.write("int main(void) { return 0; }\n")
+        probe = subprocess.run([clang, "-fsanitize=address,undefined", src, "-o", os.path.join(d, "p")],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if probe.returncode != 0:
+        last = probe.stdout.decode(errors="replace").strip().splitlines()[-1:]
+        why = "clang cannot link -fsanitize=address,undefined (Debian: libclang-rt-14-dev)" + \
+            (": " + last[0] if last else "")
+        with open(SAN_SKIP, "w") as f:
+            f.write(why + "\n")
+        t.skip("sanitizer build", why)
+        return
     if os.path.exists(SAN_SKIP):
         os.unlink(SAN_SKIP)
     cfg = subprocess.run([cmake, "-S", SOURCE_DIR, "-B", SAN_DIR, "-DCMAKE_C_COMPILER=" + clang,
