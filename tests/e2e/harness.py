@@ -5,7 +5,9 @@ UCXTLS_SOURCE_DIR in its environment. Output: one line per check ("ok", "FAIL" o
 the reason) and a closing "N passed, N failed, N skipped" line; the exit status is 1 on any
 failure.
 """
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,7 @@ import machines  # noqa: E402
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 _scratch = tempfile.mkdtemp(prefix="ucxtls-test-")
+atexit.register(shutil.rmtree, _scratch, True)  # fixtures and homes go with the test process
 EMPTY_HOME = os.path.join(_scratch, "home")  # no ucx.conf in $HOME or the working directory
 os.makedirs(EMPTY_HOME)
 _built = {}
