@@ -317,12 +317,14 @@ int cmd_env(int argc, char **argv) {
     return kFailed;
   }
   if (r->s.debug) fputs(library_line(*r).c_str(), stderr);  // as the library would say it
-  if (r->d.action == Action::set) {
+  const char *tls = r->in.get(kUcxTls), *derived = r->in.get(kDerived);
+  bool already = tls && derived && !strcmp(tls, r->d.value) && !strcmp(derived, r->d.value);
+  if (r->d.action == Action::set && !already) {  // a re-derived value equal to the shell's: nothing to do
     std::string q = shell_quote(r->d.value);
     printf("export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n", q.c_str(), q.c_str());
   } else if (r->d.action == Action::clear) {
     printf("unset UCX_TLS UCXTLS_DERIVED\n");
-  }  // keep, skip: the shell is already right
+  }  // keep, skip, or set to what the shell has: the shell is already right
   return 0;
 }
 
@@ -510,7 +512,8 @@ bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::
 int cmd_doctor(int argc, char **argv) {
   const char *explicit_value = nullptr;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--value") && i + 1 < argc) explicit_value = argv[++i];
+    if (!strcmp(argv[i], "--value") && i + 1 >= argc) return fail(kUsage, "doctor: --value needs an argument (ucxtls doctor [--value V])");
+    if (!strcmp(argv[i], "--value")) explicit_value = argv[++i];
     else if (!strncmp(argv[i], "--value=", 8)) explicit_value = argv[i] + 8;
     else return fail(kUsage, std::string("doctor: unknown option '") + argv[i] + "' (ucxtls doctor [--value V])");
   }
@@ -559,7 +562,7 @@ int cmd_doctor(int argc, char **argv) {
   if (deny) items.erase(0, 1);
   if (items.empty()) {
     printf("MISSING     every transport: an empty list makes UCX fail (\"The TLs list is empty\")\n");
-    return kFailed;
+    return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
   }
   std::vector<std::string> missing;
   for (const std::string &item : split(items, ',')) {
@@ -585,7 +588,8 @@ int cmd_doctor(int argc, char **argv) {
     } else if (ok) {
       printf("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
     } else {
-      printf("%-11s %s\n", "MISSING", item.c_str());
+      bool blank = item.find_first_of(" \t") != std::string::npos;  // UCX does not trim entries
+      printf("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
       missing.push_back(item);
     }
   }

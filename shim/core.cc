@@ -139,7 +139,7 @@ bool switch_on(const char *v) { return v && v[0] && !(v[0] == '0' && v[1] == '\0
 
 static bool set_nonempty(const char *v) { return v && v[0]; }
 
-static void invalid(Settings *s, Var v, const char *why) {
+void mark_invalid(Settings *s, Var v, const char *why) {
   if (s->invalid) return;  // the first one is reported
   s->invalid = true;
   s->invalid_var = v;
@@ -166,14 +166,14 @@ void parse_settings(const Inputs &in, Settings *s) {
   } else if (!strcmp(a, "none")) {
     s->accel_forced = true, s->accel = Family::none;
   } else {
-    invalid(s, kAccel, "is not one of auto, cuda, rocm, ze, none");
+    mark_invalid(s, kAccel, "is not one of auto, cuda, rocm, ze, none");
   }
 
   const char *t = in.get(kTemplate);
   s->template_from_user = set_nonempty(t);
   s->tmpl = s->template_from_user ? t : kDefaultTemplate;
   const char *why = nullptr;
-  if (s->template_from_user && !template_valid(t, &why)) invalid(s, kTemplate, why);
+  if (s->template_from_user && !template_valid(t, &why)) mark_invalid(s, kTemplate, why);
 
   const char *p = in.get(kProbe);
   if (!set_nonempty(p) || !strcmp(p, "kernel")) {
@@ -181,7 +181,7 @@ void parse_settings(const Inputs &in, Settings *s) {
   } else if (!strcmp(p, "driver")) {
     s->tier = ProbeTier::driver;
   } else {
-    invalid(s, kProbe, "is not one of kernel, driver");
+    mark_invalid(s, kProbe, "is not one of kernel, driver");
   }
 
   const char *ms = in.get(kProbeTimeoutMs);
@@ -189,14 +189,15 @@ void parse_settings(const Inputs &in, Settings *s) {
   if (set_nonempty(ms)) {
     long v = 0;
     if (!parse_long(ms, strlen(ms), &v) || v < 1 || v > 600000)
-      invalid(s, kProbeTimeoutMs, "is not a whole number of milliseconds from 1 to 600000");
+      mark_invalid(s, kProbeTimeoutMs, "is not a whole number of milliseconds from 1 to 600000");
     else
       s->probe_timeout_ms = int(v);
   }
 
   const char *r = in.get(kSysroot);
   s->sysroot = set_nonempty(r) ? r : nullptr;
-  if (s->sysroot && strlen(s->sysroot) > kSysrootMax) invalid(s, kSysroot, "is longer than 2048 bytes");
+  if (s->sysroot && strlen(s->sysroot) > kSysrootMax) mark_invalid(s, kSysroot, "is longer than 2048 bytes");
+  if (s->sysroot && s->sysroot[0] != '/') mark_invalid(s, kSysroot, "is not an absolute path");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -744,9 +745,11 @@ const char *need_name(Need n) {
   }
 }
 
-Text Decision::reason() {
+Text Decision::reason(bool always) {
   Text t;
-  if (nreasons < kReasonsMax) {
+  if (quiet && !always) {
+    t.init(nullptr, 0);  // every add() returns at once
+  } else if (nreasons < kReasonsMax) {
     t.init(reasons[nreasons++], kReasonMax);
   } else {
     t.init(reasons[kReasonsMax - 1], kReasonMax);  // the last line absorbs the rest
@@ -825,21 +828,23 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     d->rederived = true;
     d->reason().add("UCX_TLS equals UCXTLS_DERIVED: derived by ucxtls, maybe on another node; deriving again");
   }
-  // An invalid setting: one error line, nothing else.
+  // An invalid setting: one error line, nothing else; but an inherited value of ours, maybe
+  // derived for another node's GPUs, is removed rather than kept on a guess (UCX's default works).
   if (s.invalid) {
-    d->action = Action::skip;
+    d->action = d->rederived ? Action::clear : Action::skip;
     d->error = true;
     d->nreasons = 0;
     const char *v = in.get(s.invalid_var);
-    d->reason()
+    d->reason(true)
         .add(kOptions[s.invalid_var].name)
         .add("=")
         .add_quoted(v ? v : "")
         .add(" ")
         .add(s.invalid_why)
-        .add("; UCX_TLS left unchanged");
+        .add(d->rederived ? "; the inherited UCX_TLS derived by ucxtls is removed" : "; UCX_TLS left unchanged");
     return;
   }
+  if (s.sysroot) d->reason().add("UCXTLS_SYSROOT=").add_quoted(s.sysroot).add(" (a replayed machine)");
   const Action leave_unset = d->rederived ? Action::clear : Action::skip;
 
   // 4 (cheapest first). Network: the default template needs a usable RDMA device, or UCX would
@@ -899,7 +904,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     d->error = true;
     d->nreasons = 0;
     d->value[0] = '\0';
-    d->reason().add("UCXTLS_TEMPLATE gives a value longer than 4095 bytes; UCX_TLS left unchanged");
+    d->reason(true).add("UCXTLS_TEMPLATE gives a value longer than 4095 bytes; UCX_TLS left unchanged");
     return;
   }
   if (!d->value[0] || !strcmp(d->value, "^")) {

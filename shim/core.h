@@ -107,6 +107,8 @@ bool switch_on(const char *v);
 void parse_switches(const Inputs &in, Settings *s);
 // The rest of the settings; sets s->invalid on the first bad one.
 void parse_settings(const Inputs &in, Settings *s);
+// Records an invalid setting (the first one wins); why is static text.
+void mark_invalid(Settings *s, Var v, const char *why);
 
 // ---------------------------------------------------------------------------------------------
 // Template composition. `{copy}` becomes the copy transport, or disappears with one adjacent
@@ -266,9 +268,11 @@ struct Decision {
   bool rederived = false;     // UCX_TLS was our own inherited value, derived again here
   bool error = false;         // an invalid setting: reasons[0] is the one-line error
   char value[kValueMax] = {}; // the value to write (set)
+  bool quiet = false;         // set by the caller: no reasons are written (the constructor
+                              // without UCXTLS_DEBUG); an error's line is written all the same
   int nreasons = 0;
   char reasons[kReasonsMax][kReasonMax] = {};
-  Text reason();              // starts a new reason line
+  Text reason(bool always = false);  // starts a new reason line (a no-op Text when quiet)
 };
 
 void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d);

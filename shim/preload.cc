@@ -55,7 +55,8 @@ __attribute__((constructor)) void ucxtls_init() {
     Facts f;
     Decision d;
     ProbeOptions o;
-    o.evidence = s.debug;  // the evidence is read by the debug line alone
+    o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
+    d.quiet = !s.debug;
     run_ladder(in, s, o, &f, &d);
     apply(in, d);
     if (s.debug || d.error) {

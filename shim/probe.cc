@@ -118,7 +118,7 @@ void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, 
   ev.init(f->ucx_conf_evidence, o.evidence ? sizeof f->ucx_conf_evidence : 0);
   const char *home = in.get(kHome), *dir = in.get(kUcxConfigDir);
   for (int i = 0; i < 4; i++) {
-    Path p(i == 0 ? s.sysroot : nullptr, i == 0 ? "/etc/ucx/ucx.conf" : i == 3 ? "ucx.conf" : "");
+    Path p(i == 0 ? s.sysroot : nullptr, i == 0 ? "/etc/ucx/ucx.conf" : i == 3 ? "./ucx.conf" : "");
     const char *base = i == 1 ? home : i == 2 ? dir : nullptr;
     if (i == 1 || i == 2) {
       if (!base || !base[0]) continue;
@@ -198,7 +198,7 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   finish(ff, cuda_visible_count(cvd, t.view()));
   ev.add("; ");
   describe_variable(ev, "CUDA_VISIBLE_DEVICES", cvd);
-  ev.add(": ").add((long long)ff->visible_n).add(" visible");
+  ev.add(": ").add((long long)ff->visible_n).add(ff->partial ? "+" : "").add(" visible");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   ev.add(", ");
   if (hip || !cvd) describe_variable(ev, "HIP_VISIBLE_DEVICES", hip);
   else describe_variable(ev, "CUDA_VISIBLE_DEVICES", cvd);
-  ev.add(": ").add((long long)ff->visible_n).add(" visible");
+  ev.add(": ").add((long long)ff->visible_n).add(ff->partial ? "+" : "").add(" visible");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -311,7 +311,7 @@ void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts 
   ev.add("; ");
   describe_variable(ev, "ZE_AFFINITY_MASK", mask);
   finish(ff, hidden ? 0 : found);
-  ev.add(": ").add((long long)ff->visible_n).add(hidden ? " visible (names no device)" : " visible");
+  ev.add(": ").add((long long)ff->visible_n).add(ff->partial && !hidden ? "+" : "").add(hidden ? " visible (names no device)" : " visible");
 }
 
 }  // namespace
@@ -329,11 +329,23 @@ void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o
 }
 
 void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
+  // A sysroot that does not exist would quietly replay an empty machine (say, one left exported
+  // in a shell): checked once, just before the first probe, so the paths that probe nothing
+  // (UCX_TLS set, disabled) stay free of syscalls.
+  Settings checked = s;
+  bool sysroot_checked = !s.sysroot;
   // Each pass fills one fact; there are only so many facts, so the loop is bounded.
   for (int pass = 0; pass < 16; pass++) {
-    decide(in, s, *f, d);
+    decide(in, checked, *f, d);
     if (d->action != Action::need) return;
-    probe(d->need, in, s, o, f);
+    if (!sysroot_checked) {
+      sysroot_checked = true;
+      if (!path_exists(Path(nullptr, checked.sysroot))) {
+        mark_invalid(&checked, kSysroot, "does not exist");
+        continue;
+      }
+    }
+    probe(d->need, in, checked, o, f);
   }
 }
 

@@ -113,6 +113,19 @@ def main():
         t.check("invalid %s=%r: one stderr line naming it" % (var, value),
                 len(lines) == 1 and lines[0].startswith("ucxtls: " + var + "="), repr(err))
 
+    # An invalid setting where the value was inherited from another node: the stale value goes.
+    tls, derived, err = sh_value(env_for("intel-xe", UCX_TLS=C, UCXTLS_DERIVED=C, UCXTLS_ACCEL="bad"))
+    t.equal("invalid setting with a value inherited from a CUDA node: both variables removed", (tls, derived), (UNSET, UNSET), err)
+    t.check("... and one stderr line naming UCXTLS_ACCEL", err.count("\n") == 1 and err.startswith("ucxtls: UCXTLS_ACCEL="), repr(err))
+
+    # A sysroot that does not exist (or is relative) is an error, not an empty machine.
+    for root in ("/nonexistent/ucxtls-machine", "relative/dir"):
+        tls, _, err = sh_value(env_for(None, UCXTLS_SYSROOT=root))
+        t.check("UCXTLS_SYSROOT=%s: UCX_TLS unset and one line naming UCXTLS_SYSROOT" % root,
+                tls == UNSET and err.count("\n") == 1 and err.startswith("ucxtls: UCXTLS_SYSROOT="), repr(err))
+    _, _, err = sh_value(env_for("dgx", UCXTLS_DEBUG="1"))
+    t.check("the debug line names the replayed sysroot", "UCXTLS_SYSROOT=" in err and "a replayed machine" in err, err)
+
     # UCXTLS_DEBUG: exactly one line with the action and the reasons.
     for machine, extra, action in [("dgx", {}, "set UCX_TLS=" + C), ("no-rdma", {}, "skip"),
                                    ("dgx", {"UCX_TLS": "tcp"}, "keep"),

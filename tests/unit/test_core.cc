@@ -355,6 +355,11 @@ TEST_CASE("settings: the switches and invalid values") {
     CHECK(s.invalid == r.invalid);
     if (r.invalid) CHECK(s.invalid_var == r.var);
   }
+  Env rel{{kSysroot, "relative/dir"}};
+  Settings rs;
+  parse_settings(rel.in, &rs);
+  CHECK(rs.invalid);
+  CHECK(rs.invalid_var == kSysroot);
   std::string long_root(3000, 'r');
   Env e{{kSysroot, long_root.c_str()}};
   Settings s;
@@ -410,6 +415,7 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"re-derive: no rdma clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(N, N, Y, N, N), Action::clear, ""});
   rows.push_back({"re-derive: ucx.conf clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, Y, Y, N, N), Action::clear, ""});
   rows.push_back({"re-derive: empty result clears", Env{{kUcxTls, "cuda_copy"}, {kDerived, "cuda_copy"}, {kTemplate, "{copy}"}}, facts(Y, N, N, N, N), Action::clear, ""});
+  rows.push_back({"re-derive + invalid setting: the inherited value is removed", Env{{kUcxTls, D}, {kDerived, D}, {kAccel, "bad"}}, facts(Y, N, Y, N, N), Action::clear, ""});
   rows.push_back({"marker differs: the user's value", Env{{kUcxTls, "tcp"}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::keep, ""});
   rows.push_back({"template without {copy} probes nothing", Env{{kTemplate, "tcp,self"}}, facts(Y, N, U, U, U), Action::set, "tcp,self"});
 
