@@ -178,6 +178,9 @@ struct ConfScan {
   uint8_t state = 0;
   uint8_t matched = 0;
   bool found = false;
+  bool prev_name = false;  // a name=value line was seen in this section (inih's multi-line rule)
+  bool indented = false;   // the current line started with blanks
+  size_t offset = 0;       // bytes fed so far (a BOM only counts at 0)
   void feed(const char *p, size_t n);
 };
 

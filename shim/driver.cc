@@ -8,16 +8,20 @@
 // handler, or SIG_IGN's autoreap, never sees it) and only waitpid(__WCLONE) finds it, so the host's
 // own wait() does not either. (A process that execs gets SIGCHLD back as its exit signal, see
 // de_thread() in the kernel's fs/exec.c: that is why the helper cannot be the host's direct child.)
-// The supervisor sets SIGCHLD to default-and-blocked in its own copy of the dispositions, waits for
-// the helper with sigtimedwait until the deadline, kills it then, and exits with a code that says
-// how the helper ended. The helper dies with the supervisor (PR_SET_PDEATHSIG).
+// The supervisor first puts the host's caught signals back to their default action (the host
+// blocks every signal across the clone, so no host handler can run in the copy), becomes a child
+// subreaper, and starts the helper in its own process group. It waits for the helper with
+// rt_sigtimedwait until the deadline, then kills the helper's group, reaps the helper and every
+// orphan that came to it (so none ever reaches a host that is PID 1 or a subreaper), and exits
+// with a code that says how the helper ended. The helper dies with the supervisor
+// (PR_SET_PDEATHSIG).
 //
 // No fork handler runs, nothing is allocated, no disposition or stdio buffer of the host is touched,
 // and our fds are O_CLOEXEC and closed before returning. Every failure is "no answer" (ran = no):
 // the kernel answer stands.
 //
 // libc symbols used here all bind to GLIBC_2.17 or older (dl_iterate_phdr, pipe2, poll, waitpid,
-// sigtimedwait, prctl, clock_gettime, execve, syscall); dlopen is the helper's business.
+// sigaction, sigprocmask, prctl, clock_gettime, execve, syscall); dlopen is the helper's business.
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -98,7 +102,7 @@ bool helper_path(Path *out) {
 // may be held in their copy of its memory).
 
 // Exit codes of the supervisor beyond the helper's own (0-127) and 128 + signal.
-const int kExitForkFailed = 250, kExitLeftBehind = 253, kExitTimedOut = 254;
+const int kExitForkFailed = 250, kExitTimedOut = 254;
 
 // Writes "!exec <errno>\n" on the report fd: why the helper could not start.
 void report_exec_error(int err) {
@@ -118,9 +122,13 @@ void report_exec_error(int err) {
                               pid_t supervisor) {
   // Die with the supervisor: a host that gives up kills the supervisor, never a pid it cannot own.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != supervisor) _exit(126);
-  // Move both fds above the standard ones first, so no dup2 below overwrites the other.
-  int w = int(syscall(SYS_fcntl, report_w, F_DUPFD_CLOEXEC, 10));
-  int null = int(syscall(SYS_fcntl, devnull, F_DUPFD_CLOEXEC, 10));
+  // Its own process group: at the deadline the supervisor kills the group, so nothing the
+  // helper started outlives it.
+  syscall(SYS_setpgid, 0, 0);
+  // Move both fds above the ones they go to (0-3) first, so no dup2 below overwrites the other.
+  // (4, not more: a host may run with an fd limit of a few.)
+  int w = int(syscall(SYS_fcntl, report_w, F_DUPFD_CLOEXEC, 4));
+  int null = int(syscall(SYS_fcntl, devnull, F_DUPFD_CLOEXEC, 4));
   if (w < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
       dup2(w, kReportFd) < 0)
     _exit(126);
@@ -137,8 +145,8 @@ void report_exec_error(int err) {
   _exit(127);
 }
 
-// Reaps pid, waiting until `until` (monotonic ms) at most. True once reaped. `flags`: __WCLONE for
-// the supervisor, 0 for the helper.
+// Reaps pid (the supervisor: __WCLONE), waiting until `until` (monotonic ms) at most. True once
+// reaped; false if it is still running then, or was not ours to reap.
 bool reap(pid_t pid, int flags, long long until, int *status) {
   for (int round = 0;; round++) {
     pid_t r = waitpid(pid, status, WNOHANG | flags);
@@ -155,37 +163,65 @@ bool reap(pid_t pid, int flags, long long until, int *status) {
 // its copy at execve, O_CLOEXEC): the host sleeps in poll() on the other end instead of polling
 // waitpid.
 [[noreturn]] void supervise(int report_r, int report_w, int done_r, int devnull, char *const argv[],
-                            long long deadline) {
+                            long long deadline, const sigset_t *host_mask) {
   close(report_r);
   close(done_r);
-  // SIGCHLD default (not SIG_IGN: the helper must not be autoreaped) and blocked, so that it
-  // stays pending for sigtimedwait. These are the supervisor's own copies, not the host's.
-  sigset_t chld, old;
+  // This is a copy of the host: its signal handlers must not run here (a signal sent to the
+  // process group, a launcher signalling every task), or a handler that calls exit() would run
+  // the host's atexit handlers and flush its stdio buffers a second time. Every signal arrived
+  // blocked (the host blocked them around the clone); caught ones go back to their default action
+  // before any is unblocked, ignored ones stay ignored, as posix_spawn does.
+  for (int sig = 1; sig < 65; sig++) {
+    struct sigaction sa;
+    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, nullptr, &sa) != 0) continue;
+    if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(sig, &sa, nullptr);
+  }
+  // The helper's orphans come here, not to the host (which may be PID 1 or a subreaper).
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  // The host's mask, plus SIGCHLD blocked so that it stays pending for sigtimedwait (its
+  // disposition is default: the helper must not be autoreaped).
+  sigset_t chld, mask = *host_mask;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, &old);
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigaction(SIGCHLD, &dfl, nullptr);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_SETMASK, &mask, nullptr);
   pid_t self = pid_t(syscall(SYS_getpid));
   long helper = syscall(SYS_clone, long(SIGCHLD), 0L, 0L, 0L, 0L);  // a plain fork, no handlers
-  if (helper == 0) exec_helper(report_w, devnull, argv, &old, self);
+  if (helper == 0) exec_helper(report_w, devnull, argv, host_mask, self);
   close(report_w);  // the helper's exit alone must close the host's pipe
   close(devnull);
   if (helper < 0) _exit(kExitForkFailed);
+  int code = kExitTimedOut;
   for (;;) {
     int st;
     pid_t r = waitpid(pid_t(helper), &st, WNOHANG);
-    if (r == helper) _exit(WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st) & 127);
+    if (r == helper) {
+      code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st) & 127;
+      break;
+    }
     long long left = deadline - now_ms();
     if (r < 0 || left <= 0) break;
     timespec ts = {time_t(left / 1000), long(left % 1000) * 1000000L};
-    sigtimedwait(&chld, nullptr, &ts);  // the helper ended (or stopped), or the deadline came
+    // The raw call: glibc's sigtimedwait is a cancellation point, and a cancel pending on the
+    // host's thread must not unwind the host's cleanup handlers in this copy.
+    syscall(SYS_rt_sigtimedwait, &chld, nullptr, &ts, 8);  // the helper ended, or the deadline
   }
-  kill(pid_t(helper), SIGKILL);
-  int st;
-  _exit(reap(pid_t(helper), 0, now_ms() + kKillGraceMs, &st) ? kExitTimedOut : kExitLeftBehind);
+  // Whatever is left of the helper's process group goes now (the helper too, at the deadline).
+  kill(-pid_t(helper), SIGKILL);
+  if (code == kExitTimedOut) kill(pid_t(helper), SIGKILL);
+  // Reap the helper and every orphan that came here, and stay until they are gone: a process stuck
+  // in the kernel past SIGKILL then stays our child and never becomes the host's. (The host stops
+  // waiting at its own deadline; this process has no exit signal, so the host never notices it.)
+  for (;;) {
+    int st;
+    pid_t r = waitpid(-1, &st, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;  // ECHILD: none left
+  }
+  _exit(code);
 }
 
 bool report_complete(const char *buf, size_t len) {
@@ -232,9 +268,15 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
   const long long deadline = start + s.probe_timeout_ms;
 
   // fork semantics (no CLONE_VM: the supervisor has its own copy of memory), exit signal 0.
+  // Every signal is blocked across the clone, so none can run a host handler in the copy before
+  // the supervisor has reset them (glibc keeps its own internal signals out of the set).
+  sigset_t all, host_mask;
+  memset(&all, 0xff, sizeof all);
+  sigprocmask(SIG_SETMASK, &all, &host_mask);
   long pid = syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L);
-  if (pid == 0) supervise(p[0], p[1], done[0], devnull, argv, deadline);
+  if (pid == 0) supervise(p[0], p[1], done[0], devnull, argv, deadline, &host_mask);
   int clone_errno = errno;
+  sigprocmask(SIG_SETMASK, &host_mask, nullptr);
   close(p[1]);
   close(done[1]);
   close(devnull);
@@ -261,8 +303,11 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
   }
   close(p[0]);
 
-  // The supervisor exits by the deadline plus its grace; past that it is killed (and the helper
-  // with it, by its parent-death signal). Sleep until its end of `done` closes, then reap.
+  // The supervisor exits once the helper and its orphans are reaped, right after the deadline at
+  // the latest unless one is stuck in the kernel. Sleep until its end of `done` closes, then
+  // reap it; one that is still there by then is left to finish on its own (it has no exit signal
+  // and never reaches the host's wait()), never killed from here: killing it could hand a stuck
+  // helper to the host, and a pid we failed to reap may no longer be ours.
   const long long supervisor_deadline = deadline + 2 * kKillGraceMs;
   for (;;) {
     long long left = supervisor_deadline - now_ms();
@@ -275,10 +320,6 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
   close(done[0]);
   int status = 0;
   bool reaped = reap(pid_t(pid), __WCLONE, supervisor_deadline, &status);
-  if (!reaped) {
-    kill(pid_t(pid), SIGKILL);
-    reaped = reap(pid_t(pid), __WCLONE, now_ms() + kKillGraceMs, &status);
-  }
   const long long took = now_ms() - start;
   const int code = reaped && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 
@@ -289,7 +330,7 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
     return;
   }
   out->cuda.answered = out->ze.answered = Tri::no;
-  if (code == kExitTimedOut || code == kExitLeftBehind || !reaped || WIFSIGNALED(status)) {
+  if (code == kExitTimedOut || !reaped || WIFSIGNALED(status)) {
     ev.add(kHelperName).add(" gave no answer within UCXTLS_PROBE_TIMEOUT_MS=").add((long long)s.probe_timeout_ms);
     ev.add(code == kExitTimedOut ? " ms: killed" : " ms: killed, and it did not exit in time");
   } else if (len > 6 && !memcmp(buf, "!exec ", 6)) {

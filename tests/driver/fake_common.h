@@ -44,9 +44,24 @@ static void fake_log(const char *what) {
 }
 
 /* FAKE_<X>_HANG=ms sleeps; FAKE_<X>_CRASH=abort|segv dies; FAKE_<X>_NOISE=text goes to stdout and
-   stderr (the helper's, which must never reach the host's). */
+   stderr (the helper's, which must never reach the host's); FAKE_<X>_CHILD=ms leaves a child
+   process behind that sleeps that long (a driver that starts a daemon), logged as "child pid=N". */
 static void fake_misbehave(const char *prefix) {
   char name[64];
+  snprintf(name, sizeof name, "FAKE_%s_CHILD", prefix);
+  long child_ms = fake_num(name, 0);
+  if (child_ms > 0) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      struct timespec ts = {child_ms / 1000, (child_ms % 1000) * 1000000L};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+      _exit(0);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s child=%d", prefix, (int)pid);
+    fake_log(what);
+  }
   snprintf(name, sizeof name, "FAKE_%s_NOISE", prefix);
   const char *noise = getenv(name);
   if (noise) {

@@ -185,6 +185,54 @@ def main():
                  and "ucxtls-probe" in open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")]
         t.check("%s hangs: no helper is left running" % lib, pids and not alive, "helper pids %s, alive %s" % (pids, alive))
 
+    # --- Nothing the helper starts reaches the host, even a host that is a child subreaper (PID 1
+    # in a container is one): the helper runs in its own process group, the supervisor is the
+    # subreaper that takes its orphans, and the group is killed. A late dlopen makes the host a
+    # subreaper with a SIGCHLD handler before the constructor runs.
+    host = ("import ctypes, os, signal, sys, time\n"
+            "ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER\n"
+            "got = []\n"
+            "signal.signal(signal.SIGCHLD, lambda s, f: got.append(s))\n"
+            "ctypes.CDLL(sys.argv[1])\n"
+            "time.sleep(1.2)  # the driver's child sleeps 0.8 s\n"
+            "try:\n"
+            "    print(len(got), os.waitpid(-1, os.WNOHANG)[0])\n"
+            "except ChildProcessError:\n"
+            "    print(len(got), 'none')\n")
+    for label, extra in (("answers", {}), ("hangs and is killed", {"FAKE_CUDA_HANG": "5000"})):
+        log = new_log()
+        env = denv("dgx", [CUDA, ZE_NEW], LD_PRELOAD=None, FAKE_LOG=log, FAKE_CUDA_CHILD="800",
+                   UCXTLS_PROBE_TIMEOUT_MS="300", **extra)
+        p = run([sys.executable, "-c", host, LIB], env, timeout=30)
+        children = [l for l in log_lines(log) if " child=" in l]
+        t.check("a driver that %s and leaves a child: the fake started one" % label, len(children) == 1,
+                "\n".join(log_lines(log)))
+        t.equal("... a subreaper host gets no SIGCHLD and no child to wait for", p.stdout.decode().strip(), "0 none",
+                p.stderr.decode())
+
+    # --- A host's signal handler never runs in the supervisor (its copy of the host): a signal
+    # sent to the host's process group during the probe runs the handler in the host alone.
+    sig_host = os.path.join(FAKES, "libsignal_host.so")
+    sig_log = new_log()
+    env = denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_HANG="1500", UCXTLS_PROBE_TIMEOUT_MS="4000",
+               LD_PRELOAD=LIB + " " + sig_host, SIGNAL_HOST_LOG=sig_log)
+    hostp = subprocess.Popen(["/bin/sh", "-c", SHOW], env=env, start_new_session=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    os.killpg(hostp.pid, signal.SIGUSR1)
+    out, err = hostp.communicate(timeout=30)
+    handled = log_lines(sig_log)
+    t.check("SIGUSR1 to the host's group during the probe: the host's handler ran in the host alone",
+            handled and all(l == "handler pid=%d" % hostp.pid for l in handled),
+            "host pid %d, log %s" % (hostp.pid, handled))
+    t.equal("... and the host carried on with the kernel answer", out.decode().split("|")[0], C, err.decode())
+
+    # --- A host with a tiny fd limit still gets the driver's answer.
+    out, err, rc, _ = sh(denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu"),
+                         "ulimit -n 9; exec /bin/sh -c '%s'" % SHOW.replace("'", "'\\''"))
+    t.check("a host with ulimit -n 9: the helper still answers", err.strip().splitlines()[-1:] and
+            "ucxtls-probe answered in" in err.strip().splitlines()[-1] and out.split("|")[0] == Z, err)
+
     # --- A crashing or noisy driver leaves the host's stdout and exit status untouched.
     script = "echo hello; exit 3"
     plain = run(["/bin/sh", "-c", script], env_for("dgx", preload=False))

@@ -7,19 +7,36 @@
 
 using namespace ucxtls;
 
-// Reference: a line whose first non-blank word is exactly UCX_TLS, followed by blanks and then
-// '=' or ':'.
+// Reference: inih's reading, line by line (UCX's ini.c: multi-line values and a BOM allowed). A
+// line assigns UCX_TLS when its first word, after leading blanks, is exactly UCX_TLS followed by
+// blanks and '=' or ':'; comment lines and [sections] never do, and an indented line after a
+// name=value line of the same section is a continuation of that value.
+static bool line_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
 static bool reference(const char *p, size_t n) {
   size_t i = 0;
+  if (n >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) i = 3;
+  bool prev_name = false;
   while (i < n) {
     size_t e = i;
     while (e < n && p[e] != '\n') e++;
     size_t j = i;
-    while (j < e && (p[j] == ' ' || p[j] == '\t' || p[j] == '\r')) j++;
-    if (e - j >= 7 && !memcmp(p + j, "UCX_TLS", 7)) {
-      size_t k = j + 7;
-      while (k < e && (p[k] == ' ' || p[k] == '\t')) k++;
-      if (k < e && (p[k] == '=' || p[k] == ':')) return true;
+    while (j < e && line_blank(p[j])) j++;
+    if (j < e && p[j] != '#' && p[j] != ';' && !(prev_name && j > i)) {
+      if (p[j] == '[') {
+        prev_name = false;
+      } else {
+        if (e - j >= 7 && !memcmp(p + j, "UCX_TLS", 7)) {
+          size_t k = j + 7;
+          while (k < e && (p[k] == ' ' || p[k] == '\t')) k++;
+          if (k < e && (p[k] == '=' || p[k] == ':')) return true;
+        }
+        for (size_t k = j; k < e; k++)
+          if (p[k] == '=' || p[k] == ':') {
+            prev_name = true;
+            break;
+          }
+      }
     }
     i = e + 1;
   }

@@ -267,6 +267,15 @@ TEST_CASE("ucx.conf: a UCX_TLS line in any section counts, and nothing else does
       {"", false},
       {"[UCX_TLS=x]\n", false},
       {"UCX_NET_DEVICES=mlx5_0:1\r\nUCX_TLS=rc\r\n", true},
+      // inih's multi-line values: an indented line after a name=value line continues that value
+      {"[x]\n  UCX_NET_DEVICES=mlx5_0:1\n  UCX_TLS=rc\n", false},
+      {"UCX_NET_DEVICES=mlx5_0:1\n\tUCX_TLS=rc\n", false},
+      {"UCX_NET_DEVICES=mlx5_0:1\n[y]\n  UCX_TLS=rc\n", true},   // a new section ends it
+      {"# comment\n  UCX_TLS=rc\n", true},                      // no name=value before it
+      {"not an assignment\n  UCX_TLS=rc\n", true},
+      {"\xEF\xBB\xBFUCX_TLS=rc\n", true},                       // a UTF-8 BOM opens the file
+      {"\xEF\xBBUCX_TLS=rc\n", false},
+      {"x\n\xEF\xBB\xBFUCX_TLS=rc\n", false},                  // a BOM only counts at the start
   };
   for (const Row &r : rows) {
     CAPTURE(r.text);
