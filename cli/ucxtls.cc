@@ -314,6 +314,8 @@ int cmd_env(int argc, char **argv) {
   evaluate(r.get());
   if (r->d.error) {
     fputs(library_line(*r).c_str(), stderr);
+    // As the library does: an inherited value of ours goes even when a setting is invalid.
+    if (r->d.action == Action::clear) printf("unset UCX_TLS UCXTLS_DERIVED\n");
     return kFailed;
   }
   if (r->s.debug) fputs(library_line(*r).c_str(), stderr);  // as the library would say it

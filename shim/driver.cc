@@ -101,8 +101,9 @@ bool helper_path(Path *out) {
 // --- the two child processes: raw system calls and plain libc wrappers only (the host's locks
 // may be held in their copy of its memory).
 
-// Exit codes of the supervisor beyond the helper's own (0-127) and 128 + signal.
-const int kExitForkFailed = 250, kExitTimedOut = 254;
+// How the helper ended, as the supervisor reports it in one byte on the `done` pipe: the
+// helper's exit code (0-127), 128 + its signal, or one of these.
+const int kExitForkFailed = 250, kExitLeftBehind = 253, kExitTimedOut = 254;
 
 // Writes "!exec <errno>\n" on the report fd: why the helper could not start.
 void report_exec_error(int err) {
@@ -159,64 +160,105 @@ bool reap(pid_t pid, int flags, long long until, int *status) {
   }
 }
 
-// `done_w` stays open in the supervisor until it exits (it never calls execve; the helper loses
-// its copy at execve, O_CLOEXEC): the host sleeps in poll() on the other end instead of polling
-// waitpid.
-[[noreturn]] void supervise(int report_r, int report_w, int done_r, int devnull, char *const argv[],
-                            long long deadline, const sigset_t *host_mask) {
-  close(report_r);
-  close(done_r);
-  // This is a copy of the host: its signal handlers must not run here (a signal sent to the
-  // process group, a launcher signalling every task), or a handler that calls exit() would run
-  // the host's atexit handlers and flush its stdio buffers a second time. Every signal arrived
-  // blocked (the host blocked them around the clone); caught ones go back to their default action
-  // before any is unblocked, ignored ones stay ignored, as posix_spawn does.
-  for (int sig = 1; sig < 65; sig++) {
-    struct sigaction sa;
-    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, nullptr, &sa) != 0) continue;
-    if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_DFL;
-    sigaction(sig, &sa, nullptr);
+// Has the helper ended? Asked without reaping it (WNOWAIT), so that its pid, and so its process
+// group id, cannot be reused before the group is killed.
+bool helper_ended(pid_t helper) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  long r = syscall(SYS_waitid, P_PID, helper, &si, WEXITED | WNOHANG | WNOWAIT, nullptr);
+  return r < 0 ? errno != EINTR : si.si_pid == helper;  // an error (ECHILD) means it is gone
+}
+
+// Closes every fd but the three in keep[], through close_range where the kernel has it (5.9),
+// else through the /proc/self/fd listing.
+void close_all_but(const int keep[3]) {
+  int k[3] = {keep[0], keep[1], keep[2]};
+  for (int i = 0; i < 3; i++)  // sort the three
+    for (int j = i + 1; j < 3; j++)
+      if (k[j] < k[i]) {
+        int t = k[i];
+        k[i] = k[j], k[j] = t;
+      }
+  bool done = false;
+#ifdef SYS_close_range
+  done = true;
+  unsigned lo = 0;
+  for (int i = 0; i < 3 && done; i++) {
+    if (unsigned(k[i]) > lo && syscall(SYS_close_range, lo, unsigned(k[i]) - 1, 0) != 0) done = false;
+    lo = unsigned(k[i]) + 1;
   }
+  if (done && syscall(SYS_close_range, lo, ~0U, 0) != 0) done = false;
+#endif
+  if (done) return;
+  DirReader d(Path(nullptr, "/proc/self/fd"));
+  while (const char *name = d.next()) {
+    long fd = 0;
+    if (!parse_long(name, strlen(name), &fd) || fd == d.fd || fd == k[0] || fd == k[1] || fd == k[2]) continue;
+    close(int(fd));
+  }
+}
+
+// The supervisor: a copy of the host that never calls execve. It holds none of the host's fds
+// (so a launcher waiting for EOF on the host's stdout never waits for it), keeps every signal
+// blocked but SIGCHLD (so no host handler can ever run here, and a signal to the host's process
+// group cannot stop or kill it before it has cleaned up), starts the helper, and reports how the
+// helper ended in one byte on `done` as soon as it knows; then it reaps whatever the helper left.
+[[noreturn]] void supervise(int report_r, int report_w, int done_r, int done_w, int devnull,
+                            char *const argv[], long long deadline, const sigset_t *host_mask) {
+  // Everything the host had open is closed here but our three fds (the helper moves its two to
+  // 0-3 itself); the supervisor never uses stdio.
+  (void)report_r, (void)done_r;
+  const int keep[3] = {report_w, done_w, devnull};
+  close_all_but(keep);
+  const unsigned char fork_failed = kExitForkFailed;
+
+  // Every signal arrived blocked (the host blocks them around the clone) and stays blocked.
+  // SIGCHLD must be default, not ignored (a host that ignores SIGCHLD would have the helper
+  // autoreaped, and no SIGCHLD would ever come), and without SA_NOCLDWAIT.
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGCHLD, &dfl, nullptr);
   // The helper's orphans come here, not to the host (which may be PID 1 or a subreaper).
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  // The host's mask, plus SIGCHLD blocked so that it stays pending for sigtimedwait (its
-  // disposition is default: the helper must not be autoreaped).
-  sigset_t chld, mask = *host_mask;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  sigaddset(&mask, SIGCHLD);
-  sigprocmask(SIG_SETMASK, &mask, nullptr);
   pid_t self = pid_t(syscall(SYS_getpid));
   long helper = syscall(SYS_clone, long(SIGCHLD), 0L, 0L, 0L, 0L);  // a plain fork, no handlers
   if (helper == 0) exec_helper(report_w, devnull, argv, host_mask, self);
   close(report_w);  // the helper's exit alone must close the host's pipe
-  close(devnull);
-  if (helper < 0) _exit(kExitForkFailed);
-  int code = kExitTimedOut;
+  if (helper < 0) {
+    ssize_t ignored = write(done_w, &fork_failed, 1);
+    (void)ignored;
+    _exit(kExitForkFailed);
+  }
+
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  bool ended = false;
   for (;;) {
-    int st;
-    pid_t r = waitpid(pid_t(helper), &st, WNOHANG);
-    if (r == helper) {
-      code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st) & 127;
-      break;
-    }
+    if ((ended = helper_ended(pid_t(helper)))) break;
     long long left = deadline - now_ms();
-    if (r < 0 || left <= 0) break;
+    if (left <= 0) break;
     timespec ts = {time_t(left / 1000), long(left % 1000) * 1000000L};
     // The raw call: glibc's sigtimedwait is a cancellation point, and a cancel pending on the
     // host's thread must not unwind the host's cleanup handlers in this copy.
     syscall(SYS_rt_sigtimedwait, &chld, nullptr, &ts, 8);  // the helper ended, or the deadline
   }
-  // Whatever is left of the helper's process group goes now (the helper too, at the deadline).
+  // The helper is not reaped yet, so its group id is still its own: what it left in its group
+  // goes now, and the helper too at the deadline.
   kill(-pid_t(helper), SIGKILL);
-  if (code == kExitTimedOut) kill(pid_t(helper), SIGKILL);
-  // Reap the helper and every orphan that came here, and stay until they are gone: a process stuck
-  // in the kernel past SIGKILL then stays our child and never becomes the host's. (The host stops
-  // waiting at its own deadline; this process has no exit signal, so the host never notices it.)
+  if (!ended) kill(pid_t(helper), SIGKILL);
+  int st = 0, code = kExitLeftBehind;
+  if (reap(pid_t(helper), 0, now_ms() + (ended ? 1000 : kKillGraceMs), &st))
+    code = !ended ? kExitTimedOut : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st) & 127;
+  const unsigned char byte = (unsigned char)code;
+  ssize_t ignored = write(done_w, &byte, 1);  // the host stops waiting here
+  (void)ignored;
+  close(done_w);
+  // Stay until every orphan that came here is reaped, holding nothing of the host's: a process
+  // stuck in the kernel past SIGKILL then stays our child and never becomes the host's. (This
+  // process has no exit signal, so the host never notices it.)
   for (;;) {
-    int st;
     pid_t r = waitpid(-1, &st, 0);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) break;  // ECHILD: none left
@@ -274,7 +316,7 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
   memset(&all, 0xff, sizeof all);
   sigprocmask(SIG_SETMASK, &all, &host_mask);
   long pid = syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L);
-  if (pid == 0) supervise(p[0], p[1], done[0], devnull, argv, deadline, &host_mask);
+  if (pid == 0) supervise(p[0], p[1], done[0], done[1], devnull, argv, deadline, &host_mask);
   int clone_errno = errno;
   sigprocmask(SIG_SETMASK, &host_mask, nullptr);
   close(p[1]);
@@ -303,25 +345,30 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
   }
   close(p[0]);
 
-  // The supervisor exits once the helper and its orphans are reaped, right after the deadline at
-  // the latest unless one is stuck in the kernel. Sleep until its end of `done` closes, then
-  // reap it; one that is still there by then is left to finish on its own (it has no exit signal
-  // and never reaches the host's wait()), never killed from here: killing it could hand a stuck
-  // helper to the host, and a pid we failed to reap may no longer be ours.
+  // The supervisor writes one byte, how the helper ended, as soon as it knows: right after the
+  // helper exits, or just after the deadline. Sleep until it comes (or the pipe closes), then reap
+  // the supervisor if it is done. One that stays to reap the helper's orphans, or is stuck, is left
+  // to finish on its own: it holds none of our fds, has no exit signal and never reaches our
+  // wait(); it is never killed from here (that could hand a stuck helper to us, and a pid we
+  // failed to reap may not be ours any more).
   const long long supervisor_deadline = deadline + 2 * kKillGraceMs;
+  int code = -1;
   for (;;) {
     long long left = supervisor_deadline - now_ms();
     pollfd pfd = {done[0], POLLIN, 0};
     int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
     if (k < 0 && errno == EINTR) continue;
-    char c;
-    if (k <= 0 || read(done[0], &c, 1) <= 0) break;  // EOF (or nothing more to wait for)
+    unsigned char byte;
+    ssize_t r = k > 0 ? read(done[0], &byte, 1) : 0;
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 1) code = byte;
+    break;
   }
   close(done[0]);
   int status = 0;
-  bool reaped = reap(pid_t(pid), __WCLONE, supervisor_deadline, &status);
+  bool reaped = reap(pid_t(pid), __WCLONE, now_ms() + (code >= 0 ? 20 : kKillGraceMs), &status);
+  if (code < 0 && reaped && WIFEXITED(status)) code = WEXITSTATUS(status);
   const long long took = now_ms() - start;
-  const int code = reaped && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 
   if (report_complete(buf, len) && parse_driver_report(buf, len, out)) {
     out->ran = Tri::yes;
@@ -330,9 +377,11 @@ void probe_driver(const Inputs &, const Settings &s, DriverFact *out) {
     return;
   }
   out->cuda.answered = out->ze.answered = Tri::no;
-  if (code == kExitTimedOut || !reaped || WIFSIGNALED(status)) {
+  if (code == kExitTimedOut || code == kExitLeftBehind) {
     ev.add(kHelperName).add(" gave no answer within UCXTLS_PROBE_TIMEOUT_MS=").add((long long)s.probe_timeout_ms);
     ev.add(code == kExitTimedOut ? " ms: killed" : " ms: killed, and it did not exit in time");
+  } else if (code < 0) {
+    ev.add("the supervisor of ").add(kHelperName).add(reaped ? " ended without a report" : " did not answer in time");
   } else if (len > 6 && !memcmp(buf, "!exec ", 6)) {
     long e = 0;
     for (size_t n = 6; n < len && buf[n] >= '0' && buf[n] <= '9'; n++) e = e * 10 + (buf[n] - '0');

@@ -154,6 +154,14 @@ def main():
             p.stdout == b"" and p.returncode == 1 and p.stderr.decode().startswith("ucxtls: UCXTLS_ACCEL=")
             and p.stderr.count(b"\n") == 1, repr(p))
 
+    p = cli(["env"], env_for("intel-xe", preload=False, UCXTLS_ACCEL="foo", **stale))
+    t.check("env with an invalid setting and an inherited value: unset on stdout (as the library removes it), exit 1",
+            p.stdout == b"unset UCX_TLS UCXTLS_DERIVED\n" and p.returncode == 1, repr(p))
+    p = cli(["env"], env_for("dgx", preload=False))
+    derived = p.stdout.decode().split("'")[1] if "'" in p.stdout.decode() else "?"
+    p = cli(["env"], env_for("dgx", preload=False, UCX_TLS=derived, UCXTLS_DERIVED=derived))
+    t.equal("env prints nothing when the shell already has the value it would derive", (p.stdout, p.returncode), (b"", 0))
+
     # --- run: the library from beside the command, LD_PRELOAD kept, status passed through.
     p = cli(["run", "sh", "-c", 'printf "%s|%s" "$UCX_TLS" "$LD_PRELOAD"'], env_for("intel-xe", preload=False))
     t.equal("run: the command gets the library's value and LD_PRELOAD", p.stdout.decode(),

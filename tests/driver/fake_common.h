@@ -48,6 +48,15 @@ static void fake_log(const char *what) {
    process behind that sleeps that long (a driver that starts a daemon), logged as "child pid=N". */
 static void fake_misbehave(const char *prefix) {
   char name[64];
+  snprintf(name, sizeof name, "FAKE_%s_DAEMON", prefix);  /* =ms: a setsid child, out of the group */
+  long daemon_ms = fake_num(name, 0);
+  if (daemon_ms > 0 && fork() == 0) {
+    setsid();
+    struct timespec ts = {daemon_ms / 1000, (daemon_ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+    _exit(0);
+  }
   snprintf(name, sizeof name, "FAKE_%s_CHILD", prefix);
   long child_ms = fake_num(name, 0);
   if (child_ms > 0) {
