@@ -218,6 +218,8 @@ void explain_text(const Report &r) {
     printf("UCX_TLS   unset (the inherited UCX_TLS and UCXTLS_DERIVED are removed)\n");
   else if (value)
     printf("UCX_TLS   %s (left as it is)\n", value);
+  else if (r.f.ucx_conf == Tri::yes)
+    printf("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf_evidence);
   else
     printf("UCX_TLS   unset (UCX uses its default, all)\n");
   printf("family    %s (%s)\n", family_name(r.family),

@@ -843,7 +843,8 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   const char *tls = in.get(kUcxTls);
   if (tls) {
     const char *derived = in.get(kDerived);
-    if (!derived || strcmp(tls, derived) != 0) {
+    // The library never writes an empty value: an empty marker marks nothing.
+    if (!derived || !derived[0] || strcmp(tls, derived) != 0) {
       d->action = Action::keep;
       Text r = d->reason();
       r.add("UCX_TLS is already set (").add_quoted(tls).add(")");

@@ -329,9 +329,9 @@ void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o
 }
 
 void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
-  // A sysroot that does not exist would quietly replay an empty machine (say, one left exported
-  // in a shell): checked once, just before the first probe, so the paths that probe nothing
-  // (UCX_TLS set, disabled) stay free of syscalls.
+  // A sysroot that is not a directory would quietly replay an empty machine (say, one left
+  // exported in a shell): checked once, just before the first probe, so the paths that probe
+  // nothing (UCX_TLS set, disabled) stay free of syscalls.
   Settings checked = s;
   bool sysroot_checked = !s.sysroot;
   // Each pass fills one fact; there are only so many facts, so the loop is bounded.
@@ -340,8 +340,8 @@ void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
     if (d->action != Action::need) return;
     if (!sysroot_checked) {
       sysroot_checked = true;
-      if (!path_exists(Path(nullptr, checked.sysroot))) {
-        mark_invalid(&checked, kSysroot, "does not exist");
+      if (!path_exists(Path(nullptr, checked.sysroot).add("/."))) {  // "/." fails on a file
+        mark_invalid(&checked, kSysroot, "is not a directory");
         continue;
       }
     }

@@ -119,7 +119,7 @@ def main():
     t.check("... and one stderr line naming UCXTLS_ACCEL", err.count("\n") == 1 and err.startswith("ucxtls: UCXTLS_ACCEL="), repr(err))
 
     # A sysroot that does not exist (or is relative) is an error, not an empty machine.
-    for root in ("/nonexistent/ucxtls-machine", "relative/dir"):
+    for root in ("/nonexistent/ucxtls-machine", "relative/dir", "/etc/hostname"):
         tls, _, err = sh_value(env_for(None, UCXTLS_SYSROOT=root))
         t.check("UCXTLS_SYSROOT=%s: UCX_TLS unset and one line naming UCXTLS_SYSROOT" % root,
                 tls == UNSET and err.count("\n") == 1 and err.startswith("ucxtls: UCXTLS_SYSROOT="), repr(err))

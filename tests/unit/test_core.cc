@@ -425,6 +425,7 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"re-derive: ucx.conf clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, Y, Y, N, N), Action::clear, ""});
   rows.push_back({"re-derive: empty result clears", Env{{kUcxTls, "cuda_copy"}, {kDerived, "cuda_copy"}, {kTemplate, "{copy}"}}, facts(Y, N, N, N, N), Action::clear, ""});
   rows.push_back({"re-derive + invalid setting: the inherited value is removed", Env{{kUcxTls, D}, {kDerived, D}, {kAccel, "bad"}}, facts(Y, N, Y, N, N), Action::clear, ""});
+  rows.push_back({"an empty marker marks nothing: the user's empty value stands", Env{{kUcxTls, ""}, {kDerived, ""}}, facts(Y, N, Y, N, N), Action::keep, ""});
   rows.push_back({"marker differs: the user's value", Env{{kUcxTls, "tcp"}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::keep, ""});
   rows.push_back({"template without {copy} probes nothing", Env{{kTemplate, "tcp,self"}}, facts(Y, N, U, U, U), Action::set, "tcp,self"});
 
