@@ -271,8 +271,8 @@ struct Decision {
   bool rederived = false;     // UCX_TLS was our own inherited value, derived again here
   bool error = false;         // an invalid setting: reasons[0] is the one-line error
   char value[kValueMax] = {}; // the value to write (set)
-  bool quiet = false;         // set by the caller: no reasons are written (the constructor
-                              // without UCXTLS_DEBUG); an error's line is written all the same
+  bool quiet = false;         // no reasons are written (run_ladder sets it from
+                              // ProbeOptions::evidence); an error's line is written all the same
   int nreasons = 0;
   char reasons[kReasonsMax][kReasonMax] = {};
   Text reason(bool always = false);  // starts a new reason line (a no-op Text when quiet)

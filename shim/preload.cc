@@ -56,7 +56,6 @@ __attribute__((constructor)) void ucxtls_init() {
     Decision d;
     ProbeOptions o;
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
-    d.quiet = !s.debug;
     run_ladder(in, s, o, &f, &d);
     apply(in, d);
     if (s.debug || d.error) {

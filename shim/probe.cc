@@ -334,6 +334,7 @@ void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   // nothing (UCX_TLS set, disabled) stay free of syscalls.
   Settings checked = s;
   bool sysroot_checked = !s.sysroot;
+  d->quiet = !o.evidence;  // one switch: no evidence, no reasons (but an error's line)
   // Each pass fills one fact; there are only so many facts, so the loop is bounded.
   for (int pass = 0; pass < 16; pass++) {
     decide(in, checked, *f, d);

@@ -11,8 +11,9 @@ namespace ucxtls {
 struct ProbeOptions {
   // List every device (for `ucxtls explain`) instead of stopping as soon as the answer is known.
   bool exhaustive = false;
-  // Write the evidence strings (the debug line, `ucxtls explain`). The constructor turns it off
-  // when nobody will read them: building them was a tenth of its instructions.
+  // Write the evidence strings and the decision's reasons (the debug line, `ucxtls explain`). The
+  // constructor turns it off when nobody will read them: building them was a tenth of its
+  // instructions. An invalid setting's line is written all the same.
   bool evidence = true;
 };
 
