@@ -124,7 +124,7 @@ def main():
             needed = re.findall(r"\(NEEDED\).*\[(.*)\]", header)
             t.check("the 32-bit build of the library: ELF32, needs libc.so.6 alone",
                     p.returncode == 0 and "ELF32" in header and needed == ["libc.so.6"], p.stdout.decode()[-2000:] + header)
-            for d in ("lib/i386-linux-gnu", "lib"):
+            for d in ("lib/i386-linux-gnu", "lib32", "lib"):
                 os.makedirs(os.path.join(tree, d), exist_ok=True)
                 shutil.copy(lib32, os.path.join(tree, d, "libucxtls.so"))
             why = "the 32-bit program failed"
