@@ -20,6 +20,7 @@
 
 #include "core.h"
 #include "probe.h"
+#include "sys.h"
 
 #ifndef UCXTLS_VERSION
 #define UCXTLS_VERSION "unknown"
@@ -86,12 +87,12 @@ struct Report {
 
 bool fact_known(const Facts &f, Need n) {
   switch (n) {
-    case Need::rdma: return f.rdma != Tri::unknown;
-    case Need::ucx_conf: return f.ucx_conf != Tri::unknown;
+    case Need::rdma: return f.rdma != Tri::unknown || f.rdma_error;
+    case Need::ucx_conf: return f.ucx_conf != Tri::unknown || f.ucx_conf_error;
     case Need::driver: return f.driver.ran != Tri::unknown;
-    case Need::cuda: return f.family[int(Family::cuda)].visible != Tri::unknown;
-    case Need::rocm: return f.family[int(Family::rocm)].visible != Tri::unknown;
-    case Need::ze: return f.family[int(Family::ze)].visible != Tri::unknown;
+    case Need::cuda: return f.family[int(Family::cuda)].visible != Tri::unknown || f.family[int(Family::cuda)].error;
+    case Need::rocm: return f.family[int(Family::rocm)].visible != Tri::unknown || f.family[int(Family::rocm)].error;
+    case Need::ze: return f.family[int(Family::ze)].visible != Tri::unknown || f.family[int(Family::ze)].error;
     default: return true;
   }
 }
@@ -201,7 +202,11 @@ std::string shell_quote(const char *s) {
   return o + "'";
 }
 
-const char *tri_word(Tri t) { return t == Tri::yes ? "yes" : t == Tri::no ? "no" : "not probed"; }
+const char *tri_word(Tri t, int error = 0) {
+  return t == Tri::yes ? "yes" : t == Tri::no ? "no" : error ? "unknown" : "not probed";
+}
+
+Rdma rdma_kind(const Facts &f) { return f.rdma != Tri::yes ? Rdma::none : f.rdma_mlx5 ? Rdma::mlx5 : Rdma::rc; }
 
 const Family kShown[] = {Family::cuda, Family::rocm, Family::ze};
 
@@ -230,15 +235,16 @@ void explain_text(const Report &r) {
   for (int i = 0; i < d.nreasons; i++) printf("  - %s\n", d.reasons[i]);
   if (r.in.secure) return;  // nothing else was read
   printf("evidence\n");
-  printf("  rdma      %-10s %s\n", tri_word(r.f.rdma), r.f.rdma_evidence);
-  printf("  ucx.conf  %-10s %s\n", r.f.ucx_conf == Tri::yes ? "UCX_TLS" : tri_word(r.f.ucx_conf),
+  printf("  rdma      %-10s %s\n", r.f.rdma == Tri::yes ? rdma_transports(rdma_kind(r.f)) : tri_word(r.f.rdma, r.f.rdma_error),
+         r.f.rdma_evidence);
+  printf("  ucx.conf  %-10s %s\n", r.f.ucx_conf == Tri::yes ? "UCX_TLS" : tri_word(r.f.ucx_conf, r.f.ucx_conf_error),
          r.f.ucx_conf_evidence);
   if (r.s.tier == ProbeTier::driver)
     printf("  driver    %-10s %s\n", tri_word(r.f.driver.ran), r.f.driver.evidence);
   for (Family fam : kShown) {
     const FamilyFact &ff = r.f.family[int(fam)];
     printf("  %-9s %-10s %s\n", family_name(fam),
-           ff.visible == Tri::yes ? "visible" : ff.visible == Tri::no ? "none" : "not probed",
+           ff.visible == Tri::yes ? "visible" : ff.visible == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
            ff.evidence);
   }
   printf("variables\n");
@@ -271,7 +277,9 @@ void explain_json(const Report &r) {
   line.pop_back();  // the newline
   o += ",\"line\":" + json_str(line.c_str());
   o += ",\"evidence\":{";
-  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.f.rdma)) + ",\"evidence\":" + json_str(r.f.rdma_evidence) + "}";
+  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.f.rdma)) + ",\"transports\":" +
+       json_str(rdma_transports(rdma_kind(r.f))) + ",\"error\":" + json_str(r.f.rdma_error ? errno_name(r.f.rdma_error) : nullptr) +
+       ",\"evidence\":" + json_str(r.f.rdma_evidence) + "}";
   o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.f.ucx_conf)) +
        ",\"evidence\":" + json_str(r.f.ucx_conf_evidence) + "}";
   if (r.s.tier == ProbeTier::driver)
@@ -281,6 +289,7 @@ void explain_json(const Report &r) {
     const FamilyFact &ff = r.f.family[int(fam)];
     o += ",\"" + std::string(family_name(fam)) + "\":{\"visible\":" + json_tri(ff.visible) +
          ",\"present\":" + std::to_string(ff.present) + ",\"visible_count\":" + std::to_string(ff.visible_n) +
+         ",\"error\":" + json_str(ff.error ? errno_name(ff.error) : nullptr) +
          ",\"evidence\":" + json_str(ff.evidence) + "}";
   }
   o += "},\"variables\":{";

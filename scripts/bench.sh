@@ -40,7 +40,7 @@ $CC -O2 -fPIC -shared -fvisibility=hidden -fno-asynchronous-unwind-tables -nodef
   -Wl,-z,defs -Wl,-z,now -Wl,-z,relro -Wl,--version-script="$top/shim/libucxtls.map" \
   -o "$empty" tests/perf/empty_preload.c -Wl,--no-as-needed -lc
 $CC -O2 -o "$work/bench_spawn" scripts/bench_spawn.c
-python3 tests/fixtures/machines.py "$work/m" dgx no-rdma >/dev/null
+python3 tests/fixtures/machines.py "$work/m" dgx mi300x intel-busy no-rdma >/dev/null
 mkdir -p "$work/home"
 prog=/bin/true
 ldso=$(readelf -l "$prog" | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
@@ -61,7 +61,9 @@ BASE_ENV=(PATH=/usr/local/bin:/usr/bin:/bin HOME="$work/home" LANG=C.UTF-8 USER=
 configs=(
   "none|no preload|"
   "empty|empty preload library (the floor)|LD_PRELOAD=$empty"
-  "busy|libucxtls.so, fixture dgx (8 GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx"
+  "busy|libucxtls.so, fixture dgx (8 NVIDIA GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx"
+  "busy-amd|libucxtls.so, fixture mi300x (8 AMD GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/mi300x"
+  "busy-intel|libucxtls.so, fixture intel-busy (8 Intel GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/intel-busy"
   "user-set|libucxtls.so, UCX_TLS already set by the user|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy"
   "no-rdma|libucxtls.so, fixture no-rdma (4 GPUs, no HCA): leaves UCX_TLS unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-rdma"
   "this-node|libucxtls.so on this machine's own /dev, /sys, /proc|LD_PRELOAD=$lib"
@@ -152,8 +154,10 @@ def verdict(name, value, limit, unit=""):
     else:
         print("- %s: %s%s (budget ≤ %s%s) %s" % (name, value, unit, limit, unit, "ok" if float(value) <= limit else "OVER BUDGET"))
 have = lambda *k: all(calls.get(x) is not None for x in k)
-verdict("syscalls added, busy fixture", int(calls["busy"] - calls["empty"]) if have("busy", "empty") else None, 24)
+for busy in ("busy", "busy-amd", "busy-intel"):
+    verdict("syscalls added, %s fixture" % busy, int(calls[busy] - calls["empty"]) if have(busy, "empty") else None, 24)
 verdict("syscalls added, UCX_TLS set", int(calls["user-set"] - calls["empty"]) if have("user-set", "empty") else None, 1)
-verdict("instructions, busy fixture ÷ empty", ratio(ir["busy"], ir["empty"]) if ir["busy"] and ir["empty"] else None, 1.25)
+for busy in ("busy", "busy-amd", "busy-intel"):
+    verdict("instructions, %s fixture ÷ empty" % busy, ratio(ir[busy], ir["empty"]) if ir[busy] and ir["empty"] else None, 1.25)
 verdict("wall time, busy fixture ÷ empty (median)", ratio(med["busy"], med["empty"]), 1.20)
 EOF

@@ -85,16 +85,32 @@ const char *copy_transport(Family f) {
   }
 }
 
+const char *ipc_transport(Family f) {
+  switch (f) {
+    case Family::cuda: return "cuda_ipc";
+    case Family::rocm: return "rocm_ipc";
+    default: return "";
+  }
+}
+
+const char *rdma_transports(Rdma r) {
+  switch (r) {
+    case Rdma::mlx5: return "rc_x,rc,dc_x,dc";
+    case Rdma::rc: return "rc";
+    default: return "";
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Options: the one table behind parsing, `ucxtls --help` and the README.
 
-const char kDefaultTemplate[] = "rc_x,rc,dc_x,dc,{copy}";
+const char kDefaultTemplate[] = "{rdma},{copy}";
 
 const Option kOptions[kVarCount] = {
     {"UCXTLS_DISABLE", "unset", "turn the library off: any value but empty or 0"},
     {"UCXTLS_ACCEL", "auto", "accelerator family: auto (probe), cuda, rocm, ze or none"},
     {"UCXTLS_TEMPLATE", kDefaultTemplate,
-     "UCX_TLS pattern; {copy} becomes cuda_copy/rocm_copy/ze_copy, or goes with one comma"},
+     "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
     {"UCXTLS_PROBE", "kernel",
      "kernel (device files only) or driver (CUDA/Level Zero APIs in a helper process)"},
     {"UCXTLS_PROBE_TIMEOUT_MS", "5000", "bound on the driver probe, 1 to 600000 ms"},
@@ -198,23 +214,31 @@ void parse_settings(const Inputs &in, Settings *s) {
 
   const char *r = in.get(kSysroot);
   s->sysroot = set_nonempty(r) ? r : nullptr;
-  if (s->sysroot && strlen(s->sysroot) > kSysrootMax) mark_invalid(s, kSysroot, "is longer than 2048 bytes");
+  if (s->sysroot && strlen(s->sysroot) > kSysrootMax) mark_invalid(s, kSysroot, "is longer than 256 bytes");
   if (s->sysroot && s->sysroot[0] != '/') mark_invalid(s, kSysroot, "is not an absolute path");
 }
 
 // ---------------------------------------------------------------------------------------------
 // Template
 
-static const char kCopy[] = "{copy}";
-static const size_t kCopyLen = sizeof kCopy - 1;
+// The placeholders, in the order of their meaning: the family's copy and IPC transports, the
+// node's RDMA transports.
+enum Placeholder { kPhCopy, kPhIpc, kPhRdma, kPhCount, kPhNone = kPhCount };
+static const char *const kPlaceholders[kPhCount] = {"{copy}", "{ipc}", "{rdma}"};
+
+static int placeholder_at(const char *p, size_t n) {
+  for (int i = 0; i < kPhCount; i++)
+    if (strlen(kPlaceholders[i]) == n && !memcmp(p, kPlaceholders[i], n)) return i;
+  return kPhNone;
+}
 
 static bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-// One UCX_TLS entry: {copy}, or [\]name[:aux] (UCX's allow-list item syntax).
+// One UCX_TLS entry: a placeholder, or [\]name[:aux] (UCX's allow-list item syntax).
 static bool entry_valid(const char *p, size_t n) {
-  if (n == kCopyLen && !memcmp(p, kCopy, n)) return true;
+  if (placeholder_at(p, n) != kPhNone) return true;
   size_t i = 0;
   if (i < n && p[i] == '\\') i++;
   size_t start = i;
@@ -252,7 +276,7 @@ bool template_valid(const char *t, const char **why) {
       return false;
     }
     if (!entry_valid(p, n)) {
-      *why = "has an entry that is not a transport name (letters, digits, _), name:aux or {copy}";
+      *why = "has an entry that is not a transport name (letters, digits, _), name:aux, {copy}, {ipc} or {rdma}";
       return false;
     }
     if (n == 3 && !memcmp(p, "all", 3)) has_all = true;
@@ -267,23 +291,28 @@ bool template_valid(const char *t, const char **why) {
   return true;
 }
 
-bool template_uses_copy(const char *t) { return strstr(t, kCopy) != nullptr; }
+bool template_uses_copy(const char *t) {
+  return strstr(t, kPlaceholders[kPhCopy]) != nullptr || strstr(t, kPlaceholders[kPhIpc]) != nullptr;
+}
 
-bool compose(const char *t, Family f, char *out, size_t cap) {
+bool template_uses_rdma(const char *t) { return strstr(t, kPlaceholders[kPhRdma]) != nullptr; }
+
+bool compose(const char *t, Family f, Rdma r, char *out, size_t cap) {
   Text v;
   v.init(out, cap);
-  const char *copy = copy_transport(f);
+  const char *text[kPhCount] = {copy_transport(f), ipc_transport(f), rdma_transports(r)};
   const char *p = t;
   if (*p == '^') v.add("^"), p++;
   bool first = true;
   for (;;) {
     const char *comma = strchr(p, ',');
     size_t n = comma ? size_t(comma - p) : strlen(p);
-    bool is_copy = n == kCopyLen && !memcmp(p, kCopy, n);
-    if (!(is_copy && !*copy)) {  // {copy} with no copy transport disappears with its comma
+    int ph = placeholder_at(p, n);
+    const char *entry = ph == kPhNone ? nullptr : text[ph];
+    if (!(entry && !*entry)) {  // an empty placeholder disappears with its comma
       if (!first) v.add(",");
-      if (is_copy)
-        v.add(copy);
+      if (entry)
+        v.add(entry);
       else
         v.add(p, n);
       first = false;
@@ -498,32 +527,50 @@ bool parse_nvidia_information(const char *text, size_t len, NvInfo *out) {
   return out->has_minor;
 }
 
+// Runs in the constructor of every process on an AMD node, over files of 40-odd lines: a line is
+// looked at only when its first byte can start one of the four keys, and a value is parsed only
+// for a key that matches.
 bool parse_kfd_properties(const char *text, size_t len, KfdNode *out) {
   *out = KfdNode();
   bool any = false;
-  each_line(text, len, [&](const char *line, size_t n) {
+  size_t i = 0;
+  while (i < len) {
+    const char *line = text + i;
+    const char *nl = (const char *)memchr(line, '\n', len - i);
+    size_t n = nl ? size_t(nl - line) : len - i;
+    i += n + 1;
+    const char c = line[0];
+    if (c != 's' && c != 'g' && c != 'd' && c != 'u') continue;
     const char *sp = (const char *)memchr(line, ' ', n);
-    if (!sp) return;
+    if (!sp) continue;
     size_t kn = size_t(sp - line);
+    int key = kn == 10 && !memcmp(line, "simd_count", 10)           ? 0
+              : kn == 18 && !memcmp(line, "gfx_target_version", 18) ? 1
+              : kn == 16 && !memcmp(line, "drm_render_minor", 16)   ? 2
+              : kn == 9 && !memcmp(line, "unique_id", 9)            ? 3
+                                                                    : -1;
+    if (key < 0) continue;
     const char *v = sp + 1;
     size_t vn = n - kn - 1;
     trim(&v, &vn);
     long val;
-    if (!parse_long(v, vn, &val)) {
-      // unique_id is an unsigned 64-bit number
-      if (kn == 9 && !memcmp(line, "unique_id", 9)) {
-        unsigned long long u = 0;
-        size_t i = 0;
-        for (; i < vn && v[i] >= '0' && v[i] <= '9'; i++) u = u * 10 + unsigned(v[i] - '0');
-        if (i == vn && vn) out->unique_id = u, any = true;
-      }
-      return;
+    if (key == 3) {  // unique_id is an unsigned 64-bit number
+      unsigned long long u = 0;
+      size_t d = 0;
+      for (; d < vn && v[d] >= '0' && v[d] <= '9'; d++) u = u * 10 + unsigned(v[d] - '0');
+      if (d == vn && vn) out->unique_id = u, any = true;
+      continue;
     }
-    if (kn == 10 && !memcmp(line, "simd_count", 10)) out->simd_count = val, any = true;
-    else if (kn == 18 && !memcmp(line, "gfx_target_version", 18)) out->gfx_target_version = val, any = true;
-    else if (kn == 16 && !memcmp(line, "drm_render_minor", 16)) out->drm_render_minor = val, any = true;
-    else if (kn == 9 && !memcmp(line, "unique_id", 9) && val >= 0) out->unique_id = (unsigned long long)val, any = true;
-  });
+    if (!parse_long(v, vn, &val)) continue;
+    any = true;
+    if (key == 0 && val <= 0) {  // a CPU node (simd_count 0, the second line): nothing else matters
+      out->simd_count = val;
+      return true;
+    }
+    if (key == 0) out->simd_count = val;
+    else if (key == 1) out->gfx_target_version = val;
+    else out->drm_render_minor = val;
+  }
   return any;
 }
 
@@ -541,6 +588,47 @@ bool parse_sysfs_hex(const char *text, size_t len, unsigned long *out) {
   }
   *out = v;
   return true;
+}
+
+bool parse_pci_uevent(const char *text, size_t len, PciUevent *out) {
+  *out = PciUevent();
+  bool any = false;
+  each_line(text, len, [&](const char *line, size_t n) {
+    const char *v;
+    size_t vn;
+    char hex[16] = "0x";
+    if (keyed_value(line, n, "DRIVER=", &v, &vn)) {
+      if (vn >= sizeof out->driver) vn = sizeof out->driver - 1;
+      memcpy(out->driver, v, vn);
+      out->driver[vn] = '\0';
+      any = true;
+    } else if (keyed_value(line, n, "PCI_CLASS=", &v, &vn)) {  // "%04X": "38000", "30000"
+      if (vn && vn <= 8) {
+        memcpy(hex + 2, v, vn);
+        out->has_class = parse_sysfs_hex(hex, vn + 2, &out->pci_class);
+        any |= out->has_class;
+      }
+    } else if (keyed_value(line, n, "PCI_ID=", &v, &vn)) {  // "%04X:%04X": "8086:0BD5"
+      const char *colon = (const char *)memchr(v, ':', vn);
+      size_t a = colon ? size_t(colon - v) : 0, b = colon ? vn - a - 1 : 0;
+      if (colon && a && a <= 8 && b && b <= 8) {
+        memcpy(hex + 2, v, a);
+        bool ok = parse_sysfs_hex(hex, a + 2, &out->vendor);
+        memcpy(hex + 2, colon + 1, b);
+        out->has_id = ok && parse_sysfs_hex(hex, b + 2, &out->device);
+        any |= out->has_id;
+      }
+    }
+  });
+  return any;
+}
+
+long parse_sysfs_enum(const char *text, size_t len) {
+  size_t n = 0;
+  while (n < len && text[n] >= '0' && text[n] <= '9') n++;
+  long v;
+  if (!n || n > 6 || n >= len || text[n] != ':' || !parse_long(text, n, &v)) return -1;
+  return v;
 }
 
 // ucx.conf as UCX's INI reader (inih, with multi-line values and a UTF-8 BOM allowed) reads it:
@@ -788,6 +876,14 @@ static Need family_need(Family f) {
   return f == Family::cuda ? Need::cuda : f == Family::rocm ? Need::rocm : Need::ze;
 }
 
+// A fact the decision needs could not be probed: do nothing (an inherited value stays, since
+// removing it would be a guess as well), and say which fact and why.
+static void cannot_tell(Decision *d, const char *fact, const char *evidence) {
+  d->action = Action::skip;
+  d->unknown_fact = true;
+  d->reason().add(fact).add(": cannot tell (").add(evidence).add("): nothing is written on a guess");
+}
+
 // Is family f visible, by the driver tier when it answered for f, else by the kernel tier?
 // Adds the evidence as a reason. Returns unknown when a probe is still needed.
 static Tri family_visible(const Settings &s, const Facts &f, Family fam, Decision *d, bool explain) {
@@ -824,6 +920,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   d->family_known = false;
   d->rederived = false;
   d->error = false;
+  d->unknown_fact = false;
   d->value[0] = '\0';
   d->nreasons = 0;
 
@@ -873,30 +970,37 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   if (s.sysroot) d->reason().add("UCXTLS_SYSROOT=").add_quoted(s.sysroot).add(" (a replayed machine)");
   const Action leave_unset = d->rederived ? Action::clear : Action::skip;
 
-  // 4 (cheapest first). Network: the default template needs a usable RDMA device, or UCX would
-  // fail with "no usable transports/devices"; UCX's default (all) covers the copy transport.
-  if (!s.template_from_user) {
-    if (f.rdma == Tri::unknown) return void(d->need = Need::rdma);
-    if (f.rdma == Tri::no) {
+  // 4 (cheapest first). Network: the default template needs a device UCX's rc transport runs on,
+  // or UCX would fail with "no usable transports/devices"; UCX's default (all) covers the copy
+  // transport. A user's template is applied as written; its {rdma} needs the same fact.
+  if (!s.template_from_user || template_uses_rdma(s.tmpl)) {
+    if (f.rdma == Tri::unknown) {
+      if (f.rdma_error) return cannot_tell(d, "rdma", f.rdma_evidence);
+      return void(d->need = Need::rdma);
+    }
+    if (f.rdma == Tri::no && !s.template_from_user) {
       d->action = leave_unset;
-      d->reason().add("no usable RDMA device (").add(f.rdma_evidence).add("): UCX's default (all) already includes the copy transport");
+      d->reason().add("no RDMA device UCX's rc transport runs on (").add(f.rdma_evidence).add("): UCX's default (all) already includes the copy transport");
       return;
     }
   }
   // 5. A ucx.conf that UCX reads assigns UCX_TLS: an environment value would override it.
-  if (f.ucx_conf == Tri::unknown) return void(d->need = Need::ucx_conf);
+  if (f.ucx_conf == Tri::unknown) {
+    if (f.ucx_conf_error) return cannot_tell(d, "ucx.conf", f.ucx_conf_evidence);
+    return void(d->need = Need::ucx_conf);
+  }
   if (f.ucx_conf == Tri::yes) {
     d->action = d->rederived ? Action::clear : Action::keep;
     d->reason().add("a ucx.conf assigns UCX_TLS (").add(f.ucx_conf_evidence).add("): UCX reads it from there");
     return;
   }
-  if (s.template_from_user) d->reason().add("UCXTLS_TEMPLATE=").add_quoted(s.tmpl).add(" (a user template is applied without the RDMA check)");
-  else d->reason().add("rdma: ").add(f.rdma_evidence);
+  if (s.template_from_user) d->reason().add("UCXTLS_TEMPLATE=").add_quoted(s.tmpl).add(" (a user template is applied as written)");
+  if (f.rdma != Tri::unknown) d->reason().add("rdma: ").add(f.rdma_evidence);
 
-  // 6. Family: forced, not needed (no {copy}), or probed in priority order CUDA, ROCm, ze.
+  // 6. Family: forced, not needed (no {copy} or {ipc}), or probed in priority order CUDA, ROCm, ze.
   if (!template_uses_copy(s.tmpl)) {
     d->family = Family::none;
-    d->reason().add("the template has no {copy}: no GPU probe");
+    d->reason().add("the template has no {copy} or {ipc}: no GPU probe");
   } else if (s.accel_forced) {
     d->family = s.accel;
     d->reason().add("UCXTLS_ACCEL=").add(family_name(s.accel));
@@ -910,7 +1014,11 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     d->family = Family::none;
     for (Family fam : order) {
       Tri v = family_visible(s, f, fam, d, false);
-      if (v == Tri::unknown) return void(d->need = family_need(fam));
+      if (v == Tri::unknown) {
+        const FamilyFact &k = f.family[int(fam)];
+        if (k.error) return cannot_tell(d, family_name(fam), k.evidence);
+        return void(d->need = family_need(fam));
+      }
       if (v == Tri::yes) {
         d->family = fam;
         break;
@@ -925,7 +1033,8 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   d->family_known = true;
 
   // 7. Compose. An empty result is never written.
-  if (!compose(s.tmpl, d->family, d->value, sizeof d->value)) {
+  Rdma rdma = f.rdma != Tri::yes ? Rdma::none : f.rdma_mlx5 ? Rdma::mlx5 : Rdma::rc;
+  if (!compose(s.tmpl, d->family, rdma, d->value, sizeof d->value)) {
     d->action = Action::skip;
     d->error = true;
     d->nreasons = 0;

@@ -31,7 +31,15 @@ struct Text {
 enum class Family : uint8_t { none, cuda, rocm, ze };
 const char *family_name(Family f);            // "none", "cuda", "rocm", "ze"
 const char *copy_transport(Family f);         // "cuda_copy", "rocm_copy", "ze_copy", ""
+// The family's intra-node GPU transport: "cuda_ipc", "rocm_ipc"; "" for ze (no released UCX has
+// ze_ipc: naming it makes UCX warn on stdout) and none.
+const char *ipc_transport(Family f);
 constexpr int kFamilies = 4;
+
+// What the node's RDMA devices let UCX run (see probe_rdma): nothing, rc_verbs alone (Broadcom,
+// Intel RoCE, rxe, Omni-Path), or the mlx5 transports as well (a ConnectX driven by mlx5_core).
+enum class Rdma : uint8_t { none, rc, mlx5 };
+const char *rdma_transports(Rdma r);  // "", "rc", "rc_x,rc,dc_x,dc"
 
 // Three-valued fact: not probed yet, known false, known true.
 enum class Tri : uint8_t { unknown, no, yes };
@@ -96,10 +104,10 @@ struct Settings {
   const char *invalid_why = nullptr;
 };
 
-extern const char kDefaultTemplate[];  // "rc_x,rc,dc_x,dc,{copy}"
+extern const char kDefaultTemplate[];  // "{rdma},{copy}"
 constexpr size_t kValueMax = 4096;      // longest UCX_TLS value the library writes
 constexpr size_t kPathMax = 4096;
-constexpr size_t kSysrootMax = 2048;
+constexpr size_t kSysrootMax = 256;     // leaves room for the probe's paths in sys.h's Path
 
 // A boolean switch as the contract reads it: set to anything but "" or "0".
 bool switch_on(const char *v);
@@ -111,12 +119,15 @@ void parse_settings(const Inputs &in, Settings *s);
 void mark_invalid(Settings *s, Var v, const char *why);
 
 // ---------------------------------------------------------------------------------------------
-// Template composition. `{copy}` becomes the copy transport, or disappears with one adjacent
-// comma when there is none. Returns false (with *why) for an invalid template.
+// Template composition. Placeholders: `{copy}` the family's copy transport, `{ipc}` its intra-node
+// GPU transport, `{rdma}` what the node's RDMA runs (rdma_transports). Each becomes its text, or
+// disappears with one adjacent comma when that is empty. Returns false (with *why) for an invalid
+// template.
 bool template_valid(const char *tmpl, const char **why);
-bool template_uses_copy(const char *tmpl);
+bool template_uses_copy(const char *tmpl);  // {copy} or {ipc}: the family matters
+bool template_uses_rdma(const char *tmpl);  // {rdma}
 // Writes the value into out (cap bytes). Returns false if it does not fit.
-bool compose(const char *tmpl, Family f, char *out, size_t cap);
+bool compose(const char *tmpl, Family f, Rdma r, char *out, size_t cap);
 
 // ---------------------------------------------------------------------------------------------
 // Visibility variables. A "device list" has n devices with optional ids (uuid text).
@@ -164,10 +175,25 @@ struct KfdNode {
   unsigned long long unique_id = 0;
   bool is_gpu() const { return simd_count > 0 && gfx_target_version > 0 && drm_render_minor >= 0; }
 };
+// Stops at a simd_count of 0 or less: a CPU node, whose other fields do not matter.
 bool parse_kfd_properties(const char *text, size_t len, KfdNode *out);
 
 // A sysfs hex attribute such as "0x8086\n" or "0x030000\n".
 bool parse_sysfs_hex(const char *text, size_t len, unsigned long *out);
+
+// A PCI device's sysfs `uevent` (drivers/pci/pci-driver.c pci_uevent, and the driver core's
+// DRIVER= line when a driver is bound): driver, vendor and class in one read.
+//   DRIVER=i915 / PCI_CLASS=38000 / PCI_ID=8086:0BD5 / ...
+struct PciUevent {
+  char driver[32] = {};          // "" when no driver is bound
+  bool has_class = false, has_id = false;
+  unsigned long pci_class = 0;   // 24 bits: class, subclass, prog-if
+  unsigned long vendor = 0, device = 0;
+};
+bool parse_pci_uevent(const char *text, size_t len, PciUevent *out);
+
+// An RDMA device's sysfs node_type ("1: CA") or port state ("4: ACTIVE"): the leading number.
+long parse_sysfs_enum(const char *text, size_t len);
 
 // Parses a decimal integer that spans the whole string (optional sign). No overflow.
 bool parse_long(const char *s, size_t n, long *out);
@@ -191,6 +217,7 @@ constexpr size_t kEvidenceMax = 160;
 
 struct FamilyFact {
   Tri visible = Tri::unknown;
+  int error = 0;     // -errno: the probe could not finish, so visible stays unknown
   int present = 0;   // devices the probe found (may stop early: see enumeration bounds)
   int visible_n = 0; // of those, visible after the variables
   bool partial = false;  // the probe stopped before listing every device
@@ -237,10 +264,15 @@ bool ze_result_answers(long code);
 const char *cuda_result_name(long code);  // fallback when libcuda lacks cuGetErrorName
 const char *ze_result_name(long code);     // Level Zero has no name function
 
+// Each fact is unknown until probed; a probe that cannot finish leaves it unknown and sets its
+// error (-errno): "cannot tell" is never read as "no".
 struct Facts {
-  Tri rdma = Tri::unknown;
+  Tri rdma = Tri::unknown;  // yes: a device UCX's rc transport runs on (CA, port ACTIVE, uverbs node)
+  bool rdma_mlx5 = false;   // ... and one of them is a ConnectX (mlx5_core)
+  int rdma_error = 0;
   char rdma_evidence[kEvidenceMax] = {};
   Tri ucx_conf = Tri::unknown;  // yes: a ucx.conf that UCX reads assigns UCX_TLS
+  int ucx_conf_error = 0;
   char ucx_conf_evidence[kEvidenceMax] = {};
   DriverFact driver;
   FamilyFact family[kFamilies];  // indexed by Family (none unused)
@@ -270,6 +302,7 @@ struct Decision {
   bool family_known = false;
   bool rederived = false;     // UCX_TLS was our own inherited value, derived again here
   bool error = false;         // an invalid setting: reasons[0] is the one-line error
+  bool unknown_fact = false;  // a probe could not finish: nothing written on a guess
   char value[kValueMax] = {}; // the value to write (set)
   bool quiet = false;         // no reasons are written (run_ladder sets it from
                               // ProbeOptions::evidence); an error's line is written all the same

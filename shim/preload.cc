@@ -52,14 +52,16 @@ __attribute__((constructor)) void ucxtls_init() {
     read_inputs(environ, &in);
     Settings s;
     parse_settings(in, &s);
-    Facts f;
-    Decision d;
+    // The facts and the decision (about 7 KiB with the value and the reasons) live in static
+    // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
+    UCXTLS_FILE_BACKED static Facts f;
+    UCXTLS_FILE_BACKED static Decision d;
     ProbeOptions o;
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
     apply(in, d);
     if (s.debug || d.error) {
-      char line[1024];
+      UCXTLS_FILE_BACKED static char line[1024];
       write_stderr(line, format_line(in, d, line, sizeof line));
     }
   }

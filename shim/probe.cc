@@ -1,8 +1,17 @@
 // The kernel probe (DESIGN §1 "Kernel probe"). Each function answers one fact, stopping as soon as
 // the answer is known unless ProbeOptions::exhaustive asks for the whole picture.
+//
+// A failed probe is not a "no": only "not there" (sys.h absent()) is a negative answer. Any other
+// failure (EMFILE with a full fd table, ENOMEM, EIO, EACCES, a listing cut short) leaves the fact
+// unknown with its error, unless the answer is already certain without the part that failed.
+//
+// Stack: the constructor runs on the host's stack before main, so file contents go into one
+// static buffer and the device table is static (no threads run the probe).
 #include "probe.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sys.h"
 
@@ -14,9 +23,13 @@ constexpr size_t kIdMax = 48;
 
 struct DeviceTable {
   int n = 0;
-  char id[kMaxDevices][kIdMax];
-  const char *ids[kMaxDevices];
-  bool ids_known = true;
+  char id[kMaxDevices][kIdMax] = {};
+  const char *ids[kMaxDevices] = {};
+  bool ids_unknown = false;  // all-zero, so the static table is .bss
+  void reset() {
+    n = 0;
+    ids_unknown = false;
+  }
   void add(const char *s) {
     if (n < kMaxDevices) {
       size_t k = s ? strlen(s) : 0;
@@ -25,17 +38,25 @@ struct DeviceTable {
       id[n][k] = '\0';
       ids[n] = k ? id[n] : nullptr;
     } else {
-      ids_known = false;  // beyond the table: ids of the rest are unknown
+      ids_unknown = true;  // beyond the table: ids of the rest are unknown
     }
     n++;
   }
   DeviceIds view() const {
     DeviceIds d;
     d.n = n;
-    d.ids = ids_known ? ids : nullptr;
+    d.ids = ids_unknown ? nullptr : ids;
     return d;
   }
 };
+
+// Static scratch in a file-backed section (sys.h UCXTLS_FILE_BACKED): no constructor runs, and the
+// loader maps it with the library's data instead of one more mmap for a large .bss.
+UCXTLS_FILE_BACKED DeviceTable g_devices;
+UCXTLS_FILE_BACKED char g_file[4096];  // the contents of the one small file being parsed
+
+// Reads a small file into g_file: its length, or -errno.
+ssize_t read_file(const Path &p) { return read_small(p, g_file, sizeof g_file); }
 
 bool name_has_prefix(const char *name, const char *prefix, const char **rest) {
   size_t k = strlen(prefix);
@@ -54,10 +75,21 @@ long all_digits(const char *s) {
   return parse_long(s, n, &v) ? v : -1;
 }
 
+const char *basename_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 void describe_variable(Text &t, const char *name, const char *value) {
   t.add(name);
   if (value) t.add("=").add_quoted(value, 40);
   else t.add(" unset");
+}
+
+// Why a probe could not finish, for the evidence: "EMFILE: could not read PATH" (the error
+// first: a long sysroot may cut the path short).
+void describe_failure(Text &t, const char *what, const Path &p, long err) {
+  t.add(errno_name(err)).add(": could not ").add(what).add(" ").add(p.buf);
 }
 
 void finish(FamilyFact *ff, int visible_n) {
@@ -65,49 +97,205 @@ void finish(FamilyFact *ff, int visible_n) {
   ff->visible = visible_n > 0 ? Tri::yes : Tri::no;
 }
 
+// A probe that failed part-way still answers when the answer cannot depend on what it missed: some
+// device visible, and the visibility list made of ordinals only (a longer device list can only
+// make more of them valid; a GPU- prefix could become ambiguous).
+bool yes_despite_failure(int visible_n, const char *a, const char *b, const char *c) {
+  if (visible_n <= 0) return false;
+  const char *lists[] = {a, b, c};
+  for (const char *l : lists)
+    if (l && strstr(l, "GPU-")) return false;
+  return true;
+}
+
+// Records a failure: the first error is kept, with its evidence.
+struct Failure {
+  int error = 0;
+  char text[kEvidenceMax] = {};
+  void note(const char *what, const Path &p, long err, bool evidence) {
+    if (error) return;
+    error = int(err);
+    if (evidence) {
+      Text t;
+      t.init(text, sizeof text);
+      describe_failure(t, what, p, err);
+    }
+  }
+};
+
 // ---------------------------------------------------------------------------------------------
+// RDMA: is there a device UCX's rc transport runs on? Checked from the device nodes this process
+// has (a container may be given one HCA of eight), as UCX checks them (uct/ib/base/ib_md.c,
+// ib_device.c): the node readable and writable, an InfiniBand-transport device (node_type 1: CA;
+// iWARP is 4: RNIC, EFA 7: unspecified), a port in state 4: ACTIVE. A ConnectX (mlx5_core) runs
+// rc_x, dc_x and dc as well; other devices (Broadcom, Intel RoCE, rxe, Omni-Path) rc_verbs alone.
+
+struct RdmaDevice {
+  Rdma kind = Rdma::none;  // what it runs; none: not usable, with `why`
+  int error = 0;           // -errno: could not tell
+  char name[64] = {};      // the IB device name (ibdev)
+  char driver[32] = {};    // the PCI driver, "" for a virtual device (rxe, siw)
+  long port = 0;           // the ACTIVE port
+  char why[96] = {};       // why it is not usable, in a user's words
+  bool missing = false;    // the node is not there (gone since the listing)
+};
+
+// Reads a port's state: the enum value, 0 when the port is not there, or -errno.
+long port_state(const Settings &s, const char *dev, const char *port) {
+  Path p(s.sysroot, "/sys/class/infiniband/");
+  p.add(dev).add("/ports/").add(port).add("/state");
+  ssize_t n = read_file(p);
+  if (n < 0) return absent(n) ? 0 : n;
+  long v = parse_sysfs_enum(g_file, size_t(n));
+  return v < 0 ? 0 : v;
+}
+
+void check_uverbs(const Settings &s, const char *node, RdmaDevice *out) {
+  Text why;
+  why.init(out->why, sizeof out->why);
+  // 1. The node itself, as UCX's uct_ib_device_is_accessible checks it.
+  Path dev(s.sysroot, "/dev/infiniband/");
+  dev.add(node);
+  int r = path_access(dev, R_OK | W_OK);
+  if (absent(r)) return void(out->missing = true);
+  if (r == -EACCES || r == -EPERM) {
+    why.add(node).add(" is not readable and writable here (UCX skips it)");
+    return;
+  }
+  if (r < 0) return void(out->error = r);
+  // 2. Its driver: EFA is ruled out without another read; mlx5_core is always an InfiniBand CA.
+  Path verbs(s.sysroot, "/sys/class/infiniband_verbs/");
+  verbs.add(node);
+  char link[128];
+  ssize_t n = read_link(Path(verbs).add("/device/driver"), link, sizeof link);
+  if (n < 0 && !absent(n)) return void(out->error = int(n));
+  Text drv;
+  drv.init(out->driver, sizeof out->driver);
+  drv.add(n > 0 ? basename_of(link) : "");
+  // 3. Its IB device name (persistent names such as ibp12s0 say nothing of the driver).
+  n = read_file(Path(verbs).add("/ibdev"));
+  if (n < 0 && !absent(n)) return void(out->error = int(n));
+  while (n > 0 && (g_file[n - 1] == '\n' || g_file[n - 1] == ' ')) n--;
+  if (n <= 0 || size_t(n) >= sizeof out->name || memchr(g_file, '/', size_t(n))) {
+    why.add(node).add(": no IB device name in sysfs");
+    return;
+  }
+  memcpy(out->name, g_file, size_t(n));
+  out->name[n] = '\0';
+  bool mlx5 = !strcmp(out->driver, "mlx5_core");
+  if (!strcmp(out->driver, "efa")) {
+    why.add("EFA has no RC transport (UCX runs srd/ud there)");
+    return;
+  }
+  if (!mlx5) {
+    Path nt(s.sysroot, "/sys/class/infiniband/");
+    nt.add(out->name).add("/node_type");
+    n = read_file(nt);
+    if (n < 0 && !absent(n)) return void(out->error = int(n));
+    long type = n > 0 ? parse_sysfs_enum(g_file, size_t(n)) : -1;
+    if (type == 4) return void(why.add("iWARP (node_type 4: RNIC): UCX does not run on iWARP"));
+    if (type == 7) return void(why.add("node_type 7: unspecified (as EFA): no RC transport"));
+    if (type != 1) return void(why.add("node_type is not 1: CA"));
+  }
+  // 4. A port in state ACTIVE: port 1 first (most devices have one port), then the others.
+  long st = port_state(s, out->name, "1");
+  if (st < 0) return void(out->error = int(st));
+  long states[6] = {};  // how many ports are in each state (index 0: no state file)
+  if (st != 4) {
+    states[st >= 0 && st <= 5 ? st : 0]++;
+    Path ports(s.sysroot, "/sys/class/infiniband/");
+    ports.add(out->name).add("/ports");
+    DirReader d(ports);
+    while (const char *port = d.next()) {
+      if (!strcmp(port, "1") || all_digits(port) < 0) continue;
+      long v = port_state(s, out->name, port);
+      if (v < 0) return void(out->error = int(v));
+      if (v == 4) {
+        out->port = all_digits(port);
+        break;
+      }
+      states[v >= 0 && v <= 5 ? v : 0]++;
+    }
+    if (!out->port && d.error && !absent(d.error)) return void(out->error = d.error);
+    if (!out->port) {
+      long ports_seen = states[0] + states[1] + states[2] + states[3] + states[5];
+      if (states[1] == ports_seen) why.add("every port is DOWN (no link)");
+      else if (states[2]) why.add("no port is ACTIVE: a port is INIT (no subnet manager?)");
+      else why.add("no port is ACTIVE");
+      return;
+    }
+  } else {
+    out->port = 1;
+  }
+  out->kind = mlx5 ? Rdma::mlx5 : Rdma::rc;
+}
+
+void describe_device(Text &t, const RdmaDevice &d, const char *node) {
+  t.add(d.name[0] ? d.name : node);
+  if (d.driver[0]) t.add(" (").add(d.driver).add(")");
+  if (d.kind != Rdma::none) t.add(": port ").add((long long)d.port).add(" ACTIVE, ").add(node);
+  else t.add(": ").add(d.why);
+}
+
 void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
   ev.init(f->rdma_evidence, o.evidence ? sizeof f->rdma_evidence : 0);
-  char hca[64] = {};
-  int hcas = 0;
-  {
-    DirReader d(Path(s.sysroot, "/sys/class/infiniband"));
-    while (const char *name = d.next()) {
-      if (!hcas) strncpy(hca, name, sizeof hca - 1);
-      hcas++;
-      if (!o.exhaustive) break;
+  Rdma best = Rdma::none;
+  int usable = 0, unusable = 0;
+  Failure fail;
+  char first_usable[96] = {}, first_unusable[96] = {};
+  auto check = [&](const char *node) {  // false: the node is not there
+    RdmaDevice dev;
+    check_uverbs(s, node, &dev);
+    if (dev.missing) return false;
+    if (dev.error) {
+      fail.note("read the RDMA device of", Path(nullptr, node), dev.error, o.evidence);
+      return true;
     }
+    char *slot = dev.kind != Rdma::none ? (usable++ ? nullptr : first_usable) : (unusable++ ? nullptr : first_unusable);
+    if (slot && o.evidence) {
+      Text t;
+      t.init(slot, sizeof first_usable);
+      describe_device(t, dev, node);
+    }
+    if (dev.kind > best) best = dev.kind;
+    return true;
+  };
+  // The usual node first: on a ConnectX node it answers alone. Then the rest, in the order the
+  // directory lists them (a container may have been given uverbs3 alone).
+  bool have0 = check("uverbs0");
+  if (best != Rdma::mlx5 || o.exhaustive) {
+    Path dir(s.sysroot, "/dev/infiniband");
+    DirReader d(dir);
+    while (const char *name = d.next()) {
+      const char *num;
+      if (!name_has_prefix(name, "uverbs", &num) || all_digits(num) < 0 || (have0 && !strcmp(num, "0"))) continue;
+      check(name);
+      if (best == Rdma::mlx5 && !o.exhaustive) break;
+    }
+    if (d.error && !absent(d.error)) fail.note("list", dir, d.error, o.evidence);
   }
-  if (!hcas) {
-    f->rdma = Tri::no;
-    ev.add("no device in /sys/class/infiniband");
+  if (best == Rdma::none && fail.error) {
+    f->rdma_error = fail.error;
+    ev.add(fail.text);
     return;
   }
-  char node[64] = {};
-  // The usual node first: one faccessat instead of open, getdents64 and close. Without it, the
-  // listing (a container may be given uverbs3 alone).
-  if (path_exists(Path(s.sysroot, "/dev/infiniband/uverbs0"))) {
-    memcpy(node, "uverbs0", sizeof "uverbs0");
+  if (best == Rdma::rc && fail.error) {  // a device we could not read may be a ConnectX
+    f->rdma_error = fail.error;
+    ev.add(first_usable).add("; ").add(fail.text);
+    return;
+  }
+  f->rdma = best != Rdma::none ? Tri::yes : Tri::no;
+  f->rdma_mlx5 = best == Rdma::mlx5;
+  if (best != Rdma::none) {
+    ev.add(first_usable);
+    if (usable > 1) ev.add(" and ").add((long long)(usable - 1)).add(" more");
+  } else if (unusable) {
+    ev.add(first_unusable);
+    if (unusable > 1) ev.add("; ").add((long long)(unusable - 1)).add(" more device(s) not usable");
   } else {
-    DirReader d(Path(s.sysroot, "/dev/infiniband"));
-    while (const char *name = d.next()) {
-      const char *rest;
-      if (name_has_prefix(name, "uverbs", &rest)) {
-        strncpy(node, name, sizeof node - 1);
-        break;
-      }
-    }
+    ev.add("no /dev/infiniband/uverbs* node");
   }
-  ev.add("HCA ").add(hca);
-  if (o.exhaustive && hcas > 1) ev.add(" and ").add((long long)(hcas - 1)).add(" more");
-  if (!node[0]) {
-    f->rdma = Tri::no;
-    ev.add(" in sysfs but no /dev/infiniband/uverbs* node");
-    return;
-  }
-  f->rdma = Tri::yes;
-  ev.add(", /dev/infiniband/").add(node);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -125,7 +313,13 @@ void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, 
       p.add(base).add("/ucx.conf");
     }
     ConfScan scan;
-    read_chunks(p, 1 << 20, [&](const char *c, size_t n) { scan.feed(c, n); });
+    int r = read_chunks(p, 1 << 20, [&](const char *c, size_t n) { scan.feed(c, n); });
+    // A file UCX cannot read either (EACCES) is as good as absent; anything else is "cannot tell".
+    if (r < 0 && !absent(r) && r != -EACCES) {
+      f->ucx_conf_error = r;
+      describe_failure(ev, "read", p, r);
+      return;
+    }
     if (scan.found) {
       f->ucx_conf = Tri::yes;
       ev.add(p.buf);
@@ -142,30 +336,37 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *cvd = in.get(kCudaVisible);
-  if (!path_exists(Path(s.sysroot, "/dev/nvidiactl"))) {
+  Path ctl(s.sysroot, "/dev/nvidiactl");
+  int r = path_access(ctl, F_OK);
+  if (absent(r)) {
     ff->visible = Tri::no;
     ev.add("no /dev/nvidiactl");
     return;
   }
+  Failure fail;
+  if (r < 0) fail.note("check", ctl, r, o.evidence);
   int bound = o.exhaustive ? kAllDevices : cuda_enumeration_bound(cvd);
-  DeviceTable t;
+  DeviceTable &t = g_devices;
+  t.reset();
   char first[96] = {};
-  if (bound > 0) {
+  if (bound > 0 && !fail.error) {
     Path dir(s.sysroot, "/proc/driver/nvidia/gpus");
     DirReader d(dir);
-    if (d.ok()) {
+    if (!absent(d.error)) {
       while (t.n < bound) {
         const char *bus = d.next();
         if (!bus) break;
-        char text[1024];
         Path info = dir;
         info.add("/").add(bus).add("/information");
-        ssize_t n = read_small(info, text, sizeof text);
+        ssize_t n = read_file(info);
+        if (n < 0 && !absent(n)) fail.note("read", info, n, o.evidence);
         NvInfo gpu;
-        if (n <= 0 || !parse_nvidia_information(text, size_t(n), &gpu) || gpu.excluded) continue;
+        if (n <= 0 || !parse_nvidia_information(g_file, size_t(n), &gpu) || gpu.excluded) continue;
         Path node(s.sysroot, "/dev/nvidia");
         node.add_num(gpu.minor);
-        if (!path_exists(node)) continue;  // a GPU this container was not given
+        int a = path_access(node, F_OK);
+        if (a < 0 && !absent(a)) fail.note("check", node, a, o.evidence);
+        if (a < 0) continue;  // a GPU this container was not given
         if (!t.n && o.evidence) {
           Text fi;
           fi.init(first, sizeof first);
@@ -173,29 +374,39 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
         }
         t.add(gpu.uuid);
       }
+      if (d.error) fail.note("list", dir, d.error, o.evidence);
       ff->partial = t.n >= bound && !o.exhaustive;
       ev.add((long long)t.n).add(ff->partial ? "+" : "").add(" GPU(s) in /proc/driver/nvidia/gpus with a device node");
     } else {
       // No procfs view (masked /proc): the device nodes themselves.
-      DirReader dev(Path(s.sysroot, "/dev"));
+      Path devdir(s.sysroot, "/dev");
+      DirReader dev(devdir);
       while (t.n < bound) {
         const char *name = dev.next();
         if (!name) break;
         const char *rest;
         if (!name_has_prefix(name, "nvidia", &rest) || all_digits(rest) < 0) continue;
         if (!t.n && o.evidence) strncpy(first, name, 32);
-        t.ids_known = false;
+        t.ids_unknown = true;
         t.add(nullptr);
       }
+      if (dev.error) fail.note("list", devdir, dev.error, o.evidence);
       ff->partial = t.n >= bound && !o.exhaustive;
       ev.add((long long)t.n).add(ff->partial ? "+" : "").add(" /dev/nvidia<N> node(s) (no /proc/driver/nvidia/gpus)");
     }
     if (first[0]) ev.add(", first ").add(first);
-  } else {
+  } else if (!fail.error) {
     ev.add("/dev/nvidiactl");
   }
   ff->present = t.n;
-  finish(ff, cuda_visible_count(cvd, t.view()));
+  int visible_n = cuda_visible_count(cvd, t.view());
+  if (fail.error && !yes_despite_failure(visible_n, cvd, nullptr, nullptr)) {
+    ff->error = fail.error;
+    ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
+    ev.add(fail.text);
+    return;
+  }
+  finish(ff, visible_n);
   ev.add("; ");
   describe_variable(ev, "CUDA_VISIBLE_DEVICES", cvd);
   ev.add(": ").add((long long)ff->visible_n).add(ff->partial ? "+" : "").add(" visible");
@@ -207,29 +418,36 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *rocr = in.get(kRocrVisible), *hip = in.get(kHipVisible), *cvd = in.get(kCudaVisible);
-  if (!path_exists(Path(s.sysroot, "/dev/kfd"))) {
+  Path kfd(s.sysroot, "/dev/kfd");
+  int r = path_access(kfd, F_OK);
+  if (absent(r)) {
     ff->visible = Tri::no;
     ev.add("no /dev/kfd");
     return;
   }
+  Failure fail;
+  if (r < 0) fail.note("check", kfd, r, o.evidence);
   int bound = o.exhaustive ? kAllDevices : rocm_enumeration_bound(rocr, hip, cvd);
-  DeviceTable t;
-  if (bound > 0) {
+  DeviceTable &t = g_devices;
+  t.reset();
+  if (bound > 0 && !fail.error) {
     Path dir(s.sysroot, "/sys/class/kfd/kfd/topology/nodes");
     DirReader d(dir);
     while (t.n < bound) {
       const char *node = d.next();
       if (!node) break;
       if (all_digits(node) < 0) continue;
-      char text[4096];
       Path props = dir;
       props.add("/").add(node).add("/properties");
-      ssize_t n = read_small(props, text, sizeof text);
+      ssize_t n = read_file(props);
+      if (n < 0 && !absent(n)) fail.note("read", props, n, o.evidence);
       KfdNode k;
-      if (n <= 0 || !parse_kfd_properties(text, size_t(n), &k) || !k.is_gpu()) continue;
+      if (n <= 0 || !parse_kfd_properties(g_file, size_t(n), &k) || !k.is_gpu()) continue;
       Path render(s.sysroot, "/dev/dri/renderD");
       render.add_num(long(k.drm_render_minor));
-      if (!path_exists(render)) continue;  // a GPU this container was not given
+      int a = path_access(render, F_OK);
+      if (a < 0 && !absent(a)) fail.note("check", render, a, o.evidence);
+      if (a < 0) continue;  // a GPU this container was not given
       char id[24] = {};
       if (k.unique_id) {  // ROCr names a GPU "GPU-" + 16 hex digits of its unique_id
         static const char hex[] = "0123456789abcdef";
@@ -238,13 +456,21 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
       }
       t.add(id);
     }
+    if (d.error) fail.note("list", dir, d.error, o.evidence);
     ff->partial = t.n >= bound && !o.exhaustive;
     ev.add((long long)t.n).add(ff->partial ? "+" : "").add(" KFD GPU node(s) with a render node");
-  } else {
+  } else if (!fail.error) {
     ev.add("/dev/kfd");
   }
   ff->present = t.n;
-  finish(ff, rocm_visible_count(rocr, hip, cvd, t.view()));
+  int visible_n = rocm_visible_count(rocr, hip, cvd, t.view());
+  if (fail.error && !yes_despite_failure(visible_n, rocr, hip, cvd)) {
+    ff->error = fail.error;
+    ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
+    ev.add(fail.text);
+    return;
+  }
+  finish(ff, visible_n);
   ev.add("; ");
   describe_variable(ev, "ROCR_VISIBLE_DEVICES", rocr);
   ev.add(", ");
@@ -254,6 +480,8 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
 }
 
 // ---------------------------------------------------------------------------------------------
+// Intel: a render node whose PCI device is bound to i915 or xe, vendor 0x8086, display class.
+// The device's uevent says all three in one read.
 void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::ze)];
   Text ev;
@@ -270,38 +498,44 @@ void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts 
   DirReader d(dir);
   char first[64] = {}, other[64] = {};
   int found = 0;
+  Failure fail;
   while (const char *name = d.next()) {
     const char *num;
     if (!name_has_prefix(name, "renderD", &num) || all_digits(num) < 0) continue;
     // Cheapest test first: the device node this process would open.
-    if (!path_exists(Path(s.sysroot, "/dev/dri/").add(name))) continue;
-    Path dev = dir;
-    dev.add("/").add(name).add("/device");
-    char link[256];
-    if (read_link(Path(dev).add("/driver"), link, sizeof link) < 0) continue;
-    const char *driver = strrchr(link, '/');
-    driver = driver ? driver + 1 : link;
-    if (strcmp(driver, "i915") && strcmp(driver, "xe")) {
+    Path node(s.sysroot, "/dev/dri/");
+    node.add(name);
+    int a = path_access(node, F_OK);
+    if (a < 0 && !absent(a)) fail.note("check", node, a, o.evidence);
+    if (a < 0) continue;
+    Path uevent = dir;
+    uevent.add("/").add(name).add("/device/uevent");
+    ssize_t n = read_file(uevent);
+    if (n < 0 && !absent(n)) fail.note("read", uevent, n, o.evidence);
+    PciUevent pci;
+    if (n <= 0 || !parse_pci_uevent(g_file, size_t(n), &pci)) continue;
+    if (strcmp(pci.driver, "i915") && strcmp(pci.driver, "xe")) {
       if (!other[0] && o.evidence) {
         Text ot;
         ot.init(other, sizeof other);
-        ot.add(name).add(": ").add(driver);
+        ot.add(name).add(": ").add(pci.driver[0] ? pci.driver : "no driver");
       }
       continue;
     }
-    char text[64];
-    unsigned long vendor = 0, cls = 0;
-    ssize_t n = read_small(Path(dev).add("/vendor"), text, sizeof text);
-    if (n <= 0 || !parse_sysfs_hex(text, size_t(n), &vendor) || vendor != 0x8086) continue;
-    n = read_small(Path(dev).add("/class"), text, sizeof text);
-    if (n <= 0 || !parse_sysfs_hex(text, size_t(n), &cls) || (cls >> 16) != 0x03) continue;
+    if (!pci.has_id || pci.vendor != 0x8086 || !pci.has_class || (pci.pci_class >> 16) != 0x03) continue;
     if (!found && o.evidence) {
       Text fi;
       fi.init(first, sizeof first);
-      fi.add(name).add(" (").add(driver).add(")");
+      fi.add(name).add(" (").add(pci.driver).add(")");
     }
     found++;
     if (!o.exhaustive) break;
+  }
+  if (!absent(d.error) && d.error) fail.note("list", dir, d.error, o.evidence);
+  if (fail.error && !found) {  // one Intel GPU found is an answer; none found is not, here
+    ff->error = fail.error;
+    ev.add(fail.text);
+    return;
   }
   ff->present = found;
   ff->partial = found && !o.exhaustive;

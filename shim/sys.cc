@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -50,11 +51,25 @@ Path &Path::add_num(long v) {
 // Every call goes through syscall(2): one import instead of access, open, read, readlink, close
 // and write, each of which the loader would bind in every process (issue 5). The *at forms exist
 // on every Linux architecture (aarch64 has no plain open/access/readlink).
-bool path_exists(const Path &p) { return p.ok && syscall(SYS_faccessat, AT_FDCWD, p.buf, F_OK) == 0; }
+
+// A system call's result as a value or -errno (syscall(2) returns -1 and sets errno).
+static long result(long r) { return r < 0 ? -long(errno) : r; }
+
+// "Not there" is the only failure that is an answer: no such path, a path through a file, a
+// directory where a file belongs, a symlink loop. Everything else (EMFILE, ENFILE, ENOMEM, EIO,
+// EACCES, a path too long for our buffer...) means the probe cannot tell.
+bool absent(long err) { return err == -ENOENT || err == -ENOTDIR || err == -EISDIR || err == -ELOOP; }
+
+int path_access(const Path &p, int mode) {
+  if (!p.ok) return -ENAMETOOLONG;
+  return int(result(syscall(SYS_faccessat, AT_FDCWD, p.buf, mode)));
+}
+
+bool path_exists(const Path &p) { return path_access(p, F_OK) == 0; }
 
 static int open_flags(const Path &p, int flags) {
-  if (!p.ok) return -1;
-  return int(syscall(SYS_openat, AT_FDCWD, p.buf, flags));
+  if (!p.ok) return -ENAMETOOLONG;
+  return int(result(syscall(SYS_openat, AT_FDCWD, p.buf, flags)));
 }
 
 int open_ro(const Path &p) { return open_flags(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); }
@@ -64,7 +79,7 @@ static ssize_t transfer(long nr, int fd, const char *buf, size_t n) {
   for (;;) {
     ssize_t r = syscall(nr, fd, buf, n);
     if (r < 0 && errno == EINTR) continue;
-    return r;
+    return result(r);
   }
 }
 
@@ -72,15 +87,13 @@ ssize_t read_some(int fd, char *buf, size_t n) { return transfer(SYS_read, fd, b
 
 ssize_t write_some(int fd, const char *buf, size_t n) { return transfer(SYS_write, fd, buf, n); }
 
-bool seekable(int fd) { return syscall(SYS_lseek, fd, 0L, SEEK_CUR) >= 0; }
-
 void close_fd(int fd) {
   if (fd >= 0) syscall(SYS_close, fd);
 }
 
 ssize_t read_small(const Path &p, char *buf, size_t cap) {
   int fd = open_ro(p);
-  if (fd < 0) return -1;
+  if (fd < 0) return fd;
   // Sysfs and procfs attributes arrive whole in one read; a longer file is cut at cap.
   ssize_t n = read_some(fd, buf, cap);
   close_fd(fd);
@@ -88,11 +101,56 @@ ssize_t read_small(const Path &p, char *buf, size_t cap) {
 }
 
 ssize_t read_link(const Path &p, char *buf, size_t cap) {
-  if (!p.ok || cap < 2) return -1;
-  ssize_t n = syscall(SYS_readlinkat, AT_FDCWD, p.buf, buf, cap - 1);
-  if (n < 0) return -1;
+  if (!p.ok) return -ENAMETOOLONG;
+  if (cap < 2) return -EINVAL;
+  ssize_t n = result(syscall(SYS_readlinkat, AT_FDCWD, p.buf, buf, cap - 1));
+  if (n < 0) return n;
   buf[n] = '\0';
   return n;
+}
+
+// stat(2) through the system call the architecture has: newfstatat where struct stat is the
+// kernel's (x86_64, aarch64), fstatat64 with struct stat64 on 32-bit ones. Never glibc's stat
+// wrappers: on glibc >= 2.33 they bind to GLIBC_2.33 and the library must load on 2.17.
+int stat_path(const Path &p, FileStat *out) {
+  if (!p.ok) return -ENAMETOOLONG;
+#if defined(SYS_newfstatat)
+  struct stat st;
+  long r = result(syscall(SYS_newfstatat, AT_FDCWD, p.buf, &st, 0));
+#else
+  struct stat64 st;
+  long r = result(syscall(SYS_fstatat64, AT_FDCWD, p.buf, &st, 0));
+#endif
+  if (r < 0) return int(r);
+  out->mode = unsigned(st.st_mode);
+  out->size = (long long)st.st_size;
+  out->uid = unsigned(st.st_uid);
+  return 0;
+}
+
+const char *errno_name(long err) {
+  switch (err < 0 ? -err : err) {
+    case ENOENT: return "ENOENT";
+    case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
+    case ELOOP: return "ELOOP";
+    case EACCES: return "EACCES";
+    case EPERM: return "EPERM";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case ENOMEM: return "ENOMEM";
+    case EIO: return "EIO";
+    case EAGAIN: return "EAGAIN";
+    case EINVAL: return "EINVAL";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    case ENODEV: return "ENODEV";
+    case ENXIO: return "ENXIO";
+    case EFAULT: return "EFAULT";
+    case ENOSYS: return "ENOSYS";
+    case ESTALE: return "ESTALE";
+    case EOVERFLOW: return "EOVERFLOW";
+    default: return "error";
+  }
 }
 
 struct linux_dirent64 {
@@ -105,6 +163,7 @@ struct linux_dirent64 {
 
 DirReader::DirReader(const Path &p) {
   fd = open_flags(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) error = fd, fd = -1, done = true;
 }
 
 DirReader::~DirReader() { close_fd(fd); }
@@ -113,9 +172,10 @@ const char *DirReader::next() {
   if (fd < 0 || done) return nullptr;
   for (;;) {
     if (pos >= nread) {
-      nread = syscall(SYS_getdents64, fd, buf, sizeof buf);
+      nread = result(syscall(SYS_getdents64, fd, buf, sizeof buf));
       pos = 0;
       if (nread <= 0) {
+        if (nread < 0) error = int(nread);  // the listing was cut short
         nread = 0;
         done = true;
         return nullptr;
@@ -124,6 +184,7 @@ const char *DirReader::next() {
     const linux_dirent64 *e = reinterpret_cast<const linux_dirent64 *>(buf + pos);
     if (e->d_reclen == 0) {  // never from a sane kernel; do not spin
       nread = 0;
+      error = -EIO;
       done = true;
       return nullptr;
     }

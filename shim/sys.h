@@ -10,12 +10,18 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+// Large static scratch (the constructor keeps its stack small, since the host's may be): placed in
+// .data, not .bss. Zero-filled pages past the file would cost every process one more mmap at load.
+#define UCXTLS_FILE_BACKED __attribute__((section(".data.ucxtls")))
+
 namespace ucxtls {
 
 // A path under the optional sysroot, built in a fixed buffer. `ok` turns false (and stays false)
-// when the path would not fit; every call on such a path then fails like a missing file.
+// when the path would not fit; every call on such a path then fails with ENAMETOOLONG, which the
+// probes read as "cannot tell", never as "not there". 512 bytes: the sysroot (at most kSysrootMax)
+// plus the longest sysfs path the probe builds, and the constructor's stack stays small.
 struct Path {
-  char buf[4096];
+  char buf[512];
   size_t len = 0;
   bool ok = true;
   Path(const char *sysroot, const char *abs);  // sysroot may be NULL
@@ -26,53 +32,72 @@ struct Path {
   Path &add_num(long v);
 };
 
-bool path_exists(const Path &p);                           // access(F_OK)
-ssize_t read_small(const Path &p, char *buf, size_t cap);  // one read; -1 on failure
-ssize_t read_link(const Path &p, char *buf, size_t cap);   // NUL-terminated; -1 on failure
+// Every call below returns a negative errno on failure, so that the probes can tell "not there"
+// (absent(), a real negative answer) from "cannot tell" (EMFILE, ENOMEM, EIO, EACCES...).
+bool absent(long err);                                      // -ENOENT, -ENOTDIR, -EISDIR, -ELOOP
+bool path_exists(const Path &p);                            // access(F_OK) == 0
+int path_access(const Path &p, int mode);                   // 0 or -errno
+ssize_t read_small(const Path &p, char *buf, size_t cap);   // one read: bytes, or -errno
+ssize_t read_link(const Path &p, char *buf, size_t cap);    // NUL-terminated: length, or -errno
+const char *errno_name(long err);                           // "EMFILE" for -EMFILE (or EMFILE)
 
-// Reads a whole file in chunks, at most max_bytes, calling feed(chunk, n). False if it cannot open
-// it or it is a stream (pipe, FIFO, socket, tty) whose data belongs to another reader.
+// What stat(2) says of a path (symlinks followed), through a raw system call.
+struct FileStat {
+  unsigned mode = 0;      // st_mode
+  long long size = 0;     // st_size
+  unsigned uid = 0;       // st_uid
+};
+int stat_path(const Path &p, FileStat *out);  // 0 or -errno
+
+// Reads a whole regular file in chunks, at most max_bytes, calling feed(chunk, n). Returns 0, or
+// -errno when it cannot: a path that is not a regular file of non-zero size (a device, a FIFO,
+// /proc/kmsg, a procfs file) is never opened and counts as absent (-ENOENT), since opening a device
+// can change the machine (/dev/ptmx allocates a pty) and reading a stream takes another reader's data.
 template <typename Feed>
-bool read_chunks(const Path &p, size_t max_bytes, Feed feed);
+int read_chunks(const Path &p, size_t max_bytes, Feed feed);
 
 // Directory entries through getdents64 into a stack buffer (no heap, no DIR*).
 struct DirReader {
   int fd = -1;
-  alignas(8) char buf[2048];  // getdents64 records are 8-byte aligned within it (UBSan)
+  int error = 0;  // -errno when the open or a getdents64 failed: the listing is not complete
+  alignas(8) char buf[1024];  // getdents64 records are 8-byte aligned within it (UBSan)
   long nread = 0, pos = 0;
   bool done = false;  // the end was seen: no further getdents64 call
   explicit DirReader(const Path &p);
   ~DirReader();
   bool ok() const { return fd >= 0; }
-  // Next entry name other than "." and ".."; NULL at the end or on error.
+  // Next entry name other than "." and ".."; NULL at the end or on error (then `error` is set).
   const char *next();
 };
 
 // --- implementation details of read_chunks
-int open_ro(const Path &p);
-ssize_t read_some(int fd, char *buf, size_t n);
+int open_ro(const Path &p);                              // fd, or -errno
+ssize_t read_some(int fd, char *buf, size_t n);          // bytes, or -errno; retried on EINTR
 ssize_t write_some(int fd, const char *buf, size_t n);  // one write, retried on EINTR
-bool seekable(int fd);  // lseek works: a file, not a stream whose data another reader expects
 void close_fd(int fd);
 
 template <typename Feed>
-bool read_chunks(const Path &p, size_t max_bytes, Feed feed) {
+int read_chunks(const Path &p, size_t max_bytes, Feed feed) {
+  FileStat st;
+  int err = stat_path(p, &st);
+  if (err) return err;
+  if ((st.mode & 0170000) != 0100000 || st.size <= 0) return -2;  // not a regular file: -ENOENT
   int fd = open_ro(p);
-  if (fd < 0) return false;
-  if (!seekable(fd)) {  // a pipe, FIFO, socket or tty (./ucx.conf -> /dev/stdin): not ours to drain
-    close_fd(fd);
-    return false;
-  }
-  char chunk[2048];
+  if (fd < 0) return fd;
+  char chunk[1024];
   size_t total = 0;
   while (total < max_bytes) {
     ssize_t n = read_some(fd, chunk, sizeof chunk);
-    if (n <= 0) break;
+    if (n < 0) {
+      close_fd(fd);
+      return int(n);  // EIO mid-file: the scan cannot finish
+    }
+    if (n == 0) break;
     feed(chunk, size_t(n));
     total += size_t(n);
   }
   close_fd(fd);
-  return true;
+  return 0;
 }
 
 }  // namespace ucxtls

@@ -14,6 +14,7 @@ R = "rc_x,rc,dc_x,dc,rocm_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"
 NONE = "rc_x,rc,dc_x,dc"
 UNSET = "<unset>"
+PORTABLE = "{rdma},sm,self,{ipc},{copy}"
 
 ROWS = [
     # machine, variables, expected UCX_TLS
@@ -71,6 +72,27 @@ ROWS = [
     ("amd-and-intel", {"ROCR_VISIBLE_DEVICES": ""}, Z),
     ("empty", {}, UNSET),
     ("empty", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp"),
+    # RDMA as UCX's rc transport sees it: the default value only where rc can run
+    ("aws-p5", {}, UNSET),                                      # EFA has no RC
+    ("aws-p5", {"UCXTLS_TEMPLATE": "{rdma},tcp,{copy}"}, "tcp,cuda_copy"),  # a user template as written
+    ("aws-p6-b200", {}, C),                                     # EFA first, then a ConnectX
+    ("iwarp", {}, UNSET),                                       # cxgb4, irdma in iWARP mode
+    ("siw", {}, UNSET),
+    ("connectx-down", {}, UNSET),                               # every port DOWN
+    ("connectx-init", {}, UNSET),                               # no subnet manager
+    ("connectx-two-port", {}, Z),                               # port 2 ACTIVE
+    ("broadcom-roce", {}, "rc,cuda_copy"),                      # rc_verbs only: no mlx5 transports
+    ("rxe", {}, "rc,ze_copy"),
+    ("omnipath", {}, "rc,rocm_copy"),
+    ("container-efa-and-mlx5", {}, C),                          # its one node is a ConnectX
+    ("container-one-of-eight", {"UCXTLS_TEMPLATE": "{rdma},{copy}"}, C),
+    # The portable intra-node template: {ipc} is cuda_ipc / rocm_ipc, nothing on Intel
+    ("dgx", {"UCXTLS_TEMPLATE": PORTABLE}, "rc_x,rc,dc_x,dc,sm,self,cuda_ipc,cuda_copy"),
+    ("mi300x", {"UCXTLS_TEMPLATE": PORTABLE}, "rc_x,rc,dc_x,dc,sm,self,rocm_ipc,rocm_copy"),
+    ("intel-xe", {"UCXTLS_TEMPLATE": PORTABLE}, "rc_x,rc,dc_x,dc,sm,self,ze_copy"),
+    ("broadcom-roce", {"UCXTLS_TEMPLATE": PORTABLE}, "rc,sm,self,cuda_ipc,cuda_copy"),
+    ("hybrid-laptop", {"UCXTLS_TEMPLATE": PORTABLE}, "sm,self,cuda_ipc,cuda_copy"),
+    ("aws-p5", {"UCXTLS_TEMPLATE": PORTABLE}, "sm,self,cuda_ipc,cuda_copy"),
     # Forcing a family, disabling, templates
     ("dgx", {"UCXTLS_ACCEL": "ze"}, Z),
     ("dgx", {"UCXTLS_ACCEL": "none"}, NONE),
@@ -125,6 +147,13 @@ def main():
                 tls == UNSET and err.count("\n") == 1 and err.startswith("ucxtls: UCXTLS_SYSROOT="), repr(err))
     _, _, err = sh_value(env_for("dgx", UCXTLS_DEBUG="1"))
     t.check("the debug line names the replayed sysroot", "UCXTLS_SYSROOT=" in err and "a replayed machine" in err, err)
+
+    # Why UCX_TLS stays unset, in a user's words.
+    for machine, words in [("aws-p5", "EFA has no RC transport"), ("connectx-down", "every port is DOWN"),
+                           ("connectx-init", "INIT"), ("iwarp", "iWARP"), ("no-rdma", "no /dev/infiniband/uverbs* node")]:
+        _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1"))
+        t.check("UCXTLS_DEBUG=1 on %s says why: %r" % (machine, words),
+                err.count("\n") == 1 and err.startswith("ucxtls: skip") and words in err, err)
 
     # UCXTLS_DEBUG: exactly one line with the action and the reasons.
     for machine, extra, action in [("dgx", {}, "set UCX_TLS=" + C), ("no-rdma", {}, "skip"),

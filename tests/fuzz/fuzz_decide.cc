@@ -63,12 +63,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     decide(inputs, s, f, &d);
     if (d.action != Action::need) break;
     Tri t = tri(in.byte());
-    if (t == Tri::unknown) t = Tri::no;  // a probe always answers
+    // A probe answers yes or no, or fails (unknown with an error): decide must then answer too.
+    int err = t == Tri::unknown ? -24 : 0;
     switch (d.need) {
-      case Need::rdma: f.rdma = t; evidence(in, f.rdma_evidence, sizeof f.rdma_evidence); break;
-      case Need::ucx_conf: f.ucx_conf = t; evidence(in, f.ucx_conf_evidence, sizeof f.ucx_conf_evidence); break;
+      case Need::rdma:
+        f.rdma = t, f.rdma_error = err, f.rdma_mlx5 = in.byte() & 1;
+        evidence(in, f.rdma_evidence, sizeof f.rdma_evidence);
+        break;
+      case Need::ucx_conf: f.ucx_conf = t, f.ucx_conf_error = err; evidence(in, f.ucx_conf_evidence, sizeof f.ucx_conf_evidence); break;
       case Need::driver: {
-        f.driver.ran = t;
+        f.driver.ran = t == Tri::unknown ? Tri::no : t;
         f.driver.cuda.answered = tri(in.byte());
         f.driver.cuda.count = in.byte() - 2;
         f.driver.ze.answered = tri(in.byte());
@@ -80,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case Need::cuda: case Need::rocm: case Need::ze: {
         int fam = d.need == Need::cuda ? 1 : d.need == Need::rocm ? 2 : 3;
         f.family[fam].visible = t;
+        f.family[fam].error = err;
         evidence(in, f.family[fam].evidence, sizeof f.family[fam].evidence);
         break;
       }

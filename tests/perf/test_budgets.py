@@ -33,16 +33,22 @@ UNSET = "<unset>"
 # name, machine, variables, expected UCX_TLS, syscall budget (added by the constructor)
 SYSCALL_ROWS = [
     ("busy node: derive and set", "dgx", {}, C, 24),
+    ("busy AMD node (8 GPUs, 8 HCAs): derive and set", "mi300x", {}, "rc_x,rc,dc_x,dc,rocm_copy", 24),
+    ("busy Intel node (8 GPUs, 8 HCAs): derive and set", "intel-busy", {}, "rc_x,rc,dc_x,dc,ze_copy", 24),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "rc,cuda_copy", 1),
     ("UCX_TLS inherited from ucxtls: derived again", "dgx", {"UCX_TLS": C, "UCXTLS_DERIVED": C}, C, 24),
     ("UCXTLS_DISABLE=1", "dgx", {"UCXTLS_DISABLE": "1"}, UNSET, 1),
-    ("node without RDMA: one failed directory open", "no-rdma", {}, UNSET, 2),
-    ("container given one GPU and one HCA (uverbs3)", "container-one-of-eight", {}, C, 24),
+    # No uverbs0, no /dev/infiniband: two failed calls, plus the sysroot check replay adds.
+    ("node without RDMA: uverbs0 and /dev/infiniband absent", "no-rdma", {}, UNSET, 3),
+    # No uverbs0: /dev/infiniband is listed to find uverbs3 (4 calls more than a full node).
+    ("container given one GPU and one HCA (uverbs3)", "container-one-of-eight", {}, C, 28),
 ]
 
 # name, machine, variables, budget (instructions ÷ the empty library's)
 INSTRUCTION_ROWS = [
     ("busy node: derive and set", "dgx", {}, 1.25),
+    ("busy AMD node (8 GPUs, 8 HCAs): derive and set", "mi300x", {}, 1.25),
+    ("busy Intel node (8 GPUs, 8 HCAs): derive and set", "intel-busy", {}, 1.25),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, 1.25),
 ]
 

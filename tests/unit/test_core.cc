@@ -32,10 +32,12 @@ struct Env {
   }
 };
 
-// Facts for a machine: rdma, ucx.conf and per-family visibility all known.
+// Facts for a machine: rdma, ucx.conf and per-family visibility all known. An RDMA device here is
+// a ConnectX (mlx5); rc_only() makes it a device that runs rc_verbs alone.
 Facts facts(Tri rdma, Tri conf, Tri cuda, Tri rocm, Tri ze) {
   Facts f;
   f.rdma = rdma;
+  f.rdma_mlx5 = rdma == Tri::yes;
   f.ucx_conf = conf;
   f.family[int(Family::cuda)].visible = cuda;
   f.family[int(Family::rocm)].visible = rocm;
@@ -58,6 +60,23 @@ Outcome run(const Inputs &in, const Facts &f) {
 }
 
 const Tri Y = Tri::yes, N = Tri::no, U = Tri::unknown;
+
+Facts rc_only(Facts f) {
+  f.rdma_mlx5 = false;
+  return f;
+}
+
+// A fact whose probe could not finish: unknown, with its error.
+Facts failed(Facts f, Need n) {
+  switch (n) {
+    case Need::rdma: f.rdma = U, f.rdma_mlx5 = false, f.rdma_error = -24; break;
+    case Need::ucx_conf: f.ucx_conf = U, f.ucx_conf_error = -24; break;
+    case Need::cuda: f.family[int(Family::cuda)].visible = U, f.family[int(Family::cuda)].error = -24; break;
+    case Need::rocm: f.family[int(Family::rocm)].visible = U, f.family[int(Family::rocm)].error = -24; break;
+    default: f.family[int(Family::ze)].visible = U, f.family[int(Family::ze)].error = -24; break;
+  }
+  return f;
+}
 
 }  // namespace
 
@@ -179,36 +198,94 @@ TEST_CASE("ZE_AFFINITY_MASK: empty = all; hides all only when no entry is an ind
 }
 
 // ---------------------------------------------------------------------------------------------
-TEST_CASE("template composition: {copy} first, middle, last, absent, alone") {
+TEST_CASE("template composition: placeholders first, middle, last, absent, alone, empty") {
+  const Rdma M = Rdma::mlx5;
   struct Row {
     const char *tmpl;
     Family f;
+    Rdma r;
     const char *value;
   } rows[] = {
-      {"rc_x,rc,dc_x,dc,{copy}", Family::cuda, "rc_x,rc,dc_x,dc,cuda_copy"},
-      {"rc_x,rc,dc_x,dc,{copy}", Family::rocm, "rc_x,rc,dc_x,dc,rocm_copy"},
-      {"rc_x,rc,dc_x,dc,{copy}", Family::ze, "rc_x,rc,dc_x,dc,ze_copy"},
-      {"rc_x,rc,dc_x,dc,{copy}", Family::none, "rc_x,rc,dc_x,dc"},
-      {"{copy},tcp", Family::ze, "ze_copy,tcp"},
-      {"{copy},tcp", Family::none, "tcp"},
-      {"tcp,{copy},self", Family::cuda, "tcp,cuda_copy,self"},
-      {"tcp,{copy},self", Family::none, "tcp,self"},
-      {"tcp,self", Family::cuda, "tcp,self"},
-      {"{copy}", Family::cuda, "cuda_copy"},
-      {"{copy}", Family::none, ""},  // empty: never written (decide checks)
-      {"^{copy}", Family::none, "^"},
-      {"^cuda_ipc", Family::cuda, "^cuda_ipc"},
-      {"{copy},{copy}", Family::rocm, "rocm_copy,rocm_copy"},
+      {"rc_x,rc,dc_x,dc,{copy}", Family::cuda, M, "rc_x,rc,dc_x,dc,cuda_copy"},
+      {"rc_x,rc,dc_x,dc,{copy}", Family::rocm, M, "rc_x,rc,dc_x,dc,rocm_copy"},
+      {"rc_x,rc,dc_x,dc,{copy}", Family::ze, M, "rc_x,rc,dc_x,dc,ze_copy"},
+      {"rc_x,rc,dc_x,dc,{copy}", Family::none, M, "rc_x,rc,dc_x,dc"},
+      {"{copy},tcp", Family::ze, M, "ze_copy,tcp"},
+      {"{copy},tcp", Family::none, M, "tcp"},
+      {"tcp,{copy},self", Family::cuda, M, "tcp,cuda_copy,self"},
+      {"tcp,{copy},self", Family::none, M, "tcp,self"},
+      {"tcp,self", Family::cuda, M, "tcp,self"},
+      {"{copy}", Family::cuda, M, "cuda_copy"},
+      {"{copy}", Family::none, M, ""},  // empty: never written (decide checks)
+      {"^{copy}", Family::none, M, "^"},
+      {"^cuda_ipc", Family::cuda, M, "^cuda_ipc"},
+      {"{copy},{copy}", Family::rocm, M, "rocm_copy,rocm_copy"},
+      // The default template: byte-identical to the old fixed list on ConnectX nodes.
+      {"{rdma},{copy}", Family::cuda, M, "rc_x,rc,dc_x,dc,cuda_copy"},
+      {"{rdma},{copy}", Family::rocm, M, "rc_x,rc,dc_x,dc,rocm_copy"},
+      {"{rdma},{copy}", Family::ze, M, "rc_x,rc,dc_x,dc,ze_copy"},
+      {"{rdma},{copy}", Family::none, M, "rc_x,rc,dc_x,dc"},
+      {"{rdma},{copy}", Family::cuda, Rdma::rc, "rc,cuda_copy"},
+      {"{rdma},{copy}", Family::cuda, Rdma::none, "cuda_copy"},
+      {"{rdma},{copy}", Family::none, Rdma::none, ""},
+      // {ipc}: cuda_ipc, rocm_ipc, nothing for ze (no released UCX has ze_ipc) and none.
+      {"{rdma},sm,{ipc},{copy}", Family::cuda, M, "rc_x,rc,dc_x,dc,sm,cuda_ipc,cuda_copy"},
+      {"{rdma},sm,{ipc},{copy}", Family::rocm, Rdma::rc, "rc,sm,rocm_ipc,rocm_copy"},
+      {"{rdma},sm,{ipc},{copy}", Family::ze, M, "rc_x,rc,dc_x,dc,sm,ze_copy"},
+      {"{rdma},sm,{ipc},{copy}", Family::none, Rdma::none, "sm"},
+      {"sm,self,{ipc},{copy},{rdma}", Family::ze, Rdma::none, "sm,self,ze_copy"},
+      {"{ipc}", Family::ze, M, ""},
+      {"^{rdma}", Family::none, Rdma::rc, "^rc"},
   };
   for (const Row &r : rows) {
     CAPTURE(r.tmpl);
     CAPTURE(family_name(r.f));
+    CAPTURE(rdma_transports(r.r));
     char out[kValueMax];
-    REQUIRE(compose(r.tmpl, r.f, out, sizeof out));
+    REQUIRE(compose(r.tmpl, r.f, r.r, out, sizeof out));
     CHECK(std::string(out) == r.value);
   }
   char tiny[8];
-  CHECK_FALSE(compose("rc_x,rc,{copy}", Family::cuda, tiny, sizeof tiny));
+  CHECK_FALSE(compose("rc_x,rc,{copy}", Family::cuda, M, tiny, sizeof tiny));
+  CHECK_FALSE(compose("{rdma}", Family::cuda, M, tiny, sizeof tiny));
+  CHECK(template_uses_copy("tcp,{ipc}"));
+  CHECK_FALSE(template_uses_copy("tcp,{rdma}"));
+  CHECK(template_uses_rdma("{rdma},{copy}"));
+  CHECK(std::string(kDefaultTemplate) == "{rdma},{copy}");
+}
+
+TEST_CASE("sysfs text: PCI uevent and RDMA enums as the kernel prints them") {
+  // drivers/pci/pci-driver.c pci_uevent ("PCI_CLASS=%04X", "PCI_ID=%04X:%04X"), DRIVER= from the
+  // driver core when bound.
+  const char xe[] = "DRIVER=xe\nPCI_CLASS=30000\nPCI_ID=8086:E20B\nPCI_SUBSYS_ID=8086:1100\n"
+                    "PCI_SLOT_NAME=0000:4b:00.0\nMODALIAS=pci:v00008086d0000E20Bsv00008086sd00001100bc03sc00i00\n";
+  PciUevent u;
+  REQUIRE(parse_pci_uevent(xe, sizeof xe - 1, &u));
+  CHECK(std::string(u.driver) == "xe");
+  CHECK(u.has_id);
+  CHECK(u.vendor == 0x8086);
+  CHECK(u.device == 0xE20B);
+  CHECK(u.has_class);
+  CHECK(u.pci_class == 0x030000);
+  const char unbound[] = "PCI_CLASS=38000\nPCI_ID=8086:0BD5\n";
+  REQUIRE(parse_pci_uevent(unbound, sizeof unbound - 1, &u));
+  CHECK(u.driver[0] == '\0');
+  CHECK(u.pci_class == 0x038000);
+  const char junk[] = "PCI_ID=80zz:0BD5\nPCI_CLASS=\nDRIVER\n";
+  CHECK_FALSE(parse_pci_uevent(junk, sizeof junk - 1, &u));
+  CHECK_FALSE(u.has_id);
+  CHECK_FALSE(parse_pci_uevent("", 0, &u));
+
+  struct Row {
+    const char *text;
+    long value;
+  } rows[] = {{"1: CA\n", 1}, {"4: RNIC\n", 4}, {"7: unspecified\n", 7}, {"4: ACTIVE\n", 4},
+              {"1: DOWN\n", 1}, {"2: INIT\n", 2}, {"5: ACTIVE_DEFER\n", 5}, {"CA\n", -1},
+              {"\n", -1}, {"", -1}, {"12345678: x", -1}, {"3", -1}};
+  for (const Row &r : rows) {
+    CAPTURE(r.text);
+    CHECK(parse_sysfs_enum(r.text, strlen(r.text)) == r.value);
+  }
 }
 
 TEST_CASE("template validity") {
@@ -428,12 +505,37 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"an empty marker marks nothing: the user's empty value stands", Env{{kUcxTls, ""}, {kDerived, ""}}, facts(Y, N, Y, N, N), Action::keep, ""});
   rows.push_back({"marker differs: the user's value", Env{{kUcxTls, "tcp"}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::keep, ""});
   rows.push_back({"template without {copy} probes nothing", Env{{kTemplate, "tcp,self"}}, facts(Y, N, U, U, U), Action::set, "tcp,self"});
+  // RDMA that runs rc_verbs alone (Broadcom, Intel RoCE, rxe, Omni-Path): {rdma} is rc.
+  rows.push_back({"rc-only RDMA, nvidia", Env{}, rc_only(facts(Y, N, Y, N, N)), Action::set, "rc,cuda_copy"});
+  rows.push_back({"rc-only RDMA, intel", Env{}, rc_only(facts(Y, N, N, N, Y)), Action::set, "rc,ze_copy"});
+  rows.push_back({"rc-only RDMA, no gpu", Env{}, rc_only(facts(Y, N, N, N, N)), Action::set, "rc"});
+  // User templates are applied as written; {rdma} is empty without a usable device.
+  rows.push_back({"user {rdma} template without RDMA", Env{{kTemplate, "{rdma},tcp,{copy}"}}, facts(N, N, Y, N, N), Action::set, "tcp,cuda_copy"});
+  rows.push_back({"user {rdma} template alone without RDMA: empty, not written", Env{{kTemplate, "{rdma}"}}, facts(N, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"user {rdma},{ipc},{copy} on intel", Env{{kTemplate, "{rdma},{ipc},{copy}"}}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"user sm,{ipc},{copy} on amd", Env{{kTemplate, "sm,{ipc},{copy}"}}, facts(U, N, N, Y, N), Action::set, "sm,rocm_ipc,rocm_copy"});
+  rows.push_back({"user {copy} template needs no rdma fact", Env{{kTemplate, "tcp,{copy}"}}, failed(facts(U, N, Y, N, N), Need::rdma), Action::set, "tcp,cuda_copy"});
+  // A fact that could not be probed: nothing is written, an inherited value stays.
+  rows.push_back({"rdma unknown", Env{}, failed(facts(Y, N, Y, N, N), Need::rdma), Action::skip, ""});
+  rows.push_back({"rdma unknown, user {rdma} template", Env{{kTemplate, "{rdma},{copy}"}}, failed(facts(Y, N, Y, N, N), Need::rdma), Action::skip, ""});
+  rows.push_back({"ucx.conf unknown", Env{}, failed(facts(Y, N, Y, N, N), Need::ucx_conf), Action::skip, ""});
+  rows.push_back({"cuda unknown", Env{}, failed(facts(Y, N, Y, N, N), Need::cuda), Action::skip, ""});
+  rows.push_back({"cuda no, rocm unknown", Env{}, failed(facts(Y, N, N, Y, N), Need::rocm), Action::skip, ""});
+  rows.push_back({"cuda no, rocm no, ze unknown", Env{}, failed(facts(Y, N, N, N, Y), Need::ze), Action::skip, ""});
+  rows.push_back({"cuda visible: a failed ze probe does not matter", Env{}, failed(facts(Y, N, Y, N, N), Need::ze), Action::set, D});
+  rows.push_back({"re-derive with an unknown fact: the inherited value stays", Env{{kUcxTls, D}, {kDerived, D}}, failed(facts(Y, N, N, N, Y), Need::cuda), Action::skip, ""});
+  rows.push_back({"forced family: an unknown cuda probe is never asked", Env{{kAccel, "ze"}}, failed(facts(Y, N, U, N, N), Need::cuda), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
 
   for (Row &r : rows) {
     CAPTURE(r.name);
     Outcome o = run(r.env.in, r.f);
     CHECK(action_name(o.action) == std::string(action_name(r.action)));
     if (r.action == Action::set) CHECK(o.value == r.value);
+    Settings s;
+    parse_settings(r.env.in, &s);
+    Decision d;
+    decide(r.env.in, s, r.f, &d);
+    CHECK(d.unknown_fact == (std::string(r.name).find("unknown") != std::string::npos && r.action == Action::skip));
   }
 
   Env sec{};
@@ -464,7 +566,18 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   std::vector<Need> want = {Need::rdma, Need::ucx_conf, Need::cuda, Need::rocm};
   CHECK(asked == want);
   CHECK(d.action == Action::set);
+  CHECK(std::string(d.value) == "rc,rocm_copy");  // f.rdma_mlx5 was never set: an rc-only device
+  f.rdma_mlx5 = true;
+  decide(e.in, s, f, &d);
   CHECK(std::string(d.value) == "rc_x,rc,dc_x,dc,rocm_copy");
+
+  // A user template without {rdma} never asks for the RDMA fact.
+  Env user{{kTemplate, "tcp,{copy}"}};
+  Settings us;
+  parse_settings(user.in, &us);
+  Facts none;
+  decide(user.in, us, none, &d);
+  CHECK(d.need == Need::ucx_conf);
 
   // Without RDMA, nothing else is asked.
   Facts g;

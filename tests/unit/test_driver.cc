@@ -207,6 +207,7 @@ Decision decide_with(const DriverCase &c, const char *probe = "driver") {
   parse_settings(in, &s);
   Facts f;
   f.rdma = Y;
+  f.rdma_mlx5 = true;
   f.ucx_conf = N;
   f.family[int(Family::cuda)].visible = c.kernel_cuda;
   f.family[int(Family::rocm)].visible = c.kernel_rocm;
@@ -271,6 +272,7 @@ TEST_CASE("decide(): the debug line says which tier answered, with the driver's 
   parse_settings(in, &s);
   Facts f;
   f.rdma = Y;
+  f.rdma_mlx5 = true;
   f.ucx_conf = N;
   Decision k;
   decide(in, s, f, &k);

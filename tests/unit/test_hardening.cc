@@ -82,16 +82,27 @@ TEST_CASE("DirReader lists thousands of entries of any name length") {
   rmdir(dir);
 }
 
-TEST_CASE("read_chunks leaves a stream's data to its reader") {
+TEST_CASE("read_chunks opens regular files only, and leaves a stream's data to its reader") {
   // hostile (./ucx.conf -> /dev/stdin): the ucx.conf scan drained the host's stdin.
   int fds[2];
   REQUIRE(pipe(fds) == 0);
   REQUIRE(write(fds[1], "UCX_TLS=x\n", 10) == 10);
   std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
   size_t fed = 0;
-  bool opened = read_chunks(Path(nullptr, path.c_str()), 1 << 20, [&](const char *, size_t n) { fed += n; });
-  CHECK_FALSE(opened);
+  int r = read_chunks(Path(nullptr, path.c_str()), 1 << 20, [&](const char *, size_t n) { fed += n; });
+  CHECK(absent(r));  // not a regular file: never opened, counted as absent
   CHECK(fed == 0);
+  // Devices (./ucx.conf -> /dev/ptmx would allocate a pty) and procfs files of size 0
+  // (/proc/kmsg would consume the kernel log) are not regular files of some size either.
+  for (const char *dev : {"/dev/null", "/dev/ptmx", "/proc/self/status", "/dev/zero"}) {
+    CAPTURE(dev);
+    CHECK(absent(read_chunks(Path(nullptr, dev), 1 << 20, [&](const char *, size_t n) { fed += n; })));
+  }
+  CHECK(fed == 0);
+  // A missing file is absent; a failure that is not "not there" is returned as it is.
+  CHECK(read_chunks(Path(nullptr, "/nonexistent/ucx.conf"), 1 << 20, [&](const char *, size_t) {}) == -ENOENT);
+  std::string longer(600, 'x');
+  CHECK(read_chunks(Path(nullptr, ("/" + longer).c_str()), 1 << 20, [&](const char *, size_t) {}) == -ENAMETOOLONG);
   char buf[16] = {};
   fcntl(fds[0], F_SETFL, O_NONBLOCK);  // a drained pipe fails the check instead of hanging
   CHECK(read(fds[0], buf, sizeof buf) == 10);
@@ -104,7 +115,14 @@ TEST_CASE("read_chunks leaves a stream's data to its reader") {
   REQUIRE(write(fd, "UCX_TLS=x\n", 10) == 10);
   close(fd);
   fed = 0;
-  CHECK(read_chunks(Path(nullptr, name), 1 << 20, [&](const char *, size_t n) { fed += n; }));
+  CHECK(read_chunks(Path(nullptr, name), 1 << 20, [&](const char *, size_t n) { fed += n; }) == 0);
   CHECK(fed == 10);
+  // ... also through a symlink.
+  std::string link = std::string(name) + ".link";
+  REQUIRE(symlink(name, link.c_str()) == 0);
+  fed = 0;
+  CHECK(read_chunks(Path(nullptr, link.c_str()), 1 << 20, [&](const char *, size_t n) { fed += n; }) == 0);
+  CHECK(fed == 10);
+  unlink(link.c_str());
   unlink(name);
 }
