@@ -169,6 +169,16 @@ def main():
                     "variable; ld.so treats both alike), nothing else differs",
                     (lmod_leftovers(before, after)[1], "LD_PRELOAD" in after), (["LD_PRELOAD"], False))
 
+        # The library already listed after another entry: load moves it to the front (Lmod's
+        # prepend_path keeps one copy, counted twice) and unload leaves it there (count back to one).
+        home = tempfile.mkdtemp(dir=scratch)
+        env = env_for("intel-xe", preload=False, HOME=home, LD_PRELOAD="%s:%s" % (others[0], lib))
+        envs, shown, log = session(scratch, modules, "module load ucxtls\nmodule unload ucxtls\nsnap after\n", env)
+        if t.check("ucxtls already listed second: the session ran", "after" in envs, log):
+            t.equal("ucxtls already listed second: after load and unload it is listed first, nothing else differs",
+                    (lmod_leftovers(envs["before"], envs["after"])[1], envs["after"].get("LD_PRELOAD")),
+                    (["LD_PRELOAD", "__LMOD_REF_COUNT_LD_PRELOAD"], "%s:%s" % (lib, others[0])))
+
         # Another module that prepends to LD_PRELOAD with Lmod's default separator, like XALT's:
         # unloading ucxtls first removes only its own entry.
         other_dir = os.path.join(scratch, "other-modules")
