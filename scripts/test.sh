@@ -19,10 +19,12 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   clang libclang-rt-14-dev         libFuzzer targets and sanitizers
 #   musl-tools gcc-multilib          a musl program and a 32-bit process under the library
 #   g++-multilib                     the 32-bit CMake build of the library (its C++ compiler check)
+#   rpm                              rpmbuild for `cpack -G RPM`, rpm to install it into a scratch root
+#   lmod                             the real Lmod that loads and unloads the modulefile
 #   hyperfine                        (benchmark only)
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
-          gcc-multilib g++-multilib)
+          gcc-multilib g++-multilib rpm lmod)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

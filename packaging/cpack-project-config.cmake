@@ -1,0 +1,21 @@
+# Read by cpack once for each generator (CPACK_PROJECT_CONFIG_FILE), with CPACK_GENERATOR set to it.
+if(CPACK_GENERATOR STREQUAL "RPM")
+  # The command and the modulefile carry the libdir chosen at configure time (the command finds the
+  # library through bindir -> libdir), so an RPM needs a build configured with RPM's %{_libdir}.
+  # GNUInstallDirs picks it on RHEL-family hosts; on Debian it picks lib/<multiarch> or lib.
+  if(NOT CPACK_UCXTLS_LIBDIR STREQUAL CPACK_UCXTLS_RPM_LIBDIR)
+    message(FATAL_ERROR
+      "ucxtls: this build installs the library to '${CPACK_UCXTLS_LIBDIR}', but an RPM's %{_libdir} "
+      "is /usr/${CPACK_UCXTLS_RPM_LIBDIR}. Build the RPM from its own build directory:\n"
+      "  cmake -S ${CPACK_UCXTLS_SOURCE_DIR} -B build-rpm -DCMAKE_BUILD_TYPE=Release -DUCXTLS_TESTS=OFF "
+      "-DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR=${CPACK_UCXTLS_RPM_LIBDIR}\n"
+      "  cmake --build build-rpm -j && (cd build-rpm && cpack -G RPM)")
+  endif()
+  # The licence, marked as such (rpm -qL lists it), at the path the package installs it to
+  # (the RPM generator sets its default prefix, /usr, only after this file is read).
+  set(prefix "${CPACK_PACKAGING_INSTALL_PREFIX}")
+  if(prefix STREQUAL "")
+    set(prefix /usr)
+  endif()
+  set(CPACK_RPM_USER_FILELIST "%license ${prefix}/${CPACK_UCXTLS_DOCDIR}/LICENSE")
+endif()
