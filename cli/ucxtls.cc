@@ -120,11 +120,17 @@ Family family_for_display(const Report &r) {
   return d->family_known ? d->family : Family::none;
 }
 
-void evaluate(Report *r) {
+// tmpl: a template to decide with instead of the environment's UCX_TLS and UCXTLS_TEMPLATE
+// (`doctor --template`): the value the library would compose from it in this environment.
+void evaluate(Report *r, const char *tmpl = nullptr) {
   r->env.load();
   // Secure execution: like the library, read nothing.
   r->in.secure = getauxval(AT_SECURE) != 0;
   if (!r->in.secure) read_inputs(r->env.envp(), &r->in);
+  if (tmpl) {
+    r->in.var[kTemplate] = tmpl;
+    r->in.var[kUcxTls] = r->in.var[kDerived] = nullptr;
+  }
   parse_settings(r->in, &r->s);
   // Exhaustive listing changes what is counted for the evidence, never the answer (the
   // enumeration bounds only stop early once the answer is known).
@@ -523,13 +529,20 @@ bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::
 }
 
 int cmd_doctor(int argc, char **argv) {
-  const char *explicit_value = nullptr;
+  const char *explicit_value = nullptr, *tmpl = nullptr;
+  const char *usage = " (ucxtls doctor [--value V | --template T])";
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--value") && i + 1 >= argc) return fail(kUsage, "doctor: --value needs an argument (ucxtls doctor [--value V])");
-    if (!strcmp(argv[i], "--value")) explicit_value = argv[++i];
-    else if (!strncmp(argv[i], "--value=", 8)) explicit_value = argv[i] + 8;
-    else return fail(kUsage, std::string("doctor: unknown option '") + argv[i] + "' (ucxtls doctor [--value V])");
+    const char *a = argv[i];
+    bool value_opt = !strcmp(a, "--value"), tmpl_opt = !strcmp(a, "--template");
+    if ((value_opt || tmpl_opt) && i + 1 >= argc) return fail(kUsage, std::string("doctor: ") + a + " needs an argument" + usage);
+    if (value_opt) explicit_value = argv[++i];
+    else if (tmpl_opt) tmpl = argv[++i];
+    else if (!strncmp(a, "--value=", 8)) explicit_value = a + 8;
+    else if (!strncmp(a, "--template=", 11)) tmpl = a + 11;
+    else return fail(kUsage, std::string("doctor: unknown option '") + a + "'" + usage);
   }
+  // A value with placeholders is a template: check what it composes to here.
+  if (explicit_value && strchr(explicit_value, '{')) tmpl = explicit_value, explicit_value = nullptr;
   auto r = std::make_unique<Report>();
   std::string value, source;
   if (explicit_value) {
@@ -537,7 +550,7 @@ int cmd_doctor(int argc, char **argv) {
     source = "--value";
     r->env.load();
   } else {
-    evaluate(r.get());
+    evaluate(r.get(), tmpl);
     if (r->d.error) {
       fputs(library_line(*r).c_str(), stderr);
       return kFailed;
@@ -554,7 +567,8 @@ int cmd_doctor(int argc, char **argv) {
       return 0;
     }
     value = v;
-    source = r->d.action == Action::set ? "derived by ucxtls" : "UCX_TLS as set";
+    source = tmpl ? std::string("composed here from ") + tmpl
+                  : r->d.action == Action::set ? "derived by ucxtls" : "UCX_TLS as set";
   }
 
   std::vector<std::string> have;
@@ -627,8 +641,10 @@ void help() {
       "  explain [--json]        the decision for this environment and machine, with evidence\n"
       "  env                     shell text for eval \"$(ucxtls env)\": export or unset UCX_TLS\n"
       "  run [--] COMMAND...     exec COMMAND with libucxtls.so added to LD_PRELOAD\n"
-      "  doctor [--value V]      check that the local UCX (ucx_info -d) serves every transport of\n"
-      "                          the value in effect (or V); exit 1 if one is missing\n"
+      "  doctor [--value V | --template T]\n"
+      "                          check that the local UCX (ucx_info -d) serves every transport of\n"
+      "                          the value in effect, of V, or of what template T composes to here\n"
+      "                          ({copy}, {ipc}, {rdma}); exit 1 if one is missing\n"
       "  --help, --version\n"
       "\n"
       "variables of ucxtls (the library and this command read the same):\n");

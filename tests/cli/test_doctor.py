@@ -65,6 +65,23 @@ def main():
     p, out, missing = doctor([], env_for("dgx", preload=False, UCX_TLS="sm,self"))
     t.check("the user's UCX_TLS=sm,self is checked and passes (sm -> posix, sysv, cma)",
             p.returncode == 0 and "(UCX_TLS as set)" in out and re.search(r"^ok +sm -> .*posix", out, re.M), out)
+    # Templates: doctor composes them for this machine (or a replayed one) as the library would.
+    for machine, tmpl, value, want_missing in [
+            (None, "{rdma},tcp,sm,self,{ipc},{copy}", "tcp,sm,self", set()),
+            ("intel-xe", "tcp,sm,self,{ipc},{copy}", "tcp,sm,self,ze_copy", {"ze_copy"}),
+            ("dgx", "{rdma},tcp,{ipc},{copy}", "rc_x,rc,dc_x,dc,tcp,cuda_ipc,cuda_copy", None)]:
+        e = env_for(machine, preload=False)
+        for args in (["--template", tmpl], ["--value", tmpl]):
+            p, out, missing = doctor(args, e)
+            ok = ("value       %s (composed here from %s)" % (value, tmpl)) in out
+            if want_missing is not None:
+                ok = ok and missing == want_missing and p.returncode == (1 if want_missing else 0)
+            else:  # whatever this UCX lacks of the RDMA and CUDA names, doctor agrees with UCX
+                ucx, _ = ucx_unavailable(value)
+                ok = ok and missing == ucx and p.returncode == (1 if ucx else 0)
+            t.check("doctor %s %r on %s: composes %s and checks it" % (args[0], tmpl, machine or "this machine", value),
+                    ok, out + p.stderr.decode())
+
     p, out, _ = doctor(["--value", ""], env)
     t.check("an empty value fails (UCX: 'The TLs list is empty')", p.returncode == 1 and "empty" in out, out)
 

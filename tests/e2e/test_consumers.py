@@ -47,6 +47,24 @@ def main():
         t.check("ucx_info -e creates a UCP endpoint with UCX_TLS=tcp,self written by the library",
                 p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out, out + p.stderr.decode())
 
+        # Values composed from placeholder templates: a portable template on this machine (no RDMA,
+        # no GPU: {rdma}, {ipc} and {copy} all empty) gives UCX a list it serves without a warning...
+        portable = "{rdma},tcp,sm,self,{ipc},{copy}"
+        p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_TEMPLATE=portable, UCXTLS_DEBUG="1"))
+        out = p.stdout.decode()
+        t.check("ucx_info -e with %s composed on this machine (tcp,sm,self): endpoint, no WARN" % portable,
+                p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out
+                and "set UCX_TLS=tcp,sm,self:" in p.stderr.decode(), out + p.stderr.decode())
+        # ...and on a Broadcom RoCE replay ({rdma} = rc, {ipc} = cuda_ipc) UCX's own parser reads
+        # exactly the composed list (this UCX has neither RDMA nor CUDA, so it warns about those).
+        p = run(["ucx_info", "-c"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
+        lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
+        t.equal("ucx_info -c on broadcom-roce with %s" % portable, lines, ["UCX_TLS=rc,tcp,sm,self,cuda_ipc,cuda_copy"])
+        p = run(["ucx_info", "-e", "-u", "t"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
+        out = p.stdout.decode()
+        t.check("ucx_info -e on broadcom-roce's composed value: a context over tcp, and UCX names rc, cuda_ipc, cuda_copy unavailable",
+                p.returncode == 0 and "UCP endpoint" in out and "not available" in out and "'rc'" in out, out)
+
         # This machine: no RDMA, so the library leaves UCX_TLS unset and UCX's default works...
         p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_DEBUG="1"))
         out = p.stdout.decode()
