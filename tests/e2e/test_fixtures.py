@@ -194,6 +194,24 @@ def main():
             t.equal("ucx.conf at %s without a UCX_TLS line: value set" % label, tls, C, err)
             os.unlink(path)
 
+    # A ./ucx.conf that is a link to a device or a procfs stream is never opened: opening /dev/ptmx
+    # allocates a pty in the host, reading /proc/kmsg takes the kernel log from its reader.
+    from harness import have, run
+    if not have("strace"):
+        t.skip("./ucx.conf -> /dev/ptmx is never opened", "strace not installed (scripts/test.sh installs it)")
+    else:
+        with tempfile.TemporaryDirectory() as cwd:
+            for target in ("/dev/ptmx", "/proc/kmsg", "/dev/zero"):
+                link = os.path.join(cwd, "ucx.conf")
+                if os.path.lexists(link):
+                    os.unlink(link)
+                os.symlink(target, link)
+                p = run(["strace", "-f", "-e", "trace=openat,open", "/bin/true"], env_for("dgx"), cwd=cwd)
+                trace = p.stderr.decode()
+                opened = [l for l in trace.splitlines() if "ucx.conf" in l or target in l]
+                t.check("./ucx.conf -> %s: never opened (strace), the value still written" % target,
+                        p.returncode == 0 and not opened and sh_value(env_for("dgx"), cwd=cwd)[0] == C, "\n".join(opened))
+
     # Across nodes: a value derived on an NVIDIA node, exported to an Intel node, is derived again.
     tls, derived, _ = sh_value(env_for("dgx"))
     exported = {"UCX_TLS": tls, "UCXTLS_DERIVED": derived}
