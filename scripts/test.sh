@@ -20,9 +20,11 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   musl-tools gcc-multilib          a musl program and a 32-bit process under the library
 #   g++-multilib                     the 32-bit CMake build of the library (its C++ compiler check)
 #   hyperfine                        (benchmark only)
+#   zsh mksh ksh busybox             the host matrix (tests/hardening/test_hosts.py): shells exec'd
+#                                    directly with the library, beside bash, dash, perl and python3
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
-          gcc-multilib g++-multilib)
+          gcc-multilib g++-multilib zsh mksh ksh busybox)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
