@@ -86,6 +86,20 @@ void apply(const Inputs &in, const Decision &d) {
   }
 }
 
+// The stderr lines: a misspelt variable of ours (UCXTLS_ACCELL) is named, as UCX names its own
+// (not when the library is off), then the debug or error line. Their text is only on the stack
+// while they are printed.
+__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Decision &d) {
+  char unknown[kUnknownLineMax];
+  size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
+  if (s.debug || d.error) {
+    char line[1024];
+    write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line));
+  } else if (nu) {
+    write_stderr(unknown, nu);
+  }
+}
+
 __attribute__((constructor)) void ucxtls_init() {
   const int saved_errno = errno;
   Inputs in;
@@ -101,15 +115,7 @@ __attribute__((constructor)) void ucxtls_init() {
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
     apply(in, d);
-    // A misspelt variable of ours (UCXTLS_ACCELL) is named, like UCX names its own; off is off.
-    char unknown[kUnknownLineMax];
-    size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
-    if (s.debug || d.error) {
-      char line[1024];
-      write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line));
-    } else if (nu) {
-      write_stderr(unknown, nu);
-    }
+    if (s.debug || d.error || in.unknown) report(in, s, d);
   }
   errno = saved_errno;
 }
