@@ -61,7 +61,7 @@ void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb =
     sigaddset(&pipe_only, SIGPIPE);
     struct timespec zero = {0, 0};
     // The raw call, as in driver.cc: glibc's sigtimedwait would be one more import.
-    syscall(SYS_rt_sigtimedwait, &pipe_only, nullptr, &zero, sizeof(unsigned long));
+    syscall(SYS_rt_sigtimedwait, &pipe_only, nullptr, &zero, 8);  // the kernel's sigset: _NSIG / 8
   }
   sigprocmask(SIG_SETMASK, &host_mask, nullptr);
 }
