@@ -21,6 +21,7 @@
 #include "core.h"
 #include "probe.h"
 #include "sys.h"
+#include "unknown.h"
 
 #ifndef UCXTLS_VERSION
 #define UCXTLS_VERSION "unknown"
@@ -262,7 +263,9 @@ void explain_text(const Report &r) {
     else
       printf("  %s unset\n", kOptions[v].name);
   }
-  printf("library line\n  %s", library_line(r).c_str());
+  char unknown[kUnknownLineMax];  // the library's line for a misspelt UCXTLS_* variable
+  size_t nu = format_unknown_line(r.in, r.s, unknown, sizeof unknown);
+  printf("library line\n%s%.*s  %s", nu ? "  " : "", int(nu), unknown, library_line(r).c_str());
 }
 
 void explain_json(const Report &r) {

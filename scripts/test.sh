@@ -22,9 +22,11 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   rpm                              rpmbuild for `cpack -G RPM`, rpm to install it into a scratch root
 #   lmod                             the real Lmod that loads and unloads the modulefile
 #   hyperfine                        (benchmark only)
+#   zsh mksh ksh busybox             the host matrix (tests/hardening/test_hosts.py): shells exec'd
+#                                    directly with the library, beside bash, dash, perl and python3
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
-          gcc-multilib g++-multilib rpm lmod)
+          gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

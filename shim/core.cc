@@ -1,6 +1,8 @@
 // The functional core: pure functions only (see core.h).
 #include "core.h"
 
+#include "unknown.h"
+
 #include <limits.h>
 
 #include <string.h>
@@ -62,6 +64,15 @@ Text &Text::add_quoted(const char *s, size_t max_shown) {
   }
   if (n > max_shown) add("...");
   return add("\"");
+}
+
+size_t Text::end_line() {
+  if (!data) return 0;
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)data[i] < 0x20 || data[i] == 0x7f) data[i] = '?';
+  data[len++] = '\n';
+  data[len] = '\0';
+  return len;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -130,26 +141,35 @@ const Option kOptions[kVarCount] = {
 
 // It runs in every process, over environments of hundreds of entries: one test of the first
 // letter rejects almost every entry, and a match is compared in place (no strlen, no strncmp).
+// An entry that starts like ours ("UCXTLS_") but matched no name is an unknown variable.
 void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
+  in->unknown = nullptr;
+  in->unknown_count = 0;
   if (!envp) return;
   unsigned long long first = 0;  // first letters of the names (all ASCII upper case or digits)
   for (int v = 0; v < kVarCount; v++) first |= 1ULL << (kOptions[v].name[0] & 63);
-  int left = kVarCount;
-  for (char *const *e = envp; *e && left; e++) {
+  for (char *const *e = envp; *e; e++) {
     const char *entry = *e;
     if (!(first >> (entry[0] & 63) & 1)) continue;
+    bool known = false;
     for (int v = 0; v < kVarCount; v++) {
       const char *name = kOptions[v].name;
-      if (entry[0] != name[0] || in->var[v]) continue;
+      if (entry[0] != name[0]) continue;
       size_t i = 1;
       while (name[i] && entry[i] == name[i]) i++;
       if (!name[i] && entry[i] == '=') {
-        in->var[v] = entry + i + 1;
-        left--;
+        if (!in->var[v]) in->var[v] = entry + i + 1;  // a later duplicate is known, not read
+        known = true;
         break;
       }
     }
+    if (known) continue;
+    size_t i = 0;
+    while (kOwnPrefix[i] && entry[i] == kOwnPrefix[i]) i++;
+    if (kOwnPrefix[i]) continue;
+    if (!in->unknown) in->unknown = entry;
+    in->unknown_count++;
   }
 }
 
@@ -1081,11 +1101,7 @@ size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap) {
   }
   // Evidence carries names read from the file system (directory entries, link targets): a control
   // byte there would break the one-line promise, so the whole line gets the add_quoted rule.
-  for (size_t i = 0; i < t.len; i++)
-    if ((unsigned char)t.data[i] < 0x20 || t.data[i] == 0x7f) t.data[i] = '?';
-  t.data[t.len++] = '\n';
-  t.data[t.len] = '\0';
-  return t.len;
+  return t.end_line();
 }
 
 }  // namespace ucxtls

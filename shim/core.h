@@ -24,6 +24,9 @@ struct Text {
   Text &add(const char *s, size_t n);
   Text &add(long long v);
   Text &add_quoted(const char *s, size_t max_shown = 60);  // "value" shortened with "..."
+  // Ends a stderr line: control bytes become '?' (one printable line), then "\n". init() must have
+  // been given one byte less than the buffer. Returns the length.
+  size_t end_line();
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -78,11 +81,14 @@ extern const Option kOptions[kVarCount];
 struct Inputs {
   bool secure = false;  // getauxval(AT_SECURE): decided before any variable is read
   const char *var[kVarCount] = {};
+  const char *unknown = nullptr;  // the first UCXTLS_* entry ("NAME=value") that names no option
+  int unknown_count = 0;          // how many such entries (unknown.h)
   const char *get(Var v) const { return var[v]; }
 };
 
 // Fills in.var from an environment block (NAME=value strings, NULL-terminated) in one pass; the
-// first occurrence of a name wins, as with getenv. The shell calls it only when not secure, so it
+// first occurrence of a name wins, as with getenv. The same pass counts UCXTLS_* entries that
+// name no option (in.unknown, in.unknown_count). The shell calls it only when not secure, so it
 // reads exactly what secure_getenv would.
 void read_inputs(char *const *envp, Inputs *in);
 

@@ -1,27 +1,69 @@
 // libucxtls.so: the constructor. It wires environment -> settings -> probes -> decision -> apply,
-// and nothing else; every rule lives in core.cc, every file-system call in probe.cc.
+// and nothing else; every rule lives in core.cc, every file-system call in probe.cc, every edit
+// of the environment in environ_edit.cc.
 //
 // It runs in every process the library is preloaded into, before main: no stdio (diagnostics are
-// one write(2) line), no threads, no heap beyond setenv's own, errno left as it was found.
+// write(2) lines: the unknown-variable line, the debug or error line), no threads, no heap but
+// the one environment array it publishes, errno left as it was found.
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core.h"
+#include "environ_edit.h"
 #include "probe.h"
 #include "sys.h"
+#include "unknown.h"
 
 namespace {
 
 using namespace ucxtls;
 
-void write_stderr(const char *p, size_t n) {
+// The stderr line(s), written so that they can neither kill nor stop the host: with stderr a pipe
+// whose reader has gone, write raises SIGPIPE (default: death, and the host's stdout is lost); a
+// background job writing to a `stty tostop` terminal gets SIGTTOU (default: stopped). Both are
+// blocked around the write: a blocked SIGTTOU is never raised (the kernel lets the write through),
+// a SIGPIPE that the write raised stays pending and is taken here with a zero timeout, unless one
+// was pending already (then it is the host's and stays). A host that did not block SIGPIPE has
+// none pending: it would have been delivered. Then the host's mask is restored. Costs nothing
+// unless a line is printed: this runs only then.
+void write_all(const char *p, size_t n, bool *broken_pipe) {
   while (n) {
     ssize_t w = write_some(2, p, n);
-    if (w <= 0) return;  // stderr closed or full: the host is not ours to disturb
+    if (w <= 0) {  // stderr closed, full or gone: the host is not ours to disturb
+      if (w < 0 && errno == EPIPE) *broken_pipe = true;
+      return;
+    }
     p += w, n -= size_t(w);
   }
+}
+
+void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb = 0) {
+  sigset_t guard, host_mask;
+  sigemptyset(&guard);
+  sigaddset(&guard, SIGPIPE);
+  sigaddset(&guard, SIGTTOU);
+  if (sigprocmask(SIG_BLOCK, &guard, &host_mask) != 0) return;  // unguarded, the line is not written
+  bool pipe_pending_before = false;
+  if (sigismember(&host_mask, SIGPIPE)) {
+    sigset_t pending;
+    pipe_pending_before = sigpending(&pending) != 0 || sigismember(&pending, SIGPIPE);
+  }
+  bool broken_pipe = false;
+  write_all(a, na, &broken_pipe);
+  if (!broken_pipe) write_all(b, nb, &broken_pipe);
+  if (broken_pipe && !pipe_pending_before) {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    struct timespec zero = {0, 0};
+    // The raw call, as in driver.cc: glibc's sigtimedwait would be one more import.
+    syscall(SYS_rt_sigtimedwait, &pipe_only, nullptr, &zero, 8);  // the kernel's sigset: _NSIG / 8
+  }
+  sigprocmask(SIG_SETMASK, &host_mask, nullptr);
 }
 
 void apply(const Inputs &in, const Decision &d) {
@@ -30,16 +72,31 @@ void apply(const Inputs &in, const Decision &d) {
       const char *tls = in.get(kUcxTls), *derived = in.get(kDerived);
       bool same = tls && derived && !__builtin_strcmp(tls, d.value) && !__builtin_strcmp(derived, d.value);
       if (same) return;  // re-derived to the value already there
-      setenv("UCX_TLS", d.value, 1);
-      setenv("UCXTLS_DERIVED", d.value, 1);
+      const char *const names[] = {"UCX_TLS", "UCXTLS_DERIVED"}, *const values[] = {d.value, d.value};
+      process_env_write(names, values, 2);
       return;
     }
-    case Action::clear:
-      unsetenv("UCX_TLS");
-      unsetenv("UCXTLS_DERIVED");
+    case Action::clear: {
+      const char *const names[] = {"UCX_TLS", "UCXTLS_DERIVED"};
+      process_env_remove(names, 2);
       return;
+    }
     default:
       return;
+  }
+}
+
+// The stderr lines: a misspelt variable of ours (UCXTLS_ACCELL) is named, as UCX names its own
+// (not when the library is off), then the debug or error line. Their text is only on the stack
+// while they are printed.
+__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Decision &d) {
+  char unknown[kUnknownLineMax];
+  size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
+  if (s.debug || d.error) {
+    char line[1024];
+    write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line));
+  } else if (nu) {
+    write_stderr(unknown, nu);
   }
 }
 
@@ -60,10 +117,7 @@ __attribute__((constructor)) void ucxtls_init() {
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
     apply(in, d);
-    if (s.debug || d.error) {
-      UCXTLS_FILE_BACKED static char line[1024];
-      write_stderr(line, format_line(in, d, line, sizeof line));
-    }
+    if (s.debug || d.error || in.unknown) report(in, s, d);
   }
   errno = saved_errno;
 }

@@ -115,3 +115,18 @@ LOCAL int sigaddset(sigset_t *set, int sig) {
   set->__val[(sig - 1) / bits] |= 1UL << ((sig - 1) % bits);
   return 0;
 }
+
+LOCAL int sigismember(const sigset_t *set, int sig) {
+  const int bits = 8 * (int)sizeof set->__val[0];
+  if (sig <= 0 || sig >= NSIG) {
+    errno = EINVAL;
+    return -1;
+  }
+  return (int)(set->__val[(sig - 1) / bits] >> ((sig - 1) % bits) & 1);
+}
+
+/* The kernel's pending set (the first 8 bytes are every signal Linux has: _NSIG / 8). */
+LOCAL int sigpending(sigset_t *set) {
+  sigemptyset(set);
+  return (int)syscall(SYS_rt_sigpending, set, 8);
+}

@@ -28,6 +28,8 @@ ROWS = [
     ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c0"}, NONE),     # ambiguous prefix
     ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"}, NONE),    # no such UUID
     ("dgx", {"CUDA_VISIBLE_DEVICES": "MIG-GPU-5c3f4c00-1a2b/1/0"}, C),
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "0,9,1"}, C),             # the list ends at 9: device 0 stays
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "9,0"}, NONE),             # ends before its first entry: none
     ("dgx", {"NVIDIA_VISIBLE_DEVICES": "none"}, C),             # ignored: CUDA does not read it
     ("container-one-of-eight", {}, C),
     ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "0"}, C),

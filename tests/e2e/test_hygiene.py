@@ -38,8 +38,10 @@ def main():
     chk = [l for l in dynsyms.splitlines() if "_chk" in l]
     t.equal("no fortified *_chk import", chk, [])
     undefined = sorted(re.findall(r"\*UND\*\s+\S+\s+(?:\S+\s+)?(\S+)$", dynsyms, re.M))
-    forbidden = [s for s in undefined if re.match(r"(dlopen|dlsym|fopen|printf|fprintf|malloc|calloc|pthread_|stat$|__xstat|fstatat|opendir|_Z|__cxa_throw|__gxx)", s)]
-    t.equal("imports none of dlopen/stdio/malloc/pthread/stat/opendir/C++ runtime", forbidden, [], " ".join(undefined))
+    # malloc alone of the heap: the environment edit's one block (issue 10), in place of the
+    # allocations setenv made; tests/perf holds it to at most what those cost.
+    forbidden = [s for s in undefined if re.match(r"(dlopen|dlsym|fopen|printf|fprintf|malloc.+|calloc|realloc|free$|pthread_|stat$|__xstat|fstatat|opendir|_Z|__cxa_throw|__gxx)", s)]
+    t.equal("imports none of dlopen/stdio/calloc/realloc/free/pthread/stat/opendir/C++ runtime", forbidden, [], " ".join(undefined))
 
     # stdout is the host's: byte-identical with and without the library.
     for argv in (["true"], ["ls", "/"], ["ls", "-la", "/etc/ld.so.conf.d"], ["sh", "-c", "echo hello; exit 3"]):

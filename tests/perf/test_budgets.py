@@ -8,9 +8,10 @@ environment: preloaded with libucxtls.so, and preloaded with an empty library bu
 - user-space instructions: `valgrind --tool=callgrind` totals, a ratio to the empty library's.
   The loader runs as a program (`ld.so --preload LIB /bin/true`) so that valgrind's own launcher
   never runs the constructor and hands UCX_TLS down to the measured process.
-- heap: `valgrind --tool=memcheck` totals (allocations and bytes) equal to those of a library
-  whose constructor makes only the library's two setenv calls (tests/perf/setenv_preload.c), and
-  no allocation at all on the paths that write nothing.
+- heap: `valgrind --tool=memcheck` totals (allocations and bytes) at most those of a library
+  whose constructor makes only the two setenv calls the library made before issue 10
+  (tests/perf/setenv_preload.c; the environment edit now allocates one block, and glibc's setenv
+  only copies an added entry), and no allocation at all on the paths that write nothing.
 Each measured path is also checked to decide what it should, so a budget is never met by a path
 that skipped its work. Wall time is scripts/bench.sh's business, not a test's.
 """
@@ -57,9 +58,11 @@ INSTRUCTION_ROWS = [
 # sigaction, sigprocmask, sigtimedwait. shim/strings.c and shim/syscalls.c define the rest inside.
 IMPORT_BUDGET = 12
 
-# name, machine, variables, the floor whose heap use it must equal ("setenv" or "empty")
+# name, machine, variables, the floor: "setenv" (at most its heap use) or "empty" (none at all)
 HEAP_ROWS = [
     ("busy node: derive and set", "dgx", {}, "setenv"),
+    ("UCX_TLS inherited from ucxtls: derived again", "dgx",
+     {"UCX_TLS": "rc_x,rc,dc_x,dc,ze_copy", "UCXTLS_DERIVED": "rc_x,rc,dc_x,dc,ze_copy"}, "setenv"),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "empty"),
     ("node without RDMA", "no-rdma", {}, "empty"),
 ]
@@ -171,8 +174,12 @@ def main():
             if want is None or got is None:
                 t.skip("%s: heap" % name, "valgrind --tool=memcheck failed: " + (err1 + err2).strip()[-300:])
                 continue
-            t.equal("%s: heap use %d allocations, %d bytes: the %s floor's" % ((name,) + got + (floor_name,)),
-                    got, want, err2)
+            if floor_name == "empty":
+                t.equal("%s: heap use %d allocations, %d bytes: none, as the empty floor's" % ((name,) + got),
+                        got, want, err2)
+            else:
+                t.check("%s: heap use %d allocations, %d bytes: at most the setenv floor's %d, %d"
+                        % ((name,) + got + want), got[0] <= want[0] and got[1] <= want[1], err2)
             t.equal("%s: memcheck errors" % name, errors, 0, err2)
     t.exit()
 

@@ -1,0 +1,131 @@
+// Editing the process environment: see environ_edit.h for the rules and why.
+#include "environ_edit.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+namespace ucxtls {
+
+namespace {
+
+// A pointer store that a concurrent reader sees whole, after the string it points to.
+inline void publish(char **slot, char *value) { __atomic_store_n(slot, value, __ATOMIC_RELEASE); }
+
+bool named(const char *entry, const char *name, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (entry[i] != name[i]) return false;  // also stops at entry's NUL (name has none in [0, n))
+  return entry[n] == '=';
+}
+
+bool present(char *const *arr, const char *name, size_t n) {
+  for (char *const *e = arr; e && *e; e++)
+    if (named(*e, name, n)) return true;
+  return false;
+}
+
+}  // namespace
+
+size_t env_name_len(const char *entry) {
+  size_t n = 0;
+  while (entry[n] && entry[n] != '=') n++;
+  return n;
+}
+
+int env_replace(char **arr, char *entry) {
+  const size_t n = env_name_len(entry);
+  int replaced = 0;
+  for (char **e = arr; e && *e; e++) {
+    if (!named(*e, entry, n)) continue;
+    publish(e, entry);
+    replaced++;
+  }
+  return replaced;
+}
+
+int env_remove(char **arr, const char *name, size_t n) {
+  int removed = 0;
+  for (char **e = arr; e && *e;) {
+    if (!named(*e, name, n)) {
+      e++;
+      continue;
+    }
+    // Shift the rest down one by one, as glibc's unsetenv does: every store is a whole pointer of
+    // the same array, so a concurrent reader never reads freed memory.
+    for (char **d = e;; d++) {
+      char *next = d[1];
+      publish(d, next);
+      if (!next) break;
+    }
+    removed++;
+  }
+  return removed;
+}
+
+size_t env_count(char *const *arr) {
+  size_t n = 0;
+  for (char *const *e = arr; e && *e; e++) n++;
+  return n;
+}
+
+int env_missing(char *const *arr, const char *const *names, int n) {
+  int missing = 0;
+  for (int i = 0; i < n; i++) missing += !present(arr, names[i], env_name_len(names[i]));
+  return missing;
+}
+
+int env_write(char ***env, char *const *entries, int n, char **room, char **added) {
+  char **cur = *env;
+  const size_t size = env_count(cur);
+  int missing = 0;
+  for (int i = 0; i < n; i++)
+    if (!present(cur, entries[i], env_name_len(entries[i]))) added[missing++] = entries[i];
+  for (int i = 0; i < n; i++) env_replace(cur, entries[i]);
+  if (!missing) return 0;
+  for (size_t i = 0; i < size; i++) room[i] = cur[i];
+  for (int i = 0; i < missing; i++) room[size + size_t(i)] = added[i];
+  room[size + size_t(missing)] = nullptr;
+  __atomic_store_n(env, room, __ATOMIC_RELEASE);  // the one store that adds them all
+  return missing;
+}
+
+bool process_env_write(const char *const *names, const char *const *values, int n) {
+  constexpr int kMax = 4;
+  if (n > kMax) return false;
+  size_t len[kMax][2], strings = 0;
+  for (int i = 0; i < n; i++) {
+    len[i][0] = __builtin_strlen(names[i]);
+    len[i][1] = __builtin_strlen(values[i]);
+    strings += len[i][0] + 1 + len[i][1] + 1;
+  }
+  // One allocation holds the new array (when a name is missing) and the "NAME=value" strings;
+  // nothing ever frees it (glibc frees only arrays it allocated itself).
+  const size_t count = env_count(environ);
+  const int missing = env_missing(environ, names, n);
+  const size_t room_bytes = missing ? (count + size_t(missing) + 1) * sizeof(char *) : 0;
+  char *block = static_cast<char *>(malloc(room_bytes + strings));
+  if (!block) return false;  // nothing has changed
+  char *entries[kMax], *added[kMax];
+  char *p = block + room_bytes;
+  for (int i = 0; i < n; i++) {
+    entries[i] = p;
+    __builtin_memcpy(p, names[i], len[i][0]);
+    p += len[i][0];
+    *p++ = '=';
+    __builtin_memcpy(p, values[i], len[i][1] + 1);
+    p += len[i][1] + 1;
+  }
+  int k = env_write(&environ, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr, added);
+  // A host with its own variable table (bash) learns of an added variable through its own
+  // setenv. glibc's setenv finds the entry just published and replaces its pointer in place with
+  // its own copy (never freed). Not putenv: ksh93 exports its own, which crashes before main.
+  for (int i = 0; i < k; i++)
+    for (int j = 0; j < n; j++)
+      if (added[i] == entries[j]) setenv(names[j], values[j], 1);
+  return true;
+}
+
+void process_env_remove(const char *const *names, int n) {
+  for (int i = 0; i < n; i++) env_remove(environ, names[i], env_name_len(names[i]));
+}
+
+}  // namespace ucxtls

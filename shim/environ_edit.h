@@ -1,0 +1,54 @@
+// Editing the process environment so that every host sees the result and no thread is hurt
+// (DESIGN §1 step 8; issue 10).
+//
+// glibc's setenv moves the `environ` array to the heap and frees the one it replaced, which a
+// thread started by a linked library's constructor may be reading; and bash exports its own
+// setenv/unsetenv, which the library's calls bind to and which never touch `environ`, so bash's
+// main, which builds its variables from its envp (glibc's `environ` of that moment), never saw a
+// re-derived or removed pair. So:
+// - a variable that exists is replaced or removed in the array itself, in place (one pointer store
+//   per entry; a reader already inside the array sees the change);
+// - variables that do not exist are added by publishing one new array that holds them all (one
+//   pointer store into `environ`); the old array is never freed, so a reader never sees freed memory;
+// - a host that keeps its own variable table (bash exports its own setenv/putenv/getenv, which the
+//   library's calls bind to) learns of an added variable through setenv, called after the publish,
+//   when glibc's setenv only replaces the entry's pointer in place. Not putenv: ksh93 exports its
+//   own putenv (not setenv), and it crashes when called before ksh's main.
+// The strings written must outlive every reader: they are allocated here, and never freed.
+#pragma once
+
+#include <stddef.h>
+
+namespace ucxtls {
+
+// Bytes before the '=' of a "NAME=value" entry (the whole string when there is none).
+size_t env_name_len(const char *entry);
+
+// --- Pure edits of one NULL-terminated array of "NAME=value" pointers (unit-tested).
+// Every NAME entry of arr becomes `entry` ("NAME=value"), in place. Returns how many.
+int env_replace(char **arr, char *entry);
+// Every entry named name (n bytes) is removed in place; later entries move down, as with glibc's
+// unsetenv. Returns how many.
+int env_remove(char **arr, const char *name, size_t n);
+
+size_t env_count(char *const *arr);  // entries before the NULL (0 for a NULL array)
+// How many of names[0..n) no entry of arr has.
+int env_missing(char *const *arr, const char *const *names, int n);
+
+// Writes entries[0..n) into the environment *env: replaced in place where their name is present,
+// the rest added by publishing one new array, `room` (a copy of *env with them appended; room
+// for env_count(*env) + env_missing(...) + 1 pointers, unused when none is missing), with one
+// release store to *env. The old array is left as it was, never freed. The added entries are
+// stored in added[] (room for n). Returns how many were added.
+int env_write(char ***env, char *const *entries, int n, char **room, char **added);
+
+// --- The process environment (the library's shell; not for the `ucxtls` command).
+// glibc calls main with the `environ` of that moment, so main's envp (bash's) is whatever array
+// `environ` holds when the constructors are done: the edited one, or the one published here.
+// Writes NAME=value for each (names[i], values[i]), i < n <= 4, in one allocation (the new array
+// when a name is missing, and the strings; never freed); false, with nothing changed, when there
+// is no memory for it.
+bool process_env_write(const char *const *names, const char *const *values, int n);
+void process_env_remove(const char *const *names, int n);
+
+}  // namespace ucxtls

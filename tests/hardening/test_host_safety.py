@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""No host is hurt by the decision or by the line (issue 10).
+
+1. Threads: a program whose linked library's constructor starts a thread that calls getenv in a
+   loop (constructors of linked libraries run before preloaded ones), run hundreds of times with
+   even and odd environment sizes on the set, re-derive and clear paths: no crash. A control
+   library that makes the two setenv calls the library used to make (tests/perf/setenv_preload.c)
+   is run the same way and its crashes are reported (a race: not asserted).
+2. The host's own environment calls after the library: setenv, unsetenv, putenv, clearenv on
+   every path (under memcheck when valgrind is installed: no invalid free, no invalid read).
+3. The stderr line cannot kill or stop the host: stderr a pipe whose reader has gone (debug line,
+   invalid setting, unknown variable): stdout and exit status as without the library; the host's
+   signal mask and pending set as without it, also when the host starts with SIGPIPE blocked, and
+   with a SIGPIPE of its own already pending. A background job on a real pty with `stty tostop`:
+   not stopped, the line printed. A control preload library that writes a line without the guard
+   is killed (SIGPIPE) and stopped (SIGTTOU), so the setups do provoke both.
+4. errno as the host left it: a linked library's constructor sets errno; main sees the same value
+   with the library on every path (set, re-derive, keep, skip, clear, invalid setting, debug line,
+   unknown variable, a broken-pipe line).
+5. An unknown UCXTLS_* variable: one stderr line with the closest name; the library carries on.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+from common import Checks, compile_c, env_for, have, run
+
+C = "rc_x,rc,dc_x,dc,cuda_copy"
+Z = "rc_x,rc,dc_x,dc,ze_copy"
+SETENV_LIB = os.environ.get("UCXTLS_SETENV_LIB", "")
+RUNS = 300
+
+GETENV_THREAD_LIB = r"""
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+static volatile int stop, started;
+static pthread_t reader_thread;
+static void *reader(void *arg) {
+  (void)arg;
+  unsigned long seen = 0;
+  started = 1;
+  while (!stop) {
+    if (getenv("UCX_TLS")) seen++;
+    if (getenv("ZZZ_NOT_THERE")) seen++;
+  }
+  return (void *)seen;
+}
+/* Runs before any preloaded library's constructor; returns once the reader is reading. */
+__attribute__((constructor)) static void start_reader(void) {
+  if (pthread_create(&reader_thread, 0, reader, 0) == 0)
+    while (!started) sched_yield();
+}
+void stop_reader(void) { stop = 1; pthread_join(reader_thread, 0); }
+"""
+
+GETENV_THREAD_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void stop_reader(void);
+int main(void) {
+  stop_reader();
+  const char *v = getenv("UCX_TLS");
+  printf("%s\n", v ? v : "<unset>");
+  return 0;
+}
+"""
+
+ERRNO_LIB = r"""
+#include <errno.h>
+__attribute__((constructor)) static void set_errno(void) { errno = 4242; }
+"""
+
+# Prints errno first (before anything can change it), then the signal state, then works.
+SIGNAL_HOST = r"""
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+void errno_lib_linked(void);
+int main(void) {
+  int e = errno;
+  sigset_t blocked, pending;
+  sigprocmask(SIG_BLOCK, NULL, &blocked);
+  sigpending(&pending);
+  printf("errno=%d blocked_pipe=%d blocked_ttou=%d pending_pipe=%d UCX_TLS=%s\n", e,
+         sigismember(&blocked, SIGPIPE), sigismember(&blocked, SIGTTOU), sigismember(&pending, SIGPIPE),
+         getenv("UCX_TLS") ? getenv("UCX_TLS") : "<unset>");
+  puts("hello");
+  return 3;
+}
+"""
+
+ENV_API_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static char put_entry[] = "PUT_BY_HOST=1";
+int main(void) {
+  const char *v = getenv("UCX_TLS");
+  printf("start UCX_TLS=%s\n", v ? v : "<unset>");
+  if (setenv("UCX_TLS", "host,value", 1) || setenv("NEW_BY_HOST", "x", 1) || unsetenv("UCXTLS_DERIVED") ||
+      putenv(put_entry) || setenv("UCX_TLS", "host,again", 1))
+    return 10;
+  printf("after UCX_TLS=%s DERIVED=%s PUT=%s\n", getenv("UCX_TLS"), getenv("UCXTLS_DERIVED") ? "set" : "unset",
+         getenv("PUT_BY_HOST"));
+  for (int i = 0; i < 200; i++) {  /* grow the array glibc owns: it must never free ours */
+    char name[32];
+    snprintf(name, sizeof name, "GROW_%d", i);
+    if (setenv(name, "y", 1)) return 11;
+  }
+  if (unsetenv("UCX_TLS") || clearenv() || setenv("AFTER_CLEARENV", "1", 1)) return 12;
+  printf("end AFTER_CLEARENV=%s UCX_TLS=%s\n", getenv("AFTER_CLEARENV"), getenv("UCX_TLS") ? "set" : "unset");
+  return 0;
+}
+"""
+
+# Writes one line on stderr in its constructor, unguarded: the control for the signal tests.
+PLAIN_WRITER_LIB = r"""
+#include <unistd.h>
+__attribute__((constructor)) static void say(void) { (void)!write(2, "plain: a line\n", 14); }
+"""
+
+# The pty leader: a session on a new pty with tostop, the host in a background process group,
+# stderr on the terminal, stdout on a pipe. Prints one JSON object.
+PTY_LEADER = r"""
+import fcntl, json, os, pty, select, sys, termios, time
+argv, env = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+master, slave = pty.openpty()
+attrs = termios.tcgetattr(slave)
+attrs[3] |= termios.TOSTOP
+termios.tcsetattr(slave, termios.TCSANOW, attrs)
+out_r, out_w = os.pipe()
+leader = os.fork()
+if leader == 0:
+    os.setsid()
+    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)  # the session's terminal; this group is in front
+    host = os.fork()
+    if host == 0:
+        os.setpgid(0, 0)  # a background job
+        os.dup2(slave, 2)
+        os.dup2(out_w, 1)
+        os.execve(argv[0], argv, env)
+    os.setpgid(host, host)
+    deadline, stopped, status = time.time() + 20, False, None
+    while time.time() < deadline:
+        pid, st = os.waitpid(host, os.WNOHANG | os.WUNTRACED)
+        if pid and os.WIFSTOPPED(st):
+            stopped = True
+            os.kill(host, 9)
+            os.waitpid(host, 0)
+            break
+        if pid:
+            status = os.waitstatus_to_exitcode(st)
+            break
+        time.sleep(0.01)
+    os.write(out_w, b"")
+    print(json.dumps({"stopped": stopped, "status": status}), file=sys.stderr)
+    os._exit(0)
+os.close(out_w)
+os.close(slave)
+out, tty = b"", b""
+while True:
+    r, _, _ = select.select([out_r, master], [], [], 25)
+    if not r:
+        break
+    if out_r in r:
+        d = os.read(out_r, 4096)
+        if not d:
+            break
+        out += d
+    if master in r:
+        try:
+            tty += os.read(master, 4096)
+        except OSError:
+            pass
+_, st = os.waitpid(leader, 0)
+time.sleep(0.05)
+while select.select([master], [], [], 0.2)[0]:
+    try:
+        d = os.read(master, 4096)
+    except OSError:
+        break
+    if not d:
+        break
+    tty += d
+print(json.dumps({"stdout": out.decode(errors="replace"), "tty": tty.decode(errors="replace")}))
+"""
+
+
+class Programs:
+    def __init__(self, t, work):
+        self.ok = True
+        self.work = work
+        self.lib_thread = self._c(t, "libgetenv_thread.so", GETENV_THREAD_LIB, ["-shared", "-fPIC", "-pthread"])
+        self.thread_host = self._c(t, "getenv_thread_host", GETENV_THREAD_HOST,
+                                   ["-L" + work, "-lgetenv_thread", "-Wl,-rpath," + work, "-pthread"])
+        self.lib_errno = self._c(t, "liberrno_first.so", ERRNO_LIB, ["-shared", "-fPIC"])
+        self.signal_host = self._c(t, "signal_host", SIGNAL_HOST.replace("void errno_lib_linked(void);\n", ""),
+                                   ["-Wl,--no-as-needed", "-L" + work, "-lerrno_first", "-Wl,-rpath," + work])
+        self.env_api_host = self._c(t, "env_api_host", ENV_API_HOST)
+        self.plain_writer = self._c(t, "libplain_writer.so", PLAIN_WRITER_LIB, ["-shared", "-fPIC"])
+
+    def _c(self, t, name, source, flags=()):
+        path, err = compile_c(self.work, name, source, flags=flags)
+        if not t.check("compile %s" % name, path is not None, err or ""):
+            self.ok = False
+        return path
+
+
+def crashes(host, lib, machine, inherited, runs):
+    """(runs that died by a signal, first unexpected output or None)."""
+    dead, odd = 0, None
+    for i in range(runs):
+        env = env_for(machine, preload=False, **inherited)
+        env["LD_PRELOAD"] = lib
+        for k in range(20 + i % 2):  # even and odd environment sizes: glibc's realloc moves either
+            env["PAD_%02d" % k] = "x"
+        p = run([host], env)
+        if p.returncode < 0:
+            dead += 1
+        elif p.returncode != 0 and odd is None:
+            odd = "status %d: %r %r" % (p.returncode, p.stdout[:200], p.stderr[:200])
+    return dead, odd
+
+
+def threads(t, prog):
+    for case, machine, inherited, want in [("set", "dgx", {}, C),
+                                           ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, C),
+                                           ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "<unset>")]:
+        env = env_for(machine, **inherited)
+        p = run([prog.thread_host], env)
+        t.equal("getenv thread, %s: main sees UCX_TLS" % case, p.stdout.decode().strip(), want, p.stderr.decode())
+        dead, odd = crashes(prog.thread_host, env["LD_PRELOAD"], machine, inherited, RUNS)
+        t.equal("getenv thread, %s: %d runs (even and odd environment sizes), none died by a signal" % (case, RUNS),
+                dead, 0)
+        t.check("getenv thread, %s: every run exits 0" % case, odd is None, odd or "")
+    if SETENV_LIB and os.path.exists(SETENV_LIB):
+        dead, _ = crashes(prog.thread_host, SETENV_LIB, "dgx", {}, RUNS)
+        print("info control: the two setenv calls the library made before issue 10 (setenv_preload): "
+              "%d of %d runs died by a signal (a race; not asserted)" % (dead, RUNS), flush=True)
+
+
+def env_api(t, prog):
+    memcheck = have("valgrind")
+    if not memcheck:
+        t.skip("host environment calls under memcheck", "valgrind not installed; run without it")
+    for case, machine, inherited in [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+                                     ("stale marker", "dgx", {"UCXTLS_DERIVED": Z}),
+                                     ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z})]:
+        env = env_for(machine, **inherited)
+        argv = [prog.env_api_host]
+        if memcheck:  # valgrind itself runs without the library; --trace-children is not needed
+            argv = ["valgrind", "-q", "--error-exitcode=99", "--tool=memcheck"] + argv
+        p = run(argv, env, timeout=120)
+        out = p.stdout.decode()
+        t.equal("host setenv/unsetenv/putenv/clearenv after the library, %s: exit 0%s"
+                % (case, " under memcheck, no error" if memcheck else ""), p.returncode, 0,
+                out + p.stderr.decode()[-3000:])
+        t.check("host environment calls, %s: each took effect" % case,
+                "after UCX_TLS=host,again DERIVED=unset PUT=1" in out and "end AFTER_CLEARENV=1 UCX_TLS=unset" in out, out)
+
+
+def broken_pipe_run(argv, env, preexec=None):
+    r, w = os.pipe()
+    os.close(r)  # the reader has gone
+    try:
+        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=w, timeout=60, preexec_fn=preexec)
+    finally:
+        os.close(w)
+    return p
+
+
+def block_pipe():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+
+
+def block_and_raise_pipe():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    os.kill(os.getpid(), signal.SIGPIPE)  # pending across exec: the host's own
+
+
+def signals(t, prog, work):
+    lines = [("debug line", "dgx", {"UCXTLS_DEBUG": "1"}),
+             ("invalid setting", "dgx", {"UCXTLS_ACCEL": "foo"}),
+             ("unknown variable", "dgx", {"UCXTLS_ACCELL": "ze"})]
+    sh = ["/bin/sh", "-c", "echo hello; exit 3"]
+    for label, machine, extra in lines:
+        plain = broken_pipe_run(sh, env_for(machine, preload=False, **extra))
+        pre = broken_pipe_run(sh, env_for(machine, **extra))
+        t.equal("broken-pipe stderr, %s: sh's stdout and status as without the library" % label,
+                (pre.stdout, pre.returncode), (plain.stdout, plain.returncode))
+    # The control: an unguarded line kills the same host.
+    ctl = broken_pipe_run(sh, env_for(None, preload=False, LD_PRELOAD=prog.plain_writer))
+    t.equal("control: an unguarded stderr line kills sh with SIGPIPE", ctl.returncode, -signal.SIGPIPE)
+
+    for how, preexec in [("default mask", None), ("SIGPIPE blocked by the parent", block_pipe),
+                         ("SIGPIPE blocked and one of the host's own pending", block_and_raise_pipe)]:
+        for label, machine, extra in lines:
+            plain = broken_pipe_run([prog.signal_host], env_for(machine, preload=False, **extra), preexec)
+            pre = broken_pipe_run([prog.signal_host], env_for(machine, **extra), preexec)
+            t.check("broken-pipe stderr, %s, %s: exit 3, the signal mask and pending SIGPIPE as without the library"
+                    % (how, label), pre.returncode == 3 and plain.returncode == 3 and
+                    pre.stdout.replace(b"UCX_TLS=" + C.encode(), b"UCX_TLS=<unset>") == plain.stdout,
+                    "with: %r (%d)\nwithout: %r (%d)" % (pre.stdout, pre.returncode, plain.stdout, plain.returncode))
+
+    # tostop: a background job on a real pty.
+    leader = os.path.join(work, "pty_leader.py")
+    with open(leader, "w") as f:
+        f.write(PTY_LEADER)
+
+    def on_pty(env):
+        p = subprocess.run([sys.executable, leader, json.dumps(sh), json.dumps(env)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=90, env={"PATH": env["PATH"]})
+        try:
+            res = json.loads(p.stdout.decode())
+            res.update(json.loads(p.stderr.decode().strip().splitlines()[-1]))
+        except (ValueError, IndexError):
+            return None, p.stdout.decode() + p.stderr.decode()
+        return res, ""
+
+    ctl, err = on_pty(env_for(None, preload=False, LD_PRELOAD=prog.plain_writer))
+    if t.check("control on a tostop pty: the pty leader reports", ctl is not None, err):
+        t.check("control: an unguarded line stops the background job (SIGTTOU)", ctl["stopped"], str(ctl))
+    plain, err1 = on_pty(env_for("dgx", preload=False, UCXTLS_DEBUG="1"))
+    pre, err2 = on_pty(env_for("dgx", UCXTLS_DEBUG="1"))
+    if t.check("tostop pty: the pty leader reports", plain is not None and pre is not None, err1 + err2):
+        t.check("tostop pty, debug line: the background job is not stopped, exit 3 as without the library",
+                not pre["stopped"] and pre["status"] == 3 == plain["status"], "with %r\nwithout %r" % (pre, plain))
+        t.equal("tostop pty: stdout as without the library", pre["stdout"], plain["stdout"])
+        t.check("tostop pty: the line is printed on the terminal", "ucxtls: set UCX_TLS=" + C in pre["tty"], repr(pre))
+
+
+def errno_paths(t, prog):
+    paths = [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+             ("keep", "dgx", {"UCX_TLS": "tcp"}), ("skip: disabled", "dgx", {"UCXTLS_DISABLE": "1"}),
+             ("skip: no RDMA", "no-rdma", {}), ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+             ("invalid setting", "dgx", {"UCXTLS_ACCEL": "foo"}), ("debug line", "dgx", {"UCXTLS_DEBUG": "1"}),
+             ("unknown variable", "dgx", {"UCXTLS_ACCELL": "ze"}), ("missing sysroot", None,
+                                                                   {"UCXTLS_SYSROOT": "/nonexistent-ucxtls"})]
+    plain = run([prog.signal_host], env_for("dgx", preload=False))
+    if not t.check("errno control: main sees the linked library's errno without the preload",
+                   plain.stdout.startswith(b"errno=4242 "), plain.stdout.decode()):
+        return
+    for label, machine, extra in paths:
+        p = run([prog.signal_host], env_for(machine, **extra))
+        t.check("errno, %s: main sees errno=4242 as the linked library left it" % label,
+                p.returncode == 3 and p.stdout.startswith(b"errno=4242 "), p.stdout.decode() + p.stderr.decode())
+    p = broken_pipe_run([prog.signal_host], env_for("dgx", UCXTLS_DEBUG="1"))
+    t.check("errno, a line on a broken pipe: main sees errno=4242", p.stdout.startswith(b"errno=4242 "),
+            p.stdout.decode())
+
+
+def unknown_variables(t):
+    line = "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n"
+    p = run(["/bin/sh", "-c", 'printf %s "$UCX_TLS"'], env_for("dgx", UCXTLS_ACCELL="ze"))
+    t.equal("unknown UCXTLS_ACCELL: one stderr line with the closest name", p.stderr.decode(), line)
+    t.equal("unknown UCXTLS_ACCELL: ignored, the library carries on (probe: cuda)", p.stdout.decode(), C)
+    p = run(["/bin/sh", "-c", "exit 0"], env_for("dgx", UCXTLS_ACCELL="ze", UCXTLS_DISABLE="1"))
+    t.equal("unknown variable with UCXTLS_DISABLE=1: nothing printed", p.stderr.decode(), "")
+    p = run(["/bin/sh", "-c", "exit 0"], env_for("dgx", UCXTLS_WHATEVER="1", UCXTLS_DEBUG="1"))
+    lines = p.stderr.decode().splitlines()
+    t.check("unknown variable and the debug line: two lines, the unknown one first",
+            len(lines) == 2 and lines[0] == "ucxtls: unknown variable UCXTLS_WHATEVER; ignored"
+            and lines[1].startswith("ucxtls: set UCX_TLS="), p.stderr.decode())
+
+
+def main():
+    t = Checks("no host is hurt: threads, the host's own environment calls, signals, errno, unknown variables")
+    if not have("gcc"):
+        t.skip("all", "gcc not installed")
+        t.exit()
+    with tempfile.TemporaryDirectory(prefix="ucxtls-safety-") as work:
+        prog = Programs(t, work)
+        if not prog.ok:
+            t.exit()
+        unknown_variables(t)
+        errno_paths(t, prog)
+        signals(t, prog, work)
+        env_api(t, prog)
+        threads(t, prog)
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+// Unit tests of the environment edit (shim/environ_edit.h) and of unknown UCXTLS_* variables
+// (shim/unknown.h): table rows over plain arrays and names.
+#include <doctest/doctest.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "core.h"
+#include "environ_edit.h"
+#include "unknown.h"
+
+using namespace ucxtls;
+
+namespace {
+
+// A NULL-terminated environment array over string literals (kept alive by the test).
+struct Block {
+  std::vector<std::string> text;
+  std::vector<char *> ptrs;
+  explicit Block(std::initializer_list<const char *> entries) {
+    for (const char *e : entries) text.emplace_back(e);
+    for (auto &s : text) ptrs.push_back(&s[0]);
+    ptrs.push_back(nullptr);
+  }
+  char **arr() { return ptrs.data(); }
+};
+
+std::vector<std::string> listed(char *const *arr) {
+  std::vector<std::string> out;
+  for (char *const *e = arr; e && *e; e++) out.emplace_back(*e);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("env_replace: every entry of the name, in place, and no other name") {
+  Block b{"A=1", "UCX_TLS=old", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=dup"};
+  char entry[] = "UCX_TLS=new";
+  char **before = b.arr();
+  CHECK(env_replace(b.arr(), entry) == 2);
+  CHECK(b.arr() == before);
+  CHECK(listed(b.arr()) == std::vector<std::string>{"A=1", "UCX_TLS=new", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=new"});
+  CHECK(b.arr()[1] == entry);  // the caller's string itself, not a copy
+  char other[] = "B=2";
+  CHECK(env_replace(b.arr(), other) == 0);
+  CHECK(env_replace(nullptr, other) == 0);
+}
+
+TEST_CASE("env_remove: every entry of the name, later entries move down, the array stays") {
+  Block b{"UCX_TLS=a", "A=1", "UCX_TLS=b", "UCX_TLS=c", "UCXTLS_DERIVED=a", "B=2"};
+  CHECK(env_remove(b.arr(), "UCX_TLS", 7) == 3);
+  CHECK(listed(b.arr()) == std::vector<std::string>{"A=1", "UCXTLS_DERIVED=a", "B=2"});
+  CHECK(env_remove(b.arr(), "UCXTLS_DERIVED", 14) == 1);
+  CHECK(listed(b.arr()) == std::vector<std::string>{"A=1", "B=2"});
+  CHECK(env_remove(b.arr(), "A", 1) == 1);
+  CHECK(env_remove(b.arr(), "B", 1) == 1);
+  CHECK(listed(b.arr()).empty());
+  CHECK(env_remove(b.arr(), "B", 1) == 0);
+  CHECK(env_remove(nullptr, "B", 1) == 0);
+  Block prefix{"UCX_TLS_X=1", "UCX_TL=2"};
+  CHECK(env_remove(prefix.arr(), "UCX_TLS", 7) == 0);
+  CHECK(listed(prefix.arr()).size() == 2);
+}
+
+TEST_CASE("env_write: present names in place; the rest in one new array, the old one untouched") {
+  char tls[] = "UCX_TLS=v", derived[] = "UCXTLS_DERIVED=v";
+  char *const entries[] = {tls, derived};
+  const char *const names[] = {"UCX_TLS", "UCXTLS_DERIVED"};
+  struct Row {
+    std::initializer_list<const char *> start;
+    int added;
+    std::vector<std::string> want;
+  };
+  const Row rows[] = {
+      {{"A=1", "B=2"}, 2, {"A=1", "B=2", "UCX_TLS=v", "UCXTLS_DERIVED=v"}},                      // set
+      {{"UCX_TLS=x", "A=1", "UCXTLS_DERIVED=x"}, 0, {"UCX_TLS=v", "A=1", "UCXTLS_DERIVED=v"}},  // re-derive
+      {{"UCXTLS_DERIVED=x", "A=1"}, 1, {"UCXTLS_DERIVED=v", "A=1", "UCX_TLS=v"}},                // a stale marker
+      {{}, 2, {"UCX_TLS=v", "UCXTLS_DERIVED=v"}},                                                 // empty environment
+  };
+  for (const Row &r : rows) {
+    Block b(r.start);
+    char **env = b.arr();
+    CHECK(env_count(env) == r.start.size());
+    CHECK(env_missing(env, names, 2) == r.added);
+    std::vector<char *> room(env_count(env) + 3, reinterpret_cast<char *>(1));
+    char *added[2] = {};
+    CHECK(env_write(&env, entries, 2, r.added ? room.data() : nullptr, added) == r.added);
+    CHECK(listed(env) == r.want);
+    if (r.added) {
+      CHECK(env == room.data());                        // published: the new array
+      CHECK(listed(b.arr()).size() == r.start.size());  // the old array: same length, still readable
+      CHECK(added[0] == tls);                           // UCX_TLS is missing in every adding row
+    } else {
+      CHECK(env == b.arr());
+    }
+  }
+  char **null_env = nullptr;  // after clearenv()
+  char *room[3], *added[2];
+  CHECK(env_count(null_env) == 0);
+  CHECK(env_write(&null_env, entries, 2, room, added) == 2);
+  CHECK(listed(null_env) == std::vector<std::string>{"UCX_TLS=v", "UCXTLS_DERIVED=v"});
+}
+
+TEST_CASE("read_inputs: UCXTLS_* names that no option has are counted, the first one kept") {
+  Block b{"UCXTLS_ACCELL=ze", "UCXTLS_ACCEL=cuda", "UCXTLS_ACCEL=rocm", "UCX_TLSX=1", "UCXTLS=1",
+          "UCXTLS_DEBUGG=1", "ucxtls_debug=1", "HOME=/h"};
+  Inputs in;
+  read_inputs(b.arr(), &in);
+  CHECK(std::string(in.get(kAccel)) == "cuda");
+  REQUIRE(in.unknown != nullptr);
+  CHECK(std::string(in.unknown) == "UCXTLS_ACCELL=ze");
+  CHECK(in.unknown_count == 2);  // a repeated known name is not unknown; UCX_TLSX is UCX's business
+  Block clean{"UCXTLS_DEBUG=1", "UCX_TLS=x", "PATH=/bin"};
+  read_inputs(clean.arr(), &in);
+  CHECK(in.unknown == nullptr);
+  CHECK(in.unknown_count == 0);
+}
+
+TEST_CASE("closest_option: a close misspelling names the option, anything else nothing") {
+  struct Row {
+    const char *name;
+    const char *want;  // nullptr: no suggestion
+  };
+  const Row rows[] = {
+      {"UCXTLS_ACCELL", "UCXTLS_ACCEL"},     // one extra letter
+      {"UCXTLS_ACEL", "UCXTLS_ACCEL"},       // one missing
+      {"UCXTLS_ACCLE", "UCXTLS_ACCEL"},      // a swap counts once
+      {"UCXTLS_accel", "UCXTLS_ACCEL"},      // case
+      {"UCXTLS_DEBG", "UCXTLS_DEBUG"},
+      {"UCXTLS_DISABLED", "UCXTLS_DISABLE"},
+      {"UCXTLS_TEMPLATES", "UCXTLS_TEMPLATE"},
+      {"UCXTLS_PROBE_TIMEOUT", nullptr},     // 3 edits from UCXTLS_PROBE_TIMEOUT_MS
+      {"UCXTLS_PROBE_TIMEOUT_S", "UCXTLS_PROBE_TIMEOUT_MS"},
+      {"UCXTLS_SYSROT", "UCXTLS_SYSROOT"},
+      {"UCXTLS_DERIVE", "UCXTLS_DERIVED"},
+      {"UCXTLS_PROBES", "UCXTLS_PROBE"},
+      {"UCXTLS_FOO", nullptr},
+      {"UCXTLS_X", nullptr},
+      {"UCXTLS_", nullptr},
+      {"UCXTLS_TLS", nullptr},
+      {"UCXTLS_ACCELERATOR_FAMILY_FOR_THE_NODE_AND_MORE_THAN_48_BYTES_LONG", nullptr},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.name);
+    Var v = closest_option(r.name, strlen(r.name));
+    if (r.want) {
+      REQUIRE(v != kVarCount);
+      CHECK(std::string(kOptions[v].name) == r.want);
+    } else {
+      CHECK(v == kVarCount);
+    }
+  }
+  // Every option's own name is closest to itself (derived from kOptions, whatever it holds).
+  for (int v = 0; v < kOwnVarCount; v++) CHECK(closest_option(kOptions[v].name, strlen(kOptions[v].name)) == Var(v));
+}
+
+TEST_CASE("format_unknown_line: one line naming the variable, the suggestion, how many more") {
+  Inputs in;
+  Settings s;
+  char line[kUnknownLineMax];
+  CHECK(format_unknown_line(in, s, line, sizeof line) == 0);
+  in.unknown = "UCXTLS_ACCELL=ze";
+  in.unknown_count = 1;
+  size_t n = format_unknown_line(in, s, line, sizeof line);
+  CHECK(std::string(line, n) == "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n");
+  in.unknown = "UCXTLS_FOO=1";
+  in.unknown_count = 3;
+  n = format_unknown_line(in, s, line, sizeof line);
+  CHECK(std::string(line, n) == "ucxtls: unknown variable UCXTLS_FOO, and 2 more unknown UCXTLS_ variables; ignored\n");
+  in.unknown_count = 2;
+  n = format_unknown_line(in, s, line, sizeof line);
+  CHECK(std::string(line, n) == "ucxtls: unknown variable UCXTLS_FOO, and 1 more unknown UCXTLS_ variable; ignored\n");
+  // Control bytes and very long names: still one printable line that fits.
+  std::string odd = "UCXTLS_A\nB\x1b" + std::string(300, 'Z') + "=1";
+  in.unknown = odd.c_str();
+  in.unknown_count = 1;
+  n = format_unknown_line(in, s, line, sizeof line);
+  REQUIRE(n > 0);
+  CHECK(n < sizeof line);
+  CHECK(line[n - 1] == '\n');
+  CHECK(memchr(line, '\n', n - 1) == nullptr);
+  CHECK(std::string(line, n).find("UCXTLS_A?B?ZZZ") != std::string::npos);
+  CHECK(std::string(line, n).find("...; ignored\n") != std::string::npos);
+  Settings off;
+  off.disabled = true;
+  CHECK(format_unknown_line(in, off, line, sizeof line) == 0);  // off prints nothing
+  in.secure = true;
+  CHECK(format_unknown_line(in, s, line, sizeof line) == 0);
+  in.secure = false;
+  char tiny[8];
+  n = format_unknown_line(in, s, tiny, sizeof tiny);
+  CHECK(n < sizeof tiny);
+  CHECK(format_unknown_line(in, s, tiny, 1) == 0);
+}
