@@ -550,11 +550,13 @@ bool parse_nvidia_information(const char *text, size_t len, NvInfo *out) {
 // Runs in the constructor of every process on an AMD node, over files of 40-odd lines: a line is
 // looked at only when its first byte can start one of the four keys, and a value is parsed only
 // for a key that matches.
-bool parse_kfd_properties(const char *text, size_t len, KfdNode *out) {
+bool parse_kfd_properties(const char *text, size_t len, KfdNode *out, bool want_id) {
   *out = KfdNode();
   bool any = false;
+  unsigned seen = 0;  // bit k: key k was read
+  const unsigned done = want_id ? 0xf : 0x7;
   size_t i = 0;
-  while (i < len) {
+  while (i < len && (seen & done) != done) {
     const char *line = text + i;
     const char *nl = (const char *)memchr(line, '\n', len - i);
     size_t n = nl ? size_t(nl - line) : len - i;
@@ -578,11 +580,12 @@ bool parse_kfd_properties(const char *text, size_t len, KfdNode *out) {
       unsigned long long u = 0;
       size_t d = 0;
       for (; d < vn && v[d] >= '0' && v[d] <= '9'; d++) u = u * 10 + unsigned(v[d] - '0');
-      if (d == vn && vn) out->unique_id = u, any = true;
+      if (d == vn && vn) out->unique_id = u, any = true, seen |= 8;
       continue;
     }
     if (!parse_long(v, vn, &val)) continue;
     any = true;
+    seen |= 1u << key;
     if (key == 0 && val <= 0) {  // a CPU node (simd_count 0, the second line): nothing else matters
       out->simd_count = val;
       return true;

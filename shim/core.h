@@ -181,8 +181,9 @@ struct KfdNode {
   unsigned long long unique_id = 0;
   bool is_gpu() const { return simd_count > 0 && gfx_target_version > 0 && drm_render_minor >= 0; }
 };
-// Stops at a simd_count of 0 or less: a CPU node, whose other fields do not matter.
-bool parse_kfd_properties(const char *text, size_t len, KfdNode *out);
+// Stops at a simd_count of 0 or less (a CPU node, whose other fields do not matter), and once the
+// fields is_gpu() reads are known when the unique_id is not wanted (no GPU- entry to match).
+bool parse_kfd_properties(const char *text, size_t len, KfdNode *out, bool want_id = true);
 
 // A sysfs hex attribute such as "0x8086\n" or "0x030000\n".
 bool parse_sysfs_hex(const char *text, size_t len, unsigned long *out);

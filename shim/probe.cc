@@ -100,12 +100,16 @@ void finish(FamilyFact *ff, int visible_n) {
 // A probe that failed part-way still answers when the answer cannot depend on what it missed: some
 // device visible, and the visibility list made of ordinals only (a longer device list can only
 // make more of them valid; a GPU- prefix could become ambiguous).
-bool yes_despite_failure(int visible_n, const char *a, const char *b, const char *c) {
-  if (visible_n <= 0) return false;
+// Does a visibility list name a device by id ("GPU-<uuid or unique_id prefix>")?
+bool names_ids(const char *a, const char *b, const char *c) {
   const char *lists[] = {a, b, c};
   for (const char *l : lists)
-    if (l && strstr(l, "GPU-")) return false;
-  return true;
+    if (l && strstr(l, "GPU-")) return true;
+  return false;
+}
+
+bool yes_despite_failure(int visible_n, const char *a, const char *b, const char *c) {
+  return visible_n > 0 && !names_ids(a, b, c);
 }
 
 // Records a failure: the first error is kept, with its evidence.
@@ -150,13 +154,36 @@ long port_state(const Settings &s, const char *dev, const char *port) {
   return v < 0 ? 0 : v;
 }
 
+// The ports after port 1, until one is ACTIVE: out->port, or the reason none is. Its own frame
+// (the listing's buffer) exists only on nodes whose port 1 is not ACTIVE.
+__attribute__((noinline)) void find_active_port(const Settings &s, long port1, RdmaDevice *out, Text &why) {
+  long states[6] = {};  // how many ports are in each state (index 0: no state file)
+  states[port1 >= 0 && port1 <= 5 ? port1 : 0]++;
+  Path ports(s.sysroot, "/sys/class/infiniband/");
+  ports.add(out->name).add("/ports");
+  DirReader d(ports);
+  while (const char *port = d.next()) {
+    if (!strcmp(port, "1") || all_digits(port) < 0) continue;
+    long v = port_state(s, out->name, port);
+    if (v < 0) return void(out->error = int(v));
+    if (v == 4) return void(out->port = all_digits(port));
+    states[v >= 0 && v <= 5 ? v : 0]++;
+  }
+  if (d.error && !absent(d.error)) return void(out->error = d.error);
+  long ports_seen = states[0] + states[1] + states[2] + states[3] + states[5];
+  if (states[1] == ports_seen) why.add("every port is DOWN (no link)");
+  else if (states[2]) why.add("no port is ACTIVE: a port is INIT (no subnet manager?)");
+  else why.add("no port is ACTIVE");
+}
+
+// One path buffer, rebuilt for each file: the constructor runs on the host's stack.
 void check_uverbs(const Settings &s, const char *node, RdmaDevice *out) {
   Text why;
   why.init(out->why, sizeof out->why);
   // 1. The node itself, as UCX's uct_ib_device_is_accessible checks it.
-  Path dev(s.sysroot, "/dev/infiniband/");
-  dev.add(node);
-  int r = path_access(dev, R_OK | W_OK);
+  Path p(s.sysroot, "/dev/infiniband/");
+  p.add(node);
+  int r = path_access(p, R_OK | W_OK);
   if (absent(r)) return void(out->missing = true);
   if (r == -EACCES || r == -EPERM) {
     why.add(node).add(" is not readable and writable here (UCX skips it)");
@@ -164,16 +191,17 @@ void check_uverbs(const Settings &s, const char *node, RdmaDevice *out) {
   }
   if (r < 0) return void(out->error = r);
   // 2. Its driver: EFA is ruled out without another read; mlx5_core is always an InfiniBand CA.
-  Path verbs(s.sysroot, "/sys/class/infiniband_verbs/");
-  verbs.add(node);
-  char link[128];
-  ssize_t n = read_link(Path(verbs).add("/device/driver"), link, sizeof link);
+  p = Path(s.sysroot, "/sys/class/infiniband_verbs/");
+  p.add(node).add("/device/driver");
+  ssize_t n = read_link(p, g_file, sizeof g_file);
   if (n < 0 && !absent(n)) return void(out->error = int(n));
   Text drv;
   drv.init(out->driver, sizeof out->driver);
-  drv.add(n > 0 ? basename_of(link) : "");
+  drv.add(n > 0 ? basename_of(g_file) : "");
   // 3. Its IB device name (persistent names such as ibp12s0 say nothing of the driver).
-  n = read_file(Path(verbs).add("/ibdev"));
+  p = Path(s.sysroot, "/sys/class/infiniband_verbs/");
+  p.add(node).add("/ibdev");
+  n = read_file(p);
   if (n < 0 && !absent(n)) return void(out->error = int(n));
   while (n > 0 && (g_file[n - 1] == '\n' || g_file[n - 1] == ' ')) n--;
   if (n <= 0 || size_t(n) >= sizeof out->name || memchr(g_file, '/', size_t(n))) {
@@ -188,9 +216,9 @@ void check_uverbs(const Settings &s, const char *node, RdmaDevice *out) {
     return;
   }
   if (!mlx5) {
-    Path nt(s.sysroot, "/sys/class/infiniband/");
-    nt.add(out->name).add("/node_type");
-    n = read_file(nt);
+    p = Path(s.sysroot, "/sys/class/infiniband/");
+    p.add(out->name).add("/node_type");
+    n = read_file(p);
     if (n < 0 && !absent(n)) return void(out->error = int(n));
     long type = n > 0 ? parse_sysfs_enum(g_file, size_t(n)) : -1;
     if (type == 4) return void(why.add("iWARP (node_type 4: RNIC): UCX does not run on iWARP"));
@@ -200,34 +228,9 @@ void check_uverbs(const Settings &s, const char *node, RdmaDevice *out) {
   // 4. A port in state ACTIVE: port 1 first (most devices have one port), then the others.
   long st = port_state(s, out->name, "1");
   if (st < 0) return void(out->error = int(st));
-  long states[6] = {};  // how many ports are in each state (index 0: no state file)
-  if (st != 4) {
-    states[st >= 0 && st <= 5 ? st : 0]++;
-    Path ports(s.sysroot, "/sys/class/infiniband/");
-    ports.add(out->name).add("/ports");
-    DirReader d(ports);
-    while (const char *port = d.next()) {
-      if (!strcmp(port, "1") || all_digits(port) < 0) continue;
-      long v = port_state(s, out->name, port);
-      if (v < 0) return void(out->error = int(v));
-      if (v == 4) {
-        out->port = all_digits(port);
-        break;
-      }
-      states[v >= 0 && v <= 5 ? v : 0]++;
-    }
-    if (!out->port && d.error && !absent(d.error)) return void(out->error = d.error);
-    if (!out->port) {
-      long ports_seen = states[0] + states[1] + states[2] + states[3] + states[5];
-      if (states[1] == ports_seen) why.add("every port is DOWN (no link)");
-      else if (states[2]) why.add("no port is ACTIVE: a port is INIT (no subnet manager?)");
-      else why.add("no port is ACTIVE");
-      return;
-    }
-  } else {
-    out->port = 1;
-  }
-  out->kind = mlx5 ? Rdma::mlx5 : Rdma::rc;
+  if (st == 4) out->port = 1;
+  else find_active_port(s, st, out, why);
+  if (out->port && !out->error) out->kind = mlx5 ? Rdma::mlx5 : Rdma::rc;
 }
 
 void describe_device(Text &t, const RdmaDevice &d, const char *node) {
@@ -430,6 +433,8 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   int bound = o.exhaustive ? kAllDevices : rocm_enumeration_bound(rocr, hip, cvd);
   DeviceTable &t = g_devices;
   t.reset();
+  // ROCr's GPU-<unique_id> names matter only to a list that has one.
+  const bool want_id = o.exhaustive || names_ids(rocr, hip, cvd);
   if (bound > 0 && !fail.error) {
     Path dir(s.sysroot, "/sys/class/kfd/kfd/topology/nodes");
     DirReader d(dir);
@@ -442,7 +447,7 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
       ssize_t n = read_file(props);
       if (n < 0 && !absent(n)) fail.note("read", props, n, o.evidence);
       KfdNode k;
-      if (n <= 0 || !parse_kfd_properties(g_file, size_t(n), &k) || !k.is_gpu()) continue;
+      if (n <= 0 || !parse_kfd_properties(g_file, size_t(n), &k, want_id) || !k.is_gpu()) continue;
       Path render(s.sysroot, "/dev/dri/renderD");
       render.add_num(long(k.drm_render_minor));
       int a = path_access(render, F_OK);

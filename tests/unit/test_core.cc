@@ -395,6 +395,11 @@ TEST_CASE("NVIDIA information, KFD properties and sysfs hex parsers") {
   CHECK(k.is_gpu());
   CHECK(k.drm_render_minor == 129);
   CHECK(k.unique_id == 5791614238470542633ULL);
+  KfdNode no_id;  // the unique_id not wanted: parsing stops once is_gpu() can be answered
+  REQUIRE(parse_kfd_properties(props, sizeof props - 1, &no_id, false));
+  CHECK(no_id.is_gpu());
+  CHECK(no_id.drm_render_minor == 129);
+  CHECK(no_id.unique_id == 0);
   const char cpu[] = "cpu_cores_count 96\nsimd_count 0\ngfx_target_version 0\ndrm_render_minor 0\n";
   REQUIRE(parse_kfd_properties(cpu, sizeof cpu - 1, &k));
   CHECK_FALSE(k.is_gpu());

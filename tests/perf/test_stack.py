@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The constructor's stack: under 8 KiB on every path, measured, and a host under `ulimit -s 24`.
+
+The constructor runs on the host's stack before `main`, and the host may have made it small. The
+measurement: a host program linked to a library whose constructor runs before the preloaded ones
+and paints 48 KiB of the stack below its own frame with a pattern; `main` finds the deepest byte
+that is no longer the pattern. The preloaded constructor is called at the same depth as the paint's
+(ld.so's call_init loop), so that depth plus the 512 bytes the paint leaves under its own frame is
+an upper bound of the stack the library's constructor used (it also counts whatever the loader
+does deeper afterwards: the empty library's figure is shown for scale). A constructor that uses
+12,000 bytes (a control built here) must measure at least that, or the method is broken. Each path
+is checked to decide what it should, so a budget is never met by a path that skipped its work.
+"""
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from harness import LIB, Checks, env_for, have  # noqa: E402
+
+EMPTY = os.environ.get("UCXTLS_EMPTY_LIB", "")
+BUDGET = 8192
+C = "rc_x,rc,dc_x,dc,cuda_copy"
+
+PAINT_C = r"""
+#define PAINT (48 * 1024)
+#define GAP 512
+unsigned char *paint_lo, *paint_hi;
+__attribute__((constructor, noinline)) static void paint(void) {
+  volatile unsigned char here = 0;
+  unsigned char *hi = (unsigned char *)&here - GAP, *lo = hi - PAINT;
+  for (volatile unsigned char *p = hi; p > lo;) *--p = 0xA5;  /* downwards: the stack grows */
+  paint_lo = lo, paint_hi = hi;
+}
+"""
+HOG_C = r"""
+__attribute__((constructor)) static void hog(void) {
+  volatile char b[12000];
+  for (int i = 0; i < 12000; i++) b[i] = 1;
+}
+"""
+HOST_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+extern unsigned char *paint_lo, *paint_hi;
+int main(void) {
+  unsigned char *p = paint_lo;
+  while (p < paint_hi && *p == 0xA5) p++;
+  long used = (long)(paint_hi - p);
+  const char *v = getenv("UCX_TLS");
+  printf("%ld %s\n", used, v ? v : "<unset>");
+  return 0;
+}
+"""
+
+# name, machine, variables, expected UCX_TLS
+PATHS = [
+    ("set, busy NVIDIA node", "dgx", {}, C),
+    ("set, busy AMD node", "mi300x", {}, "rc_x,rc,dc_x,dc,rocm_copy"),
+    ("set, busy Intel node", "intel-busy", {}, "rc_x,rc,dc_x,dc,ze_copy"),
+    ("set with the debug line", "dgx", {"UCXTLS_DEBUG": "1"}, C),
+    ("set, container given uverbs3", "container-one-of-eight", {}, C),
+    ("keep: UCX_TLS set by the user", "dgx", {"UCX_TLS": "tcp"}, "tcp"),
+    ("skip: disabled", "dgx", {"UCXTLS_DISABLE": "1"}, "<unset>"),
+    ("skip: no RDMA, with the debug line", "no-rdma", {"UCXTLS_DEBUG": "1"}, "<unset>"),
+    ("clear: an inherited value on a node without RDMA", "no-rdma", {"UCX_TLS": C, "UCXTLS_DERIVED": C}, "<unset>"),
+    ("invalid setting: the error line", "dgx", {"UCXTLS_ACCEL": "bogus"}, "<unset>"),
+    ("unknown variable and debug lines", "intel-busy", {"UCXTLS_ACCELL": "ze", "UCXTLS_DEBUG": "1"}, "rc_x,rc,dc_x,dc,ze_copy"),
+    ("explain-sized evidence: AMD with a GPU- list", "mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-505ff276f021952c", "UCXTLS_DEBUG": "1"}, "rc_x,rc,dc_x,dc,rocm_copy"),
+]
+
+
+def build(scratch):
+    paint = os.path.join(scratch, "libpaint.so")
+    host = os.path.join(scratch, "stack_host")
+    src = os.path.join(scratch, "paint.c")
+    with open(src, "w") as f:
+        f.write(PAINT_C)
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", src, "-o", paint], check=True)
+    src = os.path.join(scratch, "host.c")
+    with open(src, "w") as f:
+        f.write(HOST_C)
+    subprocess.run(["gcc", "-O1", src, "-o", host, "-L" + scratch, "-lpaint", "-Wl,-rpath," + scratch], check=True)
+    src = os.path.join(scratch, "hog.c")
+    with open(src, "w") as f:
+        f.write(HOG_C)
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", src, "-o", os.path.join(scratch, "libhog.so")], check=True)
+    return host
+
+
+def measure(host, env):
+    p = subprocess.run([host], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    used, value = p.stdout.decode().split(None, 1)
+    return int(used), value.strip(), p
+
+
+def main():
+    t = Checks("the constructor's stack: measured per path, and ulimit -s 24")
+    if not have("gcc"):
+        t.skip("all", "gcc not installed")
+        t.exit()
+    if not EMPTY or not os.path.exists(EMPTY):
+        t.skip("all", "the empty preload library (UCXTLS_EMPTY_LIB) is not built; run through ctest")
+        t.exit()
+    with tempfile.TemporaryDirectory() as scratch:
+        host = build(scratch)
+        # The control: the paint runs before a preloaded constructor and sees what it uses.
+        hog, _, _ = measure(host, env_for("dgx", LD_PRELOAD=os.path.join(scratch, "libhog.so")))
+        t.check("control: a preloaded constructor with a 12,000-byte frame measures %d bytes" % (hog + 512),
+                hog + 512 >= 12000)
+        for name, machine, extra, want in PATHS:
+            floor, _, _ = measure(host, env_for(machine, LD_PRELOAD=EMPTY, **extra))
+            used, value, p = measure(host, env_for(machine, **extra))
+            stack = used + 512
+            t.check("%s: UCX_TLS=%s, constructor stack at most %d bytes (budget < %d; the empty library: %d)" % (
+                name, value, stack, BUDGET, floor + 512), value == want and stack < BUDGET, p.stderr.decode())
+
+    # A host under `ulimit -s 24` (an empty preload needs about 14 KiB): every run survives.
+    def small_stack():
+        resource.setrlimit(resource.RLIMIT_STACK, (24 * 1024, 24 * 1024))
+    for machine, extra, want in [("dgx", {}, C), ("mi300x", {}, "rc_x,rc,dc_x,dc,rocm_copy"),
+                                 ("intel-busy", {"UCXTLS_DEBUG": "1"}, "rc_x,rc,dc_x,dc,ze_copy"),
+                                 ("dgx", {"UCXTLS_ACCEL": "bogus"}, "<unset>")]:
+        for lib, label in ((EMPTY, "the empty library"), (LIB, "libucxtls.so")):
+            env = env_for(machine, LD_PRELOAD=lib, **extra)
+            runs = [subprocess.run(["/bin/sh", "-c", 'printf "%s" "${UCX_TLS-<unset>}"'], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=small_stack,
+                                   timeout=60) for _ in range(20)]
+            ok = all(r.returncode == 0 for r in runs)
+            if lib == LIB:
+                ok = ok and all(r.stdout.decode() == want for r in runs)
+            t.check("ulimit -s 24, %s %s, %s: 20 runs of /bin/sh survive%s" % (
+                machine, " ".join("%s=%s" % kv for kv in extra.items()), label,
+                " with UCX_TLS=" + want if lib == LIB else ""),
+                ok, "; ".join("rc=%d %r" % (r.returncode, r.stdout) for r in runs[:3]))
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()
