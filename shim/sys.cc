@@ -135,3 +135,58 @@ const char *DirReader::next() {
 }
 
 }  // namespace ucxtls
+
+// --- the driver tier's cache. The kernel's own stat layout: struct stat64 with fstat64 and
+// fstatat64 on 32-bit ABIs, struct stat with fstat and newfstatat on 64-bit ones (glibc's types
+// are the kernel's there).
+
+#include <sys/stat.h>
+
+#include "driver_report.h"
+
+namespace ucxtls {
+
+#if defined(SYS_fstat64)
+typedef struct stat64 KernelStat;
+static const long kNrFstat = SYS_fstat64, kNrFstatat = SYS_fstatat64;
+#else
+typedef struct stat KernelStat;
+static const long kNrFstat = SYS_fstat, kNrFstatat = SYS_newfstatat;
+#endif
+
+static void facts_of(const KernelStat &st, FileFacts *out) {
+  out->uid = unsigned(st.st_uid);
+  out->mode = unsigned(st.st_mode);
+  out->size = (long long)st.st_size;
+  out->mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+bool stat_fd(int fd, FileFacts *out) {
+  KernelStat st;
+  if (syscall(kNrFstat, fd, &st) != 0) return false;
+  facts_of(st, out);
+  return true;
+}
+
+bool stat_path(const Path &p, FileFacts *out) {
+  KernelStat st;
+  if (!p.ok || syscall(kNrFstatat, AT_FDCWD, p.buf, &st, 0) != 0) return false;
+  facts_of(st, out);
+  return true;
+}
+
+int open_dir(const Path &p) { return open_flags(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK); }
+
+int open_file_in(int dirfd, const char *name) {
+  return int(syscall(SYS_openat, dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+}
+
+unsigned effective_uid() {
+#ifdef SYS_geteuid32
+  return unsigned(syscall(SYS_geteuid32));  // 32-bit x86/arm: SYS_geteuid is the 16-bit one
+#else
+  return unsigned(syscall(SYS_geteuid));
+#endif
+}
+
+}  // namespace ucxtls

@@ -76,3 +76,14 @@ bool read_chunks(const Path &p, size_t max_bytes, Feed feed) {
 }
 
 }  // namespace ucxtls
+
+// --- the driver tier's cache (driver_cache.cc): fstat through the raw system call (the library
+// must not import stat/fstatat: GLIBC_2.33 on new glibc), and opens that keep a directory fd.
+namespace ucxtls {
+struct FileFacts;
+bool stat_fd(int fd, FileFacts *out);            // false on failure (errno set)
+bool stat_path(const Path &p, FileFacts *out);   // follows symlinks; false on failure
+int open_dir(const Path &p);                     // O_RDONLY|O_DIRECTORY; -1 on failure (errno set)
+int open_file_in(int dirfd, const char *name);   // O_RDONLY|O_NOFOLLOW, never a FIFO's reader
+unsigned effective_uid();
+}  // namespace ucxtls
