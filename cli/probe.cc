@@ -162,7 +162,7 @@ void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
   r->ms = now_ms() - start;
 
   const char *why = nullptr;
-  if (report_complete(r->text, len) && parse_driver_report(r->text, len, &r->report, &why)) {
+  if (parse_driver_report(r->text, len, &r->report, &why)) {
     r->ok = true;
     return;
   }
@@ -176,7 +176,7 @@ void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
     r->why = buf;
     snprintf(buf, sizeof buf, "%s timed out after %d ms", kHelperName, timeout_ms);
     r->short_why = buf;
-  } else if (reaped && WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
+  } else if (reaped && WIFSIGNALED(status)) {  // it ended before the deadline: not our SIGKILL
     snprintf(buf, sizeof buf, "%s died of signal %d (%s) before answering", kHelperName, WTERMSIG(status),
              strsignal(WTERMSIG(status)));
     r->why = buf;

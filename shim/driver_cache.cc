@@ -45,7 +45,7 @@ Found use(const Inputs &in, const Settings &s, const Path &dir, char *text, size
   char node[256];
   if (driver_loaded_after(s, mtime_ns, node, sizeof node)) {
     add_file(ev, dir);
-    ev.add(" ignored: stale, ").add(node).add(" is newer (a driver was loaded after it was saved)").add(kRemedy);
+    ev.add(" ignored: stale, ").add(node).add(" is newer (a driver loaded since)").add(kRemedy);
     return Found::decided;
   }
   answer_from_report(r, in, out);
@@ -113,12 +113,11 @@ ssize_t read_boot_id(const Settings &s, char *buf, size_t cap) {
 bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node, size_t cap) {
   const char *const nodes[] = {"/dev/nvidiactl", "/dev/dri"};
   for (const char *name : nodes) {
-    Path p(s.sysroot, name);
     FileFacts f;
-    if (stat_path(p, &f) && f.mtime_ns > cache_mtime_ns) {
+    if (stat_path(Path(s.sysroot, name), &f) && f.mtime_ns > cache_mtime_ns) {
       Text t;
       t.init(node, cap);
-      t.add(p.buf);
+      t.add(name);  // the sysroot is in the debug line already
       return true;
     }
   }

@@ -18,7 +18,7 @@ ssize_t read_boot_id(const Settings &s, char *buf, size_t cap);
 // The device nodes whose modification time marks when a driver was loaded: /dev/nvidiactl (made
 // when the NVIDIA driver is set up) and the /dev/dri directory (an entry is added when a DRM
 // driver such as i915 or xe binds a GPU). A cache older than either was saved before that driver
-// came: stale. Returns the first such node's path (under the sysroot) in `node`, or false.
+// came: stale. Returns the first such node (its name, without the sysroot) in `node`, or false.
 bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node, size_t cap);
 
 }  // namespace ucxtls
