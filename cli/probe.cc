@@ -303,6 +303,8 @@ int cmd_probe(int argc, char **argv) {
   if (n <= 0) return fail(kUsage, "cannot save: this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
   while (n && (boot[n - 1] == '\n' || boot[n - 1] == ' ')) boot[--n] = '\0';
   r.boot = boot;
+  for (FamilyReport *f : {&r.cuda, &r.ze})  // names are for people (printed above), not for every process
+    for (int i = 0; i < f->ndev; i++) f->dev[i].name = nullptr;
   std::string err;
   if (!make_dirs(dir, &err)) return fail(kUsage, "cannot save: " + err);
   // The directory must pass the rule every reader applies, or no process would use the file.

@@ -68,8 +68,13 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   char why_buf[96];
   Text why;
   why.init(why_buf, sizeof why_buf);
-  const unsigned euid = effective_uid();
-  if (!stat_fd(dfd, &facts) || !cache_trusted(facts, euid, true, why)) {
+  // Whose files are trusted besides root's: asked only for a file that is not root's.
+  unsigned euid = ~0u;
+  auto reader = [&euid](const FileFacts &f) {
+    if (f.uid != 0 && euid == ~0u) euid = effective_uid();
+    return f.uid != 0 ? euid : 0u;
+  };
+  if (!stat_fd(dfd, &facts) || !cache_trusted(facts, reader(facts), true, why)) {
     close_fd(dfd);
     return ignored(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)");
   }
@@ -85,7 +90,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   }
   char text[kDriverReportMax];
   ssize_t len = -1;
-  if (stat_fd(fd, &facts) && cache_trusted(facts, euid, false, why) && facts.size <= (long long)sizeof text) {
+  if (stat_fd(fd, &facts) && cache_trusted(facts, reader(facts), false, why) && facts.size <= (long long)sizeof text) {
     len = 0;  // the size fstat gave, read whole (a file replaced meanwhile is another inode)
     while (len < facts.size) {
       ssize_t got = read_some(fd, text + len, size_t(facts.size - len));

@@ -1,6 +1,7 @@
 // The driver tier's report and the cache's rules: pure functions only (see driver_report.h).
 #include "driver_report.h"
 
+#include <stdint.h>
 #include <string.h>
 
 namespace ucxtls {
@@ -11,33 +12,75 @@ const char kHeader[] = "ucxtls-driver 2";
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 bool is_control(char c) { return (unsigned char)c < 0x20 || c == 0x7f; }
 
-// Fields of one line [p, end) of the report, which is parsed in place.
-struct Line {
+template <size_t N>
+bool is(const char *f, size_t n, const char (&word)[N]) {
+  return n == N - 1 && !memcmp(f, word, n);
+}
+
+// A cursor over the report, parsed in place in one pass (every process with the driver tier reads
+// it). Fields end at a blank, at the line's end, or at any other control byte; the NULs that end
+// the fields the report keeps are written once the cursor is past the line's newline, which may
+// be one of them.
+struct Cursor {
   char *p, *end;
-  bool is(const char *word) const { return size_t(end - p) == strlen(word) && !memcmp(p, word, size_t(end - p)); }
-  // The next blank-separated field, NUL-terminated in place; NULL when the line has no more.
-  char *field(size_t *n) {
+  char *cut[4];
+  int ncut = 0;
+
+  Cursor(char *text, size_t len) : p(text), end(text + len) {}
+  void skip_blanks() {
     while (p < end && is_blank(*p)) p++;
-    if (p == end) return nullptr;
+  }
+  // The next field of this line, or NULL at its end.
+  char *field(size_t *n) {
+    skip_blanks();
     char *start = p;
-    while (p < end && !is_blank(*p)) p++;
+    // '!' to '~' (printable, not a blank) continue a field: 8 bytes at a time while all of them do
+    // (the UUIDs are 40 bytes long), then byte by byte.
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    for (uint64_t w; end - p >= 8; p += 8) {
+      memcpy(&w, p, 8);
+      if (((w - 0x21 * ones) & ~w & highs) || (((w + (127 - 0x7e) * ones) | w) & highs)) break;  // < '!' or > '~'
+    }
+    while (p < end && (unsigned char)(*p - 0x21) < 0x5e) p++;
     *n = size_t(p - start);
-    char *stop = p;
-    if (p < end) p++;  // past the blank that is about to become the NUL
-    *stop = '\0';      // a blank, or the line's own newline
-    return start;
+    return *n ? start : nullptr;
+  }
+  // Did the last field end at a blank or the line's end (not at a control byte inside it)?
+  bool clean_stop() const { return p == end || is_blank(*p) || *p == '\n'; }
+  // A field kept by the report: NUL-terminated once the line is done.
+  char *kept_field(size_t *n) {
+    char *f = field(n);
+    if (!f || !clean_stop()) return nullptr;
+    cut[ncut++] = p;
+    return f;
   }
   // The rest of the line, trimmed, control bytes shown as '?', cut to max - 1 bytes; NULL if empty.
-  char *rest(size_t max) {
-    while (p < end && is_blank(*p)) p++;
-    char *e = end;
-    while (e > p && is_blank(e[-1])) e--;
-    if (e == p) return nullptr;
-    if (size_t(e - p) > max - 1) e = p + (max - 1);
-    for (char *c = p; c < e; c++)
+  char *rest(size_t max, size_t *n) {
+    skip_blanks();
+    char *start = p;
+    while (p < end && *p != '\n') p++;
+    char *e = p;
+    while (e > start && is_blank(e[-1])) e--;
+    if (e == start) return nullptr;
+    if (size_t(e - start) > max - 1) e = start + (max - 1);
+    for (char *c = start; c < e; c++)
       if (is_control(*c)) *c = '?';
-    *e = '\0';
-    return p;
+    *n = size_t(e - start);
+    cut[ncut++] = e;
+    return start;
+  }
+  bool at_line_end() {
+    skip_blanks();
+    return p < end && *p == '\n';
+  }
+  // Past this line's newline (false when it has none: the text was cut short).
+  bool next_line() {
+    while (p < end && *p != '\n') p++;
+    if (p == end) return false;
+    p++;
+    for (int i = 0; i < ncut; i++) *cut[i] = '\0';
+    ncut = 0;
+    return true;
   }
 };
 
@@ -46,39 +89,37 @@ bool parse_number(const char *f, size_t n, long lo, long hi, long *out) {
 }
 
 // "answer|unknown <count> <code> <name...>" -> a.
-bool parse_answer(Line &l, DriverAnswer *a) {
+bool parse_answer(Cursor &c, DriverAnswer *a) {
   size_t n = 0;
-  const char *status = l.field(&n);
-  const bool answered = status && n == 6 && !memcmp(status, "answer", 6);
-  if (!answered && !(status && n == 7 && !memcmp(status, "unknown", 7))) return false;
+  const char *status = c.field(&n);
+  const bool answered = status && is(status, n, "answer");
+  if (!answered && !(status && is(status, n, "unknown"))) return false;
   long count = 0, code = 0;
-  const char *f = l.field(&n);
+  const char *f = c.field(&n);
   if (!parse_number(f, n, 0, 1000000, &count)) return false;
-  f = l.field(&n);
+  f = c.field(&n);
   if (!f || !parse_long(f, n, &code)) return false;
-  const char *name = l.rest(sizeof a->name);
+  const char *name = c.rest(sizeof a->name, &n);
   if (!name) return false;
   *a = DriverAnswer();
   a->answered = answered ? Tri::yes : Tri::no;
   a->count = a->present = answered ? int(count) : 0;
   a->code = code;
-  memcpy(a->name, name, strlen(name) + 1);
+  memcpy(a->name, name, n);
+  a->name[n] = '\0';
   return true;
 }
 
-// "<index> <id> <name...>" -> the next device of fam.
-bool parse_device(Line &l, FamilyReport *fam) {
+// "<index> <id> [<name...>]" -> the next device of fam.
+bool parse_device(Cursor &c, FamilyReport *fam) {
   size_t n = 0;
   long index = 0;
-  const char *f = l.field(&n);
+  const char *f = c.field(&n);
   if (fam->ndev >= kDriverDevicesMax || !parse_number(f, n, 0, kDriverDevicesMax, &index) || index != fam->ndev)
     return false;
-  char *id = l.field(&n);
+  const char *id = c.kept_field(&n);
   if (!id || n >= kDeviceIdMax) return false;
-  for (size_t i = 0; i < n; i++)
-    if (is_control(id[i])) return false;
-  const char *name = l.rest(kDeviceNameMax);
-  if (!name) return false;
+  const char *name = c.at_line_end() ? "-" : c.rest(kDeviceNameMax, &n);  // the cache keeps no names
   fam->dev[fam->ndev].id = id;
   fam->dev[fam->ndev].name = name;
   fam->ndev++;
@@ -121,8 +162,10 @@ void format_family(Text &t, const char *family, const FamilyReport &f) {
   for (int i = 0; answered && i < f.ndev && i < kDriverDevicesMax; i++) {
     t.add(family).add("-device ").add((long long)i).add(" ");
     add_token(t, f.dev[i].id, kDeviceIdMax);
-    t.add(" ");
-    add_name(t, f.dev[i].name, kDeviceNameMax);
+    if (f.dev[i].name) {  // the cache keeps none: every process reads it, ucxtls probe shows them
+      t.add(" ");
+      add_name(t, f.dev[i].name, kDeviceNameMax);
+    }
     t.add("\n");
   }
 }
@@ -151,57 +194,53 @@ size_t format_driver_report(const DriverReport &r, char *out, size_t cap) {
 bool parse_driver_report(char *text, size_t len, DriverReport *out, const char **why) {
   *out = DriverReport();
   out->cuda.answer.answered = out->ze.answer.answered = Tri::no;
-  DriverReport r;
-  bool header = false, end = false, have_cuda = false, have_ze = false;
+  if (!len) return fail(why, "empty");
+  Cursor c(text, len);
+  size_t n = 0;
+  const char *f = c.field(&n);
+  if (!f || !is(f, n, "ucxtls-driver") || !(f = c.field(&n)) || !is(f, n, "2") || !c.at_line_end())
+    return fail(why, c.p == c.end ? "incomplete (no end line: cut short)" : "not a driver report (no \"ucxtls-driver 2\" first line)");
+  DriverReport &r = *out;
+  bool end = false, have_cuda = false, have_ze = false, ok = true;
   FamilyReport *last = nullptr;  // the family whose device lines may follow
-  size_t i = 0;
-  while (i < len && !end) {
-    char *nl = static_cast<char *>(memchr(text + i, '\n', len - i));
-    if (!nl) break;  // a line without its newline: cut short
-    Line l = {text + i, nl};
-    i = size_t(nl - text) + 1;
-    if (!header) {
-      if (!l.is(kHeader)) return fail(why, "not a driver report (no \"ucxtls-driver 2\" first line)");
-      header = true;
-      continue;
-    }
-    if (l.is("end")) {
-      end = true;
-      continue;
-    }
-    size_t n = 0;
-    char *kind = l.field(&n);
+  while (ok && c.next_line()) {
+    const char *kind = c.field(&n);
     if (!kind) continue;
-    if (!strcmp(kind, "boot")) {
-      char *id = l.field(&n);
-      if (r.boot || !id || n >= kBootIdMax) return fail(why, "a malformed boot line");
-      for (size_t k = 0; k < n; k++)
-        if (!((id[k] >= '0' && id[k] <= '9') || (id[k] >= 'a' && id[k] <= 'f') || id[k] == '-'))
-          return fail(why, "a malformed boot line");
+    if (is(kind, n, "end")) {
+      if ((end = c.at_line_end())) break;
+    } else if (is(kind, n, "boot")) {
+      char *id = c.kept_field(&n);
+      ok = !r.boot && id && n < kBootIdMax;
+      for (size_t k = 0; ok && k < n; k++)
+        ok = (id[k] >= '0' && id[k] <= '9') || (id[k] >= 'a' && id[k] <= 'f') || id[k] == '-';
+      if (!ok) fail(why, "a malformed boot line");
       r.boot = id;
-    } else if (!strcmp(kind, "cuda") || !strcmp(kind, "ze")) {
-      const bool cuda = kind[0] == 'c';
-      bool &have = cuda ? have_cuda : have_ze;
-      last = cuda ? &r.cuda : &r.ze;
-      if (have || !parse_answer(l, &last->answer)) return fail(why, "a malformed family line");
+    } else if (is(kind, n, "cuda") || is(kind, n, "ze")) {
+      bool &have = kind[0] == 'c' ? have_cuda : have_ze;
+      last = kind[0] == 'c' ? &r.cuda : &r.ze;
+      ok = !have && parse_answer(c, &last->answer);
+      if (!ok) fail(why, "a malformed family line");
       have = true;
-    } else if (!strcmp(kind, "cuda-device") || !strcmp(kind, "ze-device")) {
+    } else if (is(kind, n, "cuda-device") || is(kind, n, "ze-device")) {
       FamilyReport *fam = kind[0] == 'c' ? &r.cuda : &r.ze;
-      if (fam != last || fam->answer.answered != Tri::yes || !parse_device(l, fam))
-        return fail(why, "a malformed device line");
+      ok = fam == last && fam->answer.answered == Tri::yes && parse_device(c, fam);
+      if (!ok) fail(why, "a malformed device line");
     }  // other lines: a later helper's extras, ignored
   }
-  if (!header) return fail(why, "empty");
-  if (!end) return fail(why, "incomplete (no end line: cut short)");
-  if (!have_cuda || !have_ze) return fail(why, "a family line is missing");
+  // A line that failed for want of its own end was cut short: say so (only failures look).
+  if (!ok && !memchr(c.p, '\n', size_t(c.end - c.p))) fail(why, "incomplete (no end line: cut short)");
+  if (ok && !(end && c.next_line())) ok = fail(why, "incomplete (no end line: cut short)");
+  if (ok && (!have_cuda || !have_ze)) ok = fail(why, "a family line is missing");
   const FamilyReport *fams[] = {&r.cuda, &r.ze};
-  for (const FamilyReport *f : fams) {
-    int want = f->answer.answered == Tri::yes ? f->answer.present : 0;
+  for (const FamilyReport *fam : fams) {
+    int want = fam->answer.answered == Tri::yes ? fam->answer.present : 0;
     if (want > kDriverDevicesMax) want = kDriverDevicesMax;
-    if (f->ndev != want) return fail(why, "device lines do not match the count");
+    if (ok && fam->ndev != want) ok = fail(why, "device lines do not match the count");
   }
-  *out = r;
-  return true;
+  if (ok) return true;
+  *out = DriverReport();
+  out->cuda.answer.answered = out->ze.answer.answered = Tri::no;
+  return false;
 }
 
 bool cuda_result_answers(long code) { return code == 0 || code == 100 || code == 34; }
@@ -303,7 +342,10 @@ void answer_from_report(const DriverReport &r, const Inputs &in, DriverFact *out
   out->ze = r.ze.answer;
   if (r.cuda.answer.answered == Tri::yes) {
     const char *ids[kDriverDevicesMax];
-    for (int i = 0; i < r.cuda.ndev; i++) ids[i] = strcmp(r.cuda.dev[i].id, "-") ? r.cuda.dev[i].id : nullptr;
+    for (int i = 0; i < r.cuda.ndev; i++) {
+      const char *id = r.cuda.dev[i].id;
+      ids[i] = id[0] == '-' && !id[1] ? nullptr : id;
+    }
     DeviceIds devs;
     devs.n = r.cuda.answer.present;
     devs.ids = r.cuda.ndev == devs.n ? ids : nullptr;  // beyond the listed ones, ids are unknown

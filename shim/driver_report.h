@@ -26,7 +26,8 @@ namespace ucxtls {
 // followed by one device line per device (the first kDriverDevicesMax), numbered from 0 in the
 // driver's order: the identity the visibility variables need (CUDA: the GPU UUID, "GPU-..." as
 // CUDA_VISIBLE_DEVICES spells it; Level Zero: its 16-byte UUID in hex), "-" when the driver gave
-// none, then the device's name. Lines of other kinds are ignored (a later helper's extras).
+// none, then the device's name (the helper's report; the saved file leaves names out, to keep the
+// read that every process makes short). Lines of other kinds are ignored (a later helper's extras).
 constexpr int kDriverDevicesMax = 32;  // devices identified per family; more are counted, without ids
 constexpr size_t kDeviceIdMax = 48;
 constexpr size_t kDeviceNameMax = 48;
@@ -35,7 +36,7 @@ constexpr size_t kDriverReportMax = 8192;  // the largest report or cache file
 
 struct DriverDevice {
   const char *id = nullptr;    // never NULL in a parsed report; "-" when unknown
-  const char *name = nullptr;  // never NULL in a parsed report; "-" when unknown
+  const char *name = nullptr;  // never NULL in a parsed report ("-" when there is none); NULL: not written
 };
 
 struct FamilyReport {

@@ -134,7 +134,12 @@ TEST_CASE("driver report: anything incomplete or malformed is no report at all, 
       {kHead + "cuda answer 2 0 A\ncuda-device 1 GPU-a x\ncuda-device 0 GPU-b y\nze answer 0 0 B\nend\n", "device line"},
       {kHead + "cuda unknown 0 -1 A\n" + cuda_devices(1) + "ze answer 0 0 B\nend\n", "device line"},
       {kHead + "cuda answer 1 0 A\nze answer 0 0 B\n" + cuda_devices(1) + "end\n", "device line"},
-      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-a\nze answer 0 0 B\nend\n", "device line"},  // no name
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-a\x01 x\nze answer 0 0 B\nend\n", "device line"},  // control byte
+      {kHead + "cuda answer 1 0 A\ncuda-device 0\nze answer 0 0 B\nend\n", "device line"},  // no id
+      // a long id with a byte that is not printable ASCII deep inside (the 8-byte scan)
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-0123456789abcdef\x7f" "0123456789 n\nze answer 0 0 B\nend\n", "device line"},
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-0123456789abcdef\xe9" "0123456789 n\nze answer 0 0 B\nend\n", "device line"},
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-0123456789abcdef\x1f" "0123456789 n\nze answer 0 0 B\nend\n", "device line"},
       {kHead + "cuda answer 1 0 A\ncuda-device 0 " + std::string(60, 'a') + " n\nze answer 0 0 B\nend\n", "device line"},
       // the boot line: once, one id of hex digits and dashes
       {kHead + "boot a\nboot b\n" + ok2 + "end\n", "boot line"},
@@ -152,6 +157,18 @@ TEST_CASE("driver report: anything incomplete or malformed is no report at all, 
     CHECK(p.r.ze.answer.answered == N);
   }
   CHECK(parse(kHead + ok2 + "end\n").ok);
+  // A device's name is optional (the saved file has none): shown as "-".
+  Parsed nameless = parse(kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-a\nze answer 0 0 B\nend\n");
+  REQUIRE(nameless.ok);
+  CHECK(std::string(nameless.r.cuda.dev[0].id) == "GPU-a");
+  CHECK(std::string(nameless.r.cuda.dev[0].name) == "-");
+  // Ids of every length around the 8-byte steps end exactly at their blank.
+  for (int len = 1; len < 40; len++) {
+    std::string id(size_t(len), 'f');
+    Parsed q = parse(kHead + "cuda answer 1 0 A\ncuda-device 0 " + id + " n\nze answer 0 0 B\nend\n");
+    REQUIRE(q.ok);
+    CHECK(std::string(q.r.cuda.dev[0].id) == id);
+  }
   // More devices than are identified: the first kDriverDevicesMax are listed.
   std::string many;
   for (int i = 0; i < kDriverDevicesMax; i++) many += "cuda-device " + std::to_string(i) + " - -\n";
