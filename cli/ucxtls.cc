@@ -32,6 +32,8 @@
 
 using namespace ucxtls;
 
+int cmd_probe(int argc, char **argv);  // cli/probe.cc: ucxtls probe [--save]
+
 namespace {
 
 // Exit statuses: 0 fine, 1 a check failed (doctor) or a setting is invalid, 2 usage or
@@ -247,7 +249,9 @@ void explain_text(const Report &r) {
   printf("  ucx.conf  %-10s %s\n", r.f.ucx_conf == Tri::yes ? "UCX_TLS" : tri_word(r.f.ucx_conf, r.f.ucx_conf_error),
          r.f.ucx_conf_evidence);
   if (r.s.tier == ProbeTier::driver)
-    printf("  driver    %-10s %s\n", tri_word(r.f.driver.ran), r.f.driver.evidence);
+    printf("  driver    %-10s %s\n", r.f.driver.ran == Tri::yes ? "saved" : "none", r.f.driver.evidence);
+  if (r.s.tier == ProbeTier::driver && r.f.driver.ran != Tri::yes)  // how to create it
+    printf("            `ucxtls probe --save` asks the drivers and saves their answer for this node (README: The driver probe)\n");
   for (Family fam : kShown) {
     const FamilyFact &ff = r.f.family[int(fam)];
     printf("  %-9s %-10s %s\n", family_name(fam),
@@ -648,6 +652,9 @@ void help() {
       "                          check that the local UCX (ucx_info -d) serves every transport of\n"
       "                          the value in effect, of V, or of what template T composes to here\n"
       "                          ({copy}, {ipc}, {rdma}); exit 1 if one is missing\n"
+      "  probe [--save]          ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"
+      "                          which devices there are; --save stores the answer for this node,\n"
+      "                          which UCXTLS_PROBE=driver reads\n"
       "  --help, --version\n"
       "\n"
       "variables of ucxtls (the library and this command read the same):\n");
@@ -663,7 +670,7 @@ void help() {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: ucxtls explain|env|run|doctor ... (ucxtls --help)\n");
+    fprintf(stderr, "usage: ucxtls explain|env|run|doctor|probe ... (ucxtls --help)\n");
     return kUsage;
   }
   const char *cmd = argv[1];
@@ -673,6 +680,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "env")) return cmd_env(n, rest);
   if (!strcmp(cmd, "run")) return cmd_run(n, rest);
   if (!strcmp(cmd, "doctor")) return cmd_doctor(n, rest);
+  if (!strcmp(cmd, "probe")) return cmd_probe(n, rest);  // cli/probe.cc
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return help(), 0;
   if (!strcmp(cmd, "--version")) return printf("ucxtls %s\n", UCXTLS_VERSION), 0;
   return fail(kUsage, std::string("unknown command '") + cmd + "' (try ucxtls --help)");

@@ -1,21 +1,25 @@
 // ucxtls-probe: the driver tier's helper (DESIGN §1 "Driver probe"). An ordinary program that
-// libucxtls.so starts, installed beside it, so that the host process never loads a driver library.
+// `ucxtls probe` starts as its child, installed beside libucxtls.so; no host process ever runs it.
 //
-// It asks the CUDA driver API (libcuda.so.1) and the Level Zero loader (libze_loader.so.1) how many
-// devices this process can use, writes the report of core.h (format_driver_report) on its report
-// fd, and exits at once: no driver destructor, no atexit handler, runs after the answer.
+// It asks the CUDA driver API (libcuda.so.1) and the Level Zero loader (libze_loader.so.1) which
+// devices there are, with the identity the visibility variables need (CUDA: each GPU's UUID;
+// Level Zero: the GPU devices in the loader's order), writes the report of driver_report.h on its
+// report fd, and exits at once: no driver destructor, no atexit handler, runs after the answer.
+// `ucxtls probe` starts it with CUDA_VISIBLE_DEVICES and ZE_AFFINITY_MASK unset, so the report
+// lists every device; each process applies its own variables to the saved list.
 //
 //   ucxtls-probe [--report-fd=N]    (default: stdout, for a person at a shell)
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "driver_report.h"
 #include "vendor.h"
 
 using namespace ucxtls;
@@ -24,59 +28,96 @@ namespace {
 
 const uint32_t kMaxDrivers = 16, kMaxDevices = 256;
 
-void set_answer(DriverAnswer *a, bool answered, int count, long code, const char *name) {
+// Storage for the devices' ids and names that the report points to.
+struct DeviceText {
+  char id[kDriverDevicesMax][kDeviceIdMax];
+  char name[kDriverDevicesMax][kDeviceNameMax];
+};
+DeviceText cuda_text, ze_text;
+
+void set_answer(FamilyReport *f, bool answered, int count, long code, const char *name) {
+  DriverAnswer *a = &f->answer;
   a->answered = answered ? Tri::yes : Tri::no;
-  a->count = answered ? count : 0;
+  a->count = a->present = answered ? count : 0;
   a->code = code;
   Text t;
   t.init(a->name, sizeof a->name);
   t.add(name);
+  if (!answered) f->ndev = 0;
 }
 
-void set_code_answer(DriverAnswer *a, bool answered, int count, long code, const char *name,
-                     const char *prefix) {
-  if (name) return set_answer(a, answered, count, code, name);
+void set_code_answer(FamilyReport *f, bool answered, int count, long code, const char *name, const char *prefix) {
+  if (name) return set_answer(f, answered, count, code, name);
   char fallback[40];
   Text t;
   t.init(fallback, sizeof fallback);
   t.add(prefix).add((long long)code);
-  set_answer(a, answered, count, code, fallback);
+  set_answer(f, answered, count, code, fallback);
 }
 
-// CUDA: cuInit(0), then cuDeviceGetCount. The name comes from the driver itself (cuGetErrorName).
-void ask_cuda(DriverAnswer *a) {
+// "GPU-" and the 16 bytes as CUDA and nvidia-smi print them: 8-4-4-4-12 hex digits.
+void format_gpu_uuid(const unsigned char *b, char *out, size_t cap) {
+  snprintf(out, cap, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+           b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+// CUDA: cuInit(0), cuDeviceGetCount, then each device's UUID and name (cuDeviceGet,
+// cuDeviceGetUuid, cuDeviceGetName). The result's name comes from the driver (cuGetErrorName).
+void ask_cuda(FamilyReport *f) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return set_answer(a, false, 0, -1, "libcuda.so.1 not found");
+  if (!lib) return set_answer(f, false, 0, -1, "libcuda.so.1 not found");
   auto init = reinterpret_cast<ucxtls_cuInit_fn>(dlsym(lib, "cuInit"));
   auto count = reinterpret_cast<ucxtls_cuDeviceGetCount_fn>(dlsym(lib, "cuDeviceGetCount"));
   auto error_name = reinterpret_cast<ucxtls_cuGetErrorName_fn>(dlsym(lib, "cuGetErrorName"));
-  if (!init || !count) return set_answer(a, false, 0, -1, "libcuda.so.1 lacks cuInit/cuDeviceGetCount");
+  auto device_get = reinterpret_cast<ucxtls_cuDeviceGet_fn>(dlsym(lib, "cuDeviceGet"));
+  auto get_uuid = reinterpret_cast<ucxtls_cuDeviceGetUuid_fn>(dlsym(lib, "cuDeviceGetUuid"));
+  auto get_name = reinterpret_cast<ucxtls_cuDeviceGetName_fn>(dlsym(lib, "cuDeviceGetName"));
+  if (!init || !count) return set_answer(f, false, 0, -1, "libcuda.so.1 lacks cuInit/cuDeviceGetCount");
   int n = 0;
   ucxtls_CUresult rc = init(0);
   if (rc == 0) rc = count(&n);
-  if (rc == 0 && n < 0) return set_answer(a, false, 0, 0, "cuDeviceGetCount gave a negative count");
+  if (rc == 0 && n < 0) return set_answer(f, false, 0, 0, "cuDeviceGetCount gave a negative count");
   const char *name = nullptr;
   if (!error_name || error_name(rc, &name) != 0 || !name) name = cuda_result_name(rc);
-  set_code_answer(a, cuda_result_answers(rc), rc == 0 ? n : 0, rc, name, "CUresult ");
+  set_code_answer(f, cuda_result_answers(rc), rc == 0 ? n : 0, rc, name, "CUresult ");
+  if (rc != 0) return;
+  // Devices without an identity still count; their id is "-" (a GPU- entry cannot match them).
+  f->ndev = n < kDriverDevicesMax ? n : kDriverDevicesMax;
+  for (int i = 0; i < f->ndev; i++) {
+    char *id = cuda_text.id[i], *dev_name = cuda_text.name[i];
+    strcpy(id, "-");
+    strcpy(dev_name, "-");
+    ucxtls_CUdevice dev = 0;
+    if (device_get && device_get(&dev, i) == 0) {
+      ucxtls_CUuuid uuid;
+      if (get_uuid && get_uuid(&uuid, dev) == 0)
+        format_gpu_uuid(reinterpret_cast<const unsigned char *>(uuid.bytes), id, kDeviceIdMax);
+      if (get_name && get_name(dev_name, int(kDeviceNameMax), dev) != 0) strcpy(dev_name, "-");
+      dev_name[kDeviceNameMax - 1] = '\0';
+    }
+    f->dev[i].id = id;
+    f->dev[i].name = dev_name;
+  }
 }
 
-void set_ze_answer(DriverAnswer *a, ucxtls_ze_result_t rc, int gpus) {
-  set_code_answer(a, ze_result_answers(long(rc)), rc == 0 ? gpus : 0, long(rc), ze_result_name(long(rc)),
+void set_ze_answer(FamilyReport *f, ucxtls_ze_result_t rc, int gpus) {
+  set_code_answer(f, ze_result_answers(long(rc)), rc == 0 ? gpus : 0, long(rc), ze_result_name(long(rc)),
                   "ze_result_t ");
 }
 
 // Level Zero: zeInitDrivers (loader >= 1.18) when the loader has it, else zeInit + zeDriverGet:
-// never both (the spec calls mixing them undefined). Then every driver's devices of type GPU.
-void ask_ze(DriverAnswer *a) {
+// never both (the spec calls mixing them undefined). Then every driver's devices of type GPU, in
+// the loader's order (the order ZE_AFFINITY_MASK's indices follow).
+void ask_ze(FamilyReport *f) {
   void *lib = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return set_answer(a, false, 0, -1, "libze_loader.so.1 not found");
+  if (!lib) return set_answer(f, false, 0, -1, "libze_loader.so.1 not found");
   auto init_drivers = reinterpret_cast<ucxtls_zeInitDrivers_fn>(dlsym(lib, "zeInitDrivers"));
   auto init = reinterpret_cast<ucxtls_zeInit_fn>(dlsym(lib, "zeInit"));
   auto driver_get = reinterpret_cast<ucxtls_zeDriverGet_fn>(dlsym(lib, "zeDriverGet"));
   auto device_get = reinterpret_cast<ucxtls_zeDeviceGet_fn>(dlsym(lib, "zeDeviceGet"));
   auto properties = reinterpret_cast<ucxtls_zeDeviceGetProperties_fn>(dlsym(lib, "zeDeviceGetProperties"));
   if (!device_get || !properties || (!init_drivers && (!init || !driver_get)))
-    return set_answer(a, false, 0, -1, "libze_loader.so.1 lacks the API");
+    return set_answer(f, false, 0, -1, "libze_loader.so.1 lacks the API");
 
   ucxtls_ze_driver_handle_t drivers[kMaxDrivers];
   uint32_t nd = 0;
@@ -97,7 +138,7 @@ void ask_ze(DriverAnswer *a) {
       rc = driver_get(&nd, drivers);
     }
   }
-  if (rc != 0) return set_ze_answer(a, rc, 0);
+  if (rc != 0) return set_ze_answer(f, rc, 0);
 
   int gpus = 0;
   for (uint32_t d = 0; d < nd; d++) {
@@ -117,12 +158,23 @@ void ask_ze(DriverAnswer *a) {
       memset(&props, 0, sizeof props);
       props.p.stype = UCXTLS_ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
       rc = properties(devices[i], &props.p);
-      if (rc == 0 && props.p.type == UCXTLS_ZE_DEVICE_TYPE_GPU) gpus++;
+      if (rc != 0 || props.p.type != UCXTLS_ZE_DEVICE_TYPE_GPU) continue;
+      if (gpus < kDriverDevicesMax) {
+        char *id = ze_text.id[gpus], *name = ze_text.name[gpus];
+        for (int k = 0; k < 16; k++) snprintf(id + 2 * k, 3, "%02x", props.p.uuid[k]);
+        Text t;
+        t.init(name, kDeviceNameMax);
+        t.add(props.p.name[0] ? props.p.name : "-", props.p.name[0] ? strnlen(props.p.name, sizeof props.p.name) : 1);
+        f->dev[gpus].id = id;
+        f->dev[gpus].name = name;
+      }
+      gpus++;
     }
     // A driver that fails after init is broken, not empty: no answer (the kernel's stands).
-    if (rc != 0) return set_code_answer(a, false, 0, long(rc), ze_result_name(long(rc)), "ze_result_t ");
+    if (rc != 0) return set_code_answer(f, false, 0, long(rc), ze_result_name(long(rc)), "ze_result_t ");
   }
-  set_ze_answer(a, 0, gpus);
+  set_ze_answer(f, 0, gpus);
+  f->ndev = gpus < kDriverDevicesMax ? gpus : kDriverDevicesMax;
 }
 
 // Keeps 0-2 and the report fd; closes everything else the host left open, so that no driver
@@ -156,8 +208,8 @@ int main(int argc, char **argv) {
     } else {
       static const char usage[] =
           "usage: ucxtls-probe [--report-fd=N]\n"
-          "Asks libcuda.so.1 and libze_loader.so.1 how many devices this process can use and\n"
-          "writes the report that libucxtls.so reads (UCXTLS_PROBE=driver).\n";
+          "Asks libcuda.so.1 and libze_loader.so.1 which devices there are and writes the report\n"
+          "that `ucxtls probe` prints and `ucxtls probe --save` stores for UCXTLS_PROBE=driver.\n";
       ssize_t w = write(2, usage, sizeof usage - 1);
       (void)w;
       return 2;
@@ -170,11 +222,11 @@ int main(int argc, char **argv) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  DriverFact f;
-  ask_cuda(&f.cuda);
-  ask_ze(&f.ze);
-  char report[kDriverReportMax];
-  size_t len = format_driver_report(f, report, sizeof report);
+  static DriverReport r;
+  ask_cuda(&r.cuda);
+  ask_ze(&r.ze);
+  static char report[kDriverReportMax];
+  size_t len = format_driver_report(r, report, sizeof report);
   size_t off = 0;
   while (off < len) {
     ssize_t w = write(fd, report + off, len - off);

@@ -11,6 +11,15 @@ typedef int ucxtls_CUresult;
 typedef ucxtls_CUresult (*ucxtls_cuInit_fn)(unsigned int flags);
 typedef ucxtls_CUresult (*ucxtls_cuDeviceGetCount_fn)(int *count);
 typedef ucxtls_CUresult (*ucxtls_cuGetErrorName_fn)(ucxtls_CUresult error, const char **name);
+typedef int ucxtls_CUdevice;
+typedef struct {
+  char bytes[16];
+} ucxtls_CUuuid;
+typedef ucxtls_CUresult (*ucxtls_cuDeviceGet_fn)(ucxtls_CUdevice *device, int ordinal);
+/* The GPU's UUID (cuDeviceGetUuid; the _v2 entry point, which cuda.h >= 11.4 maps the name to,
+   gives a MIG instance's UUID instead: CUDA_VISIBLE_DEVICES's GPU- entries name GPUs). */
+typedef ucxtls_CUresult (*ucxtls_cuDeviceGetUuid_fn)(ucxtls_CUuuid *uuid, ucxtls_CUdevice device);
+typedef ucxtls_CUresult (*ucxtls_cuDeviceGetName_fn)(char *name, int len, ucxtls_CUdevice device);
 
 /* Level Zero loader (libze_loader.so.1). */
 typedef uint32_t ucxtls_ze_result_t;

@@ -41,6 +41,12 @@ $CC -O2 -fPIC -shared -fvisibility=hidden -fno-asynchronous-unwind-tables -nodef
   -o "$empty" tests/perf/empty_preload.c -Wl,--no-as-needed -lc
 $CC -O2 -o "$work/bench_spawn" scripts/bench_spawn.c
 python3 tests/fixtures/machines.py "$work/m" dgx mi300x intel-busy no-rdma >/dev/null
+# The driver tier reads what `ucxtls probe --save` stored for the node: saved here through the real
+# command and helper, asking a fake libcuda.so.1 (tests/driver/fake_cuda.c) that reports 8 GPUs.
+mkdir -p "$work/fakes"
+$CC -O2 -fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o "$work/fakes/libcuda.so.1" tests/driver/fake_cuda.c
+env -i PATH="$PATH" LD_LIBRARY_PATH="$work/fakes" FAKE_CUDA_COUNT=8 UCXTLS_SYSROOT="$work/m/dgx" \
+  UCXTLS_CACHE_DIR="$work/cache" "$(dirname "$lib")/ucxtls" probe --save >&2
 mkdir -p "$work/home"
 prog=/bin/true
 ldso=$(readelf -l "$prog" | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
@@ -67,7 +73,7 @@ configs=(
   "user-set|libucxtls.so, UCX_TLS already set by the user|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy"
   "no-rdma|libucxtls.so, fixture no-rdma (4 GPUs, no HCA): leaves UCX_TLS unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-rdma"
   "this-node|libucxtls.so on this machine's own /dev, /sys, /proc|LD_PRELOAD=$lib"
-  "driver|libucxtls.so, UCXTLS_PROBE=driver on fixture dgx: the opt-in driver tier|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_PROBE=driver"
+  "driver|libucxtls.so, UCXTLS_PROBE=driver on fixture dgx: the answer ucxtls probe --save stored (8 CUDA GPUs)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_PROBE=driver UCXTLS_CACHE_DIR=$work/cache"
 )
 
 echo "bench.sh: $ROUNDS interleaved rounds of ${#configs[@]} configurations, then callgrind and strace" >&2
@@ -93,7 +99,7 @@ for c in "${configs[@]}"; do
   done
   ir=- calls=- procs=- heap=-
   if command -v valgrind >/dev/null; then
-    # The driver tier forks a supervisor, which valgrind follows: read the first process's lines.
+    # Read the first process's lines (a library that created a process would show more).
     heap=$(cd "$work/home" && env -i "${BASE_ENV[@]}" "${other[@]}" valgrind --tool=memcheck "$ldso" "${preload[@]}" "$prog" 2>&1 >/dev/null |
       awk 'NR == 1 {pid = $1} $1 == pid && /total heap usage/ {gsub(/,/, "", $5); gsub(/,/, "", $9); print $5 " (" $9 " B)"}') || heap=-
     # The loader run as a program with --preload: valgrind's own launcher never sees LD_PRELOAD
@@ -139,7 +145,7 @@ for label, what, _, _, procs, heap in rows:
     added = "-" if calls[label] is None or calls.get("empty") is None or label in ("none", "empty") \
         else "%+d" % (calls[label] - calls["empty"])
     if label == "driver" and procs != "-":
-        what += "; no helper process ran" if procs == "1" else "; %s processes (a helper ran)" % procs
+        what += "; no process created" if procs == "1" else "; %s processes (one created!)" % procs
     print("| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
         label, what, w[2], w[3], w[4], ratio(med[label], med["none"]), ratio(med[label], med["empty"]),
         fmt(ir[label]), ratio(ir[label], ir["empty"]), fmt(calls[label]), added, w[6], heap))
@@ -157,6 +163,7 @@ have = lambda *k: all(calls.get(x) is not None for x in k)
 for busy in ("busy", "busy-amd", "busy-intel"):
     verdict("syscalls added, %s fixture" % busy, int(calls[busy] - calls["empty"]) if have(busy, "empty") else None, 24)
 verdict("syscalls added, UCX_TLS set", int(calls["user-set"] - calls["empty"]) if have("user-set", "empty") else None, 1)
+verdict("syscalls, driver tier - kernel tier (fixture dgx)", int(calls["driver"] - calls["busy"]) if have("driver", "busy") else None, 6)
 for busy in ("busy", "busy-amd", "busy-intel"):
     verdict("instructions, %s fixture ÷ empty" % busy, ratio(ir[busy], ir["empty"]) if ir[busy] and ir["empty"] else None, 1.25)
 verdict("wall time, busy fixture ÷ empty (median)", ratio(med["busy"], med["empty"]), 1.20)

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh: the driver tier on a real NVIDIA machine (CI never needs it).
 #
-#   1. builds the library and its helper (BUILD_DIR, default build-gpu);
-#   2. prints what the helper (ucxtls-probe) reports, and the kernel tier's and the driver tier's
-#      decisions (their UCXTLS_DEBUG=1 lines) with device counts and times;
-#   3. proves that a process that ran the driver probe never mapped libcuda, and can still fork a
-#      child that initialises CUDA (cuInit(0) == 0 in the child), which a process that had called
-#      cuInit itself cannot (shown for contrast, not checked);
+#   1. builds the library, the command and the helper (BUILD_DIR, default build-gpu);
+#   2. prints what `ucxtls probe --save` records (each GPU's UUID as CUDA reports it, checked
+#      against /proc/driver/nvidia/gpus/*/information), and the kernel tier's and the driver tier's
+#      decisions (their UCXTLS_DEBUG=1 lines), CUDA_VISIBLE_DEVICES ordinals and GPU- prefixes
+#      applied to the saved list;
+#   3. proves that a process with the driver tier never mapped libcuda, and can still fork a child
+#      that initialises CUDA (cuInit(0) == 0 in the child), which a process that had called cuInit
+#      itself cannot (shown for contrast, not checked);
 #   4. exits 0 when every check passed, 1 when one failed, 2 when this is no NVIDIA machine.
 #
 # GPU_CHECK_FAKE=1 runs the same steps on the test fakes and a fixture node (no GPU needed): it
@@ -28,6 +30,7 @@ check() {  # check NAME COMMAND...: runs the command, counts and prints the resu
 
 # --- 0. Is this an NVIDIA machine?
 extra_env=()
+fixture=""  # the replayed machine's root in the self-test; this machine's / otherwise
 if [ "${GPU_CHECK_FAKE:-}" = 1 ]; then
   echo "gpu-check: SELF-TEST on the test fakes and the dgx fixture: no real driver is asked"
 else
@@ -48,13 +51,18 @@ LIB=$(realpath "$BUILD_DIR/libucxtls.so")
 HELPER=$(realpath "$BUILD_DIR/ucxtls-probe")
 if [ "${GPU_CHECK_FAKE:-}" = 1 ]; then
   python3 tests/fixtures/machines.py "$BUILD_DIR/gpu-check-fixture" dgx >/dev/null
+  fixture=$(realpath "$BUILD_DIR/gpu-check-fixture/dgx")
+  uuids=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$fixture"/proc/driver/nvidia/gpus/*/information | head -2 | paste -sd,)
   extra_env=(LD_LIBRARY_PATH="$(realpath "$BUILD_DIR/tests/driver/fakes/cuda")" FAKE_CUDA_COUNT=2
-             UCXTLS_SYSROOT="$(realpath "$BUILD_DIR/gpu-check-fixture/dgx")")
+             FAKE_CUDA_UUIDS="$uuids" UCXTLS_SYSROOT="$fixture")
 fi
+UCXTLS=$(realpath "$BUILD_DIR/ucxtls")
+cache=$(realpath "$BUILD_DIR")/gpu-check-cache
+rm -rf "$cache"
 # A user template: the family is decided even without an RDMA device (the default template would
 # leave UCX_TLS unset there, and no GPU probe would run).
-base_env=(env -u UCX_TLS -u UCXTLS_DERIVED -u UCXTLS_DISABLE -u UCXTLS_ACCEL "${extra_env[@]}"
-          UCXTLS_TEMPLATE='tcp,{copy}' UCXTLS_DEBUG=1)
+base_env=(env -u UCX_TLS -u UCXTLS_DERIVED -u UCXTLS_DISABLE -u UCXTLS_ACCEL -u CUDA_VISIBLE_DEVICES
+          "${extra_env[@]}" UCXTLS_TEMPLATE='tcp,{copy}' UCXTLS_DEBUG=1 UCXTLS_CACHE_DIR="$cache")
 
 # --- 2. What each tier says.
 echo "== ucxtls-probe (the helper, run by hand)"
@@ -63,6 +71,15 @@ echo "$report"
 cuda_line=$(grep '^cuda ' <<<"$report")
 check "the CUDA driver API answers with at least one device ($cuda_line)" \
   grep -Eq '^cuda answer [1-9][0-9]* 0 ' <<<"$report"
+echo "== ucxtls probe --save"
+"${base_env[@]}" "$UCXTLS" probe --save
+check "ucxtls probe --save saved the answer for this node" grep -q '^end$' "$cache/driver"
+proc_uuids=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$fixture"/proc/driver/nvidia/gpus/*/information 2>/dev/null | sort)
+saved_uuids=$(sed -n 's/^cuda-device [0-9]* \(GPU-[^ ]*\).*/\1/p' "$cache/driver" | sort)
+echo "saved UUIDs: $(paste -sd' ' <<<"$saved_uuids"); /proc: $(paste -sd' ' <<<"$proc_uuids")"
+check "every UUID CUDA reported is a GPU UUID of /proc/driver/nvidia/gpus (the GPU- prefixes apply)" \
+  test -n "$saved_uuids" -a -z "$(comm -23 <(echo "$saved_uuids") <(echo "$proc_uuids"))"
+first_uuid=$(head -1 <<<"$saved_uuids")
 
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 for tier in kernel driver; do
@@ -76,14 +93,22 @@ for tier in kernel driver; do
   check "$tier tier with CUDA_VISIBLE_DEVICES='': no cuda_copy" grep -q 'set UCX_TLS=tcp:' <<<"$line"
 done
 line=$("${base_env[@]}" UCXTLS_PROBE=driver LD_PRELOAD="$LIB" /bin/true 2>&1)
-check "driver tier: the driver API answered for CUDA (not the kernel)" \
+check "driver tier: the saved driver answer decided CUDA (not the kernel)" \
   grep -Eq 'cuda: driver API: [1-9][0-9]* device\(s\) \(CUDA_SUCCESS\)' <<<"$line"
+for cvd in 0 "${first_uuid:0:12}" GPU-ffffffff 99; do
+  line=$("${base_env[@]}" UCXTLS_PROBE=driver CUDA_VISIBLE_DEVICES="$cvd" LD_PRELOAD="$LIB" /bin/true 2>&1)
+  echo "$line"
+  case $cvd in
+    0 | GPU-[0-9a-e]*) check "driver tier, CUDA_VISIBLE_DEVICES=$cvd: 1 visible, cuda_copy" grep -q 'set UCX_TLS=tcp,cuda_copy.*, 1 visible' <<<"$line" ;;
+    *) check "driver tier, CUDA_VISIBLE_DEVICES=$cvd: none visible, no cuda_copy" grep -q 'set UCX_TLS=tcp:.*, 0 visible' <<<"$line" ;;
+  esac
+done
 
 # --- 3. Fork safety.
-echo "== fork after the driver probe"
+echo "== fork after the driver tier"
 cat >"$BUILD_DIR/gpu-fork-check.c" <<'EOF'
-/* Run with libucxtls.so preloaded and UCXTLS_PROBE=driver: the constructor has asked the driver
-   (in its helper) before main. Then: libcuda must not be mapped here, and a forked child must
+/* Run with libucxtls.so preloaded and UCXTLS_PROBE=driver: the constructor has read the driver's
+   saved answer before main. Then: libcuda must not be mapped here, and a forked child must
    initialise CUDA. With --init-first, this process calls cuInit itself before fork (the contrast). */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -128,7 +153,7 @@ int main(int argc, char **argv) {
 }
 EOF
 cc -O1 -o "$BUILD_DIR/gpu-fork-check" "$BUILD_DIR/gpu-fork-check.c" -ldl || { echo "gpu-check: cannot compile the fork check" >&2; exit 1; }
-check "a process that ran the driver probe: libcuda never mapped, and its forked child initialises CUDA" \
+check "a process with the driver tier: libcuda never mapped, and its forked child initialises CUDA" \
   "${base_env[@]}" UCXTLS_DEBUG= UCXTLS_PROBE=driver LD_PRELOAD="$LIB" "$BUILD_DIR/gpu-fork-check"
 echo "-- contrast (not a check): the parent calls cuInit itself before fork; CUDA says the child may not use it"
 "${base_env[@]}" UCXTLS_DEBUG= UCXTLS_PROBE=kernel LD_PRELOAD="$LIB" "$BUILD_DIR/gpu-fork-check" --init-first || true

@@ -123,8 +123,10 @@ const Option kOptions[kVarCount] = {
     {"UCXTLS_TEMPLATE", kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
     {"UCXTLS_PROBE", "kernel",
-     "kernel (device files only) or driver (CUDA/Level Zero APIs in a helper process)"},
-    {"UCXTLS_PROBE_TIMEOUT_MS", "5000", "bound on the driver probe, 1 to 600000 ms"},
+     "kernel (device files only) or driver (the CUDA/Level Zero answer `ucxtls probe --save` stored)"},
+    {"UCXTLS_PROBE_TIMEOUT_MS", "5000", "bound on `ucxtls probe` (the driver APIs' helper), 1 to 600000 ms"},
+    {"UCXTLS_CACHE_DIR", "unset",
+     "where `ucxtls probe --save` stores the driver's answer; unset: $XDG_RUNTIME_DIR/ucxtls, /run/ucxtls"},
     {"UCXTLS_DEBUG", "unset", "1: one line on stderr saying what was decided and why"},
     {"UCXTLS_SYSROOT", "unset",
      "directory put in front of every /dev, /sys, /proc, /etc path the probe reads"},
@@ -137,6 +139,7 @@ const Option kOptions[kVarCount] = {
     {"ROCR_VISIBLE_DEVICES", "-", "AMD GPUs the process may use (ROCr's rules)"},
     {"HIP_VISIBLE_DEVICES", "-", "AMD GPUs, applied after ROCR_VISIBLE_DEVICES"},
     {"ZE_AFFINITY_MASK", "-", "Intel GPUs the process may use (empty = all)"},
+    {"XDG_RUNTIME_DIR", "-", "$XDG_RUNTIME_DIR/ucxtls holds the driver's answer when UCXTLS_CACHE_DIR is unset"},
 };
 
 // It runs in every process, over environments of hundreds of entries: one test of the first
@@ -236,6 +239,8 @@ void parse_settings(const Inputs &in, Settings *s) {
   s->sysroot = set_nonempty(r) ? r : nullptr;
   if (s->sysroot && strlen(s->sysroot) > kSysrootMax) mark_invalid(s, kSysroot, "is longer than 256 bytes");
   if (s->sysroot && s->sysroot[0] != '/') mark_invalid(s, kSysroot, "is not an absolute path");
+  const char *cache = in.get(kCacheDir);
+  if (set_nonempty(cache) && cache[0] != '/') mark_invalid(s, kCacheDir, "is not an absolute path");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -713,150 +718,6 @@ void ConfScan::feed(const char *p, size_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The driver tier's report and the meaning of driver results
-
-static const char kReportHeader[] = "ucxtls-probe 1";
-
-static void format_answer(Text &t, const char *family, const DriverAnswer &a) {
-  t.add(family).add(a.answered == Tri::yes ? " answer " : " unknown ").add((long long)a.count);
-  t.add(" ").add((long long)a.code).add(" ").add(a.name[0] ? a.name : "-").add("\n");
-}
-
-size_t format_driver_report(const DriverFact &f, char *out, size_t cap) {
-  Text t;
-  t.init(out, cap);
-  t.add(kReportHeader).add("\n");
-  format_answer(t, "cuda", f.cuda);
-  format_answer(t, "ze", f.ze);
-  t.add("end\n");
-  return t.truncated ? 0 : t.len;
-}
-
-// Splits the next blank-separated field off [*p, *p + *n).
-static bool next_field(const char **p, size_t *n, const char **f, size_t *fn) {
-  trim(p, n);
-  if (!*n) return false;
-  size_t i = 0;
-  while (i < *n && (*p)[i] != ' ' && (*p)[i] != '\t') i++;
-  *f = *p, *fn = i;
-  *p += i, *n -= i;
-  return true;
-}
-
-// "answer|unknown <count> <code> <name...>" -> a. False when a field is missing or out of range.
-static bool parse_answer(const char *p, size_t n, DriverAnswer *a) {
-  const char *f;
-  size_t fn;
-  long count, code;
-  if (!next_field(&p, &n, &f, &fn)) return false;
-  bool answered = fn == 6 && !memcmp(f, "answer", 6);
-  if (!answered && !(fn == 7 && !memcmp(f, "unknown", 7))) return false;
-  if (!next_field(&p, &n, &f, &fn) || !parse_long(f, fn, &count) || count < 0 || count > 1000000) return false;
-  if (!next_field(&p, &n, &f, &fn) || !parse_long(f, fn, &code)) return false;
-  trim(&p, &n);
-  if (!n) return false;
-  *a = DriverAnswer();
-  a->answered = answered ? Tri::yes : Tri::no;
-  a->count = answered ? int(count) : 0;
-  a->code = code;
-  Text name;
-  name.init(a->name, sizeof a->name);
-  for (size_t i = 0; i < n && !name.truncated; i++) {
-    char c = p[i];
-    if ((unsigned char)c < 0x20 || c == 0x7f) c = '?';  // the name ends up in the one debug line
-    name.add(&c, 1);
-  }
-  return true;
-}
-
-bool parse_driver_report(const char *text, size_t len, DriverFact *out) {
-  out->cuda = DriverAnswer();
-  out->ze = DriverAnswer();
-  out->cuda.answered = out->ze.answered = Tri::no;
-  DriverAnswer cuda, ze;
-  bool header = false, have_cuda = false, have_ze = false, end = false, bad = false;
-  size_t i = 0;
-  while (i < len && !end && !bad) {
-    size_t j = i;
-    while (j < len && text[j] != '\n') j++;
-    if (j == len) break;  // a line without its newline: the report was cut short
-    const char *line = text + i;
-    size_t n = j - i;
-    i = j + 1;
-    if (!header) {
-      header = n == sizeof kReportHeader - 1 && !memcmp(line, kReportHeader, n);
-      bad = !header;
-    } else if (n == 3 && !memcmp(line, "end", 3)) {
-      end = true;
-    } else if (starts_with(line, n, "cuda ")) {
-      bad = have_cuda || !parse_answer(line + 5, n - 5, &cuda);
-      have_cuda = true;
-    } else if (starts_with(line, n, "ze ")) {
-      bad = have_ze || !parse_answer(line + 3, n - 3, &ze);
-      have_ze = true;
-    }  // other lines: a later helper's extras, ignored
-  }
-  if (bad || !end || !have_cuda || !have_ze) return false;
-  out->cuda = cuda;
-  out->ze = ze;
-  return true;
-}
-
-bool cuda_result_answers(long code) { return code == 0 || code == 100 || code == 34; }
-
-bool ze_result_answers(long code) { return code == 0 || code == 0x78000001 || code == 0x70010000; }
-
-struct CodeName {
-  long code;
-  const char *name;
-};
-
-template <size_t N>
-static const char *lookup(const CodeName (&table)[N], long code) {
-  for (const CodeName &e : table)
-    if (e.code == code) return e.name;
-  return nullptr;
-}
-
-const char *cuda_result_name(long code) {
-  static const CodeName kCuda[] = {
-      {0, "CUDA_SUCCESS"},
-      {1, "CUDA_ERROR_INVALID_VALUE"},
-      {3, "CUDA_ERROR_NOT_INITIALIZED"},
-      {4, "CUDA_ERROR_DEINITIALIZED"},
-      {34, "CUDA_ERROR_STUB_LIBRARY"},
-      {36, "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER"},
-      {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"},
-      {100, "CUDA_ERROR_NO_DEVICE"},
-      {101, "CUDA_ERROR_INVALID_DEVICE"},
-      {304, "CUDA_ERROR_OPERATING_SYSTEM"},
-      {802, "CUDA_ERROR_SYSTEM_NOT_READY"},
-      {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
-      {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"},
-      {999, "CUDA_ERROR_UNKNOWN"},
-  };
-  return lookup(kCuda, code);
-}
-
-const char *ze_result_name(long code) {
-  static const CodeName kZe[] = {
-      {0, "ZE_RESULT_SUCCESS"},
-      {0x70000001, "ZE_RESULT_ERROR_DEVICE_LOST"},
-      {0x70000002, "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY"},
-      {0x70010000, "ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS"},
-      {0x70020000, "ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE"},
-      {0x78000001, "ZE_RESULT_ERROR_UNINITIALIZED"},
-      {0x78000002, "ZE_RESULT_ERROR_UNSUPPORTED_VERSION"},
-      {0x78000003, "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE"},
-      {0x78000004, "ZE_RESULT_ERROR_INVALID_ARGUMENT"},
-      {0x78000007, "ZE_RESULT_ERROR_INVALID_NULL_POINTER"},
-      {0x7800000c, "ZE_RESULT_ERROR_INVALID_ENUMERATION"},
-      {0x7ffffffe, "ZE_RESULT_ERROR_UNKNOWN"},
-  };
-  return lookup(kZe, code);
-}
-
-// ---------------------------------------------------------------------------------------------
 // The decision
 
 const char *action_name(Action a) {
@@ -916,7 +777,8 @@ static Tri family_visible(const Settings &s, const Facts &f, Family fam, Decisio
   if (drv && drv->answered == Tri::yes) {
     if (explain) {
       Text r = d->reason();
-      r.add(family_name(fam)).add(": driver API: ").add((long long)drv->count).add(" device(s)");
+      r.add(family_name(fam)).add(": driver API: ").add((long long)drv->present).add(" device(s)");
+      if (drv->count != drv->present) r.add(", ").add((long long)drv->count).add(" visible");
       if (drv->name[0]) r.add(" (").add(drv->name).add(")");
     }
     return drv->count > 0 ? Tri::yes : Tri::no;
@@ -1031,7 +893,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     if (s.tier == ProbeTier::driver) {
       if (f.driver.ran == Tri::unknown) return void(d->need = Need::driver);
       Text r = d->reason();
-      r.add("driver probe: ").add(f.driver.evidence);
+      r.add("driver tier: ").add(f.driver.evidence);
     }
     const Family order[] = {Family::cuda, Family::rocm, Family::ze};
     d->family = Family::none;

@@ -57,6 +57,7 @@ enum Var : uint8_t {
   kTemplate,
   kProbe,
   kProbeTimeoutMs,
+  kCacheDir,
   kDebug,
   kSysroot,
   kDerived,
@@ -68,6 +69,7 @@ enum Var : uint8_t {
   kRocrVisible,
   kHipVisible,
   kZeAffinity,
+  kXdgRuntimeDir,
   kVarCount
 };
 
@@ -123,6 +125,14 @@ void parse_switches(const Inputs &in, Settings *s);
 void parse_settings(const Inputs &in, Settings *s);
 // Records an invalid setting (the first one wins); why is static text.
 void mark_invalid(Settings *s, Var v, const char *why);
+
+// What stat(2) says of a file (sys.h stat_path/stat_fd fill it; the rules that read it are pure).
+struct FileFacts {
+  unsigned uid = 0;
+  unsigned mode = 0;  // st_mode: type and permission bits
+  long long size = 0;
+  long long mtime_ns = 0;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Template composition. Placeholders: `{copy}` the family's copy transport, `{ipc}` its intra-node
@@ -231,45 +241,22 @@ struct FamilyFact {
   char evidence[kEvidenceMax] = {};
 };
 
-// What the driver-API helper answered for one family.
+// The driver's answer for one family, as the driver tier uses it (driver_report.h: how it is
+// asked, saved per node and read back).
 struct DriverAnswer {
-  Tri answered = Tri::unknown;  // yes: count is the driver's answer; no: the helper could not say
-  int count = 0;
+  Tri answered = Tri::unknown;  // yes: count is the driver's answer; no: there is none
+  int count = 0;                // devices visible to this process (visibility variables applied)
+  int present = 0;              // devices the driver reported (probed with them unset)
   long code = 0;                // the driver's result code (CUresult, ze_result_t)
-  char name[48] = {};           // the driver's name for it, e.g. CUDA_ERROR_NO_DEVICE
+  char name[48] = {};           // the driver's name for it, e.g. CUDA_ERROR_NO_DEVICE, or why none
 };
 
+constexpr size_t kDriverEvidenceMax = 256;
 struct DriverFact {
-  Tri ran = Tri::unknown;  // yes: the helper answered; no: it failed, crashed or timed out
+  Tri ran = Tri::unknown;  // yes: a saved answer of this node was read; no: none usable (evidence says why)
   DriverAnswer cuda, ze;
-  char evidence[kEvidenceMax] = {};
+  char evidence[kDriverEvidenceMax] = {};
 };
-
-// The driver tier's report: what the helper executable (helper/) writes on its report fd and
-// the library reads back. Text, one family a line, closed by "end", so that a report cut short
-// (a helper that crashed mid-write) is seen as no report at all:
-//   ucxtls-probe 1
-//   cuda answer 2 0 CUDA_SUCCESS
-//   ze unknown 0 -1 libze_loader.so.1 not found
-//   end
-// Fields: family, answer|unknown, device count, the driver's result code, and the rest of the line
-// is the name (the driver's error name, or why there is no answer).
-constexpr size_t kDriverReportMax = 512;
-size_t format_driver_report(const DriverFact &f, char *out, size_t cap);
-// Fills out->cuda and out->ze; false (both answers left "no") when the report is incomplete or
-// malformed. Leaves out->ran and out->evidence to the caller.
-bool parse_driver_report(const char *text, size_t len, DriverFact *out);
-
-// Which driver results answer "how many devices can this process use?" (the rest mean a broken or
-// transient driver state: no answer, the kernel probe's answer stands). README "The driver probe".
-// CUDA: SUCCESS (the count follows), NO_DEVICE (100) and STUB_LIBRARY (34) answer 0 devices.
-bool cuda_result_answers(long code);
-// Level Zero: SUCCESS, UNINITIALIZED (0x78000001: no driver, or no device it supports) and
-// INSUFFICIENT_PERMISSIONS (0x70010000: /dev/dri not ours, e.g. a cgroup-blocked GPU).
-bool ze_result_answers(long code);
-// Names of the codes above and a few more; NULL for a code not in the table.
-const char *cuda_result_name(long code);  // fallback when libcuda lacks cuGetErrorName
-const char *ze_result_name(long code);     // Level Zero has no name function
 
 // Each fact is unknown until probed; a probe that cannot finish leaves it unknown and sets its
 // error (-errno): "cannot tell" is never read as "no".

@@ -1,4 +1,4 @@
-// The probes: the file system (and, for the driver tier, a helper process) turned into Facts.
+// The probes: the file system (and, for the driver tier, the answer saved per node) turned into Facts.
 //
 // The kernel probe only checks that paths exist, lists directories, reads links and reads small
 // files into fixed buffers: no driver library is loaded and no device node is ever opened.
@@ -24,7 +24,7 @@ void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o
 // decide again, until it answers.
 void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d);
 
-// The driver tier (driver.cc): asks the helper executable, never the host process.
+// The driver tier (driver_cache.cc): reads the answer `ucxtls probe --save` stored for this node.
 void probe_driver(const Inputs &in, const Settings &s, DriverFact *out);
 
 }  // namespace ucxtls

@@ -109,25 +109,6 @@ ssize_t read_link(const Path &p, char *buf, size_t cap) {
   return n;
 }
 
-// stat(2) through the system call the architecture has: newfstatat where struct stat is the
-// kernel's (x86_64, aarch64), fstatat64 with struct stat64 on 32-bit ones. Never glibc's stat
-// wrappers: on glibc >= 2.33 they bind to GLIBC_2.33 and the library must load on 2.17.
-int stat_path(const Path &p, FileStat *out) {
-  if (!p.ok) return -ENAMETOOLONG;
-#if defined(SYS_newfstatat)
-  struct stat st;
-  long r = result(syscall(SYS_newfstatat, AT_FDCWD, p.buf, &st, 0));
-#else
-  struct stat64 st;
-  long r = result(syscall(SYS_fstatat64, AT_FDCWD, p.buf, &st, 0));
-#endif
-  if (r < 0) return int(r);
-  out->mode = unsigned(st.st_mode);
-  out->size = (long long)st.st_size;
-  out->uid = unsigned(st.st_uid);
-  return 0;
-}
-
 const char *errno_name(long err) {
   switch (err < 0 ? -err : err) {
     case ENOENT: return "ENOENT";
@@ -193,6 +174,61 @@ const char *DirReader::next() {
     if (n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'))) continue;
     return n;
   }
+}
+
+}  // namespace ucxtls
+
+// --- stat through the system call the architecture has, in the kernel's own layout: struct
+// stat64 with fstat64 and fstatat64 on 32-bit ABIs, struct stat with fstat and newfstatat on
+// 64-bit ones (glibc's types are the kernel's there).
+
+
+namespace ucxtls {
+
+#if defined(SYS_fstat64)
+typedef struct stat64 KernelStat;
+static const long kNrFstat = SYS_fstat64, kNrFstatat = SYS_fstatat64;
+#else
+typedef struct stat KernelStat;
+static const long kNrFstat = SYS_fstat, kNrFstatat = SYS_newfstatat;
+#endif
+
+static void facts_of(const KernelStat &st, FileFacts *out) {
+  out->uid = unsigned(st.st_uid);
+  out->mode = unsigned(st.st_mode);
+  out->size = (long long)st.st_size;
+  out->mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+int stat_fd(int fd, FileFacts *out) {
+  KernelStat st;
+  long r = result(syscall(kNrFstat, fd, &st));
+  if (r < 0) return int(r);
+  facts_of(st, out);
+  return 0;
+}
+
+int stat_path(const Path &p, FileFacts *out) {
+  if (!p.ok) return -ENAMETOOLONG;
+  KernelStat st;
+  long r = result(syscall(kNrFstatat, AT_FDCWD, p.buf, &st, 0));
+  if (r < 0) return int(r);
+  facts_of(st, out);
+  return 0;
+}
+
+int open_dir(const Path &p) { return open_flags(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK); }
+
+int open_file_in(int dirfd, const char *name) {
+  return int(syscall(SYS_openat, dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+}
+
+unsigned effective_uid() {
+#ifdef SYS_geteuid32
+  return unsigned(syscall(SYS_geteuid32));  // 32-bit x86/arm: SYS_geteuid is the 16-bit one
+#else
+  return unsigned(syscall(SYS_geteuid));
+#endif
 }
 
 }  // namespace ucxtls

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "core.h"
+
 // Large static scratch (the constructor keeps its stack small, since the host's may be): placed in
 // .data, not .bss. Zero-filled pages past the file would cost every process one more mmap at load.
 #define UCXTLS_FILE_BACKED __attribute__((section(".data.ucxtls")))
@@ -41,13 +43,10 @@ ssize_t read_small(const Path &p, char *buf, size_t cap);   // one read: bytes, 
 ssize_t read_link(const Path &p, char *buf, size_t cap);    // NUL-terminated: length, or -errno
 const char *errno_name(long err);                           // "EMFILE" for -EMFILE (or EMFILE)
 
-// What stat(2) says of a path (symlinks followed), through a raw system call.
-struct FileStat {
-  unsigned mode = 0;      // st_mode
-  long long size = 0;     // st_size
-  unsigned uid = 0;       // st_uid
-};
-int stat_path(const Path &p, FileStat *out);  // 0 or -errno
+// stat(2) and fstat(2) through the raw system calls (the library must not import stat/fstatat:
+// GLIBC_2.33 on new glibc). stat_path follows symlinks. 0, or -errno.
+int stat_path(const Path &p, FileFacts *out);
+int stat_fd(int fd, FileFacts *out);
 
 // Reads a whole regular file in chunks, at most max_bytes, calling feed(chunk, n). Returns 0, or
 // -errno when it cannot: a path that is not a regular file of non-zero size (a device, a FIFO,
@@ -78,7 +77,7 @@ void close_fd(int fd);
 
 template <typename Feed>
 int read_chunks(const Path &p, size_t max_bytes, Feed feed) {
-  FileStat st;
+  FileFacts st;
   int err = stat_path(p, &st);
   if (err) return err;
   if ((st.mode & 0170000) != 0100000 || st.size <= 0) return -2;  // not a regular file: -ENOENT
@@ -100,4 +99,11 @@ int read_chunks(const Path &p, size_t max_bytes, Feed feed) {
   return 0;
 }
 
+}  // namespace ucxtls
+
+// --- the driver tier's cache (driver_cache.cc): opens that keep a directory fd.
+namespace ucxtls {
+int open_dir(const Path &p);                     // O_RDONLY|O_DIRECTORY; -1 on failure (errno set)
+int open_file_in(int dirfd, const char *name);   // O_RDONLY|O_NOFOLLOW, never a FIFO's reader
+unsigned effective_uid();
 }  // namespace ucxtls

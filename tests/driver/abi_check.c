@@ -46,6 +46,7 @@ _Static_assert(UCXTLS_ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC == ZE_STRUCTURE_TY
 _Static_assert(CUDA_SUCCESS == 0 && CUDA_ERROR_NO_DEVICE == 100 && CUDA_ERROR_STUB_LIBRARY == 34, "CUresult");
 _Static_assert(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH == 803 && CUDA_ERROR_SYSTEM_NOT_READY == 802, "CUresult");
 _Static_assert(sizeof(CUresult) == sizeof(ucxtls_CUresult), "CUresult size");
+_Static_assert(sizeof(CUuuid) == sizeof(ucxtls_CUuuid) && sizeof(CUdevice) == sizeof(ucxtls_CUdevice), "CUuuid, CUdevice");
 #endif
 
 int ucxtls_abi_check;

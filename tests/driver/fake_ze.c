@@ -127,6 +127,7 @@ __attribute__((visibility("default"))) uint32_t zeDeviceGetProperties(ucxtls_ze_
   uintptr_t h = (uintptr_t)device - 0x100000;
   props->type = types[h / 0x1000][h % 0x1000];
   props->vendorId = 0x8086;
-  snprintf(props->name, sizeof props->name, "Fake Level Zero device %u", (unsigned)(h % 0x1000));
+  snprintf(props->name, sizeof props->name, "Fake Level Zero device %u.%u", (unsigned)(h / 0x1000), (unsigned)(h % 0x1000));
+  for (int i = 0; i < 16; i++) props->uuid[i] = (uint8_t)(0xa0 + 16 * (h / 0x1000) + 4 * (h % 0x1000) + i);
   return 0;
 }

@@ -1,23 +1,27 @@
 #!/usr/bin/env python3
-"""The driver tier (UCXTLS_PROBE=driver) through the real library and the real helper, in real
+"""The driver tier (UCXTLS_PROBE=driver) through the real command, helper and library, in real
 processes.
 
-Fake libcuda.so.1 / libze_loader.so.1 (built by tests/driver/CMakeLists.txt) answer from FAKE_*
-variables and log every call (FAKE_LOG). Fixture machines make the kernel's and the driver's
-answers differ, so the test sees which tier answered. Then the real libraries where they exist:
-Debian's Level Zero loader (libze1) and the CUDA toolkit's stub libcuda.so.
+`ucxtls probe --save` runs the helper ucxtls-probe as its own child; the helper asks fake
+libcuda.so.1 / libze_loader.so.1 (built by tests/driver/CMakeLists.txt; they answer from FAKE_*
+variables and log every call to FAKE_LOG), and the answer is saved per node. Hosts with the library
+then read that file. Fixture machines make the kernel's and the driver's answers differ, so each
+test sees which tier answered. Then the real libraries where they exist: Debian's Level Zero loader
+(libze1) and the CUDA toolkit's stub libcuda.so.
 """
 import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ.get("UCXTLS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tests", "e2e"))
-from harness import BUILD_DIR, LIB, SHOW, Checks, env_for, run  # noqa: E402
+from harness import BUILD_DIR, LIB, SHOW, Checks, env_for, fixture, have, run  # noqa: E402
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 R = "rc_x,rc,dc_x,dc,rocm_copy"
@@ -25,28 +29,58 @@ Z = "rc_x,rc,dc_x,dc,ze_copy"
 NONE = "rc_x,rc,dc_x,dc"
 
 HELPER = os.path.join(os.path.dirname(LIB), "ucxtls-probe")
+UCXTLS = os.path.join(os.path.dirname(LIB), "ucxtls")
 FAKES = os.path.join(BUILD_DIR, "tests", "driver", "fakes")
+NO_FORK = os.path.join(BUILD_DIR, "tests", "driver", "no_fork")
 CUDA, ZE_NEW, ZE_OLD = (os.path.join(FAKES, d) for d in ("cuda", "ze-new", "ze-old"))
 SCRATCH = tempfile.mkdtemp(prefix="ucxtls-driver-")
+U0 = "GPU-6b8f3a4e-2a1c-9d7e-8f00-1c2d3e4f5a6b"
+U1 = "GPU-0d7e2f11-8c4b-4a3d-b2e1-9f8e7d6c5b4a"
+REMEDY = "run ucxtls probe --save"
 
 
-def denv(machine, libs, **extra):
-    """The driver tier on a fixture machine, with the fake libraries in `libs` first in line."""
+def machine(name):
+    """A fixture machine; its /proc/sys/kernel/random/boot_id is the boot the cache is checked against."""
+    return fixture(name)
+
+
+def boot_of(name):
+    with open(os.path.join(machine(name), "proc/sys/kernel/random/boot_id")) as f:
+        return f.read().strip()
+
+
+def new_dir(prefix="cache-"):
+    return tempfile.mkdtemp(prefix=prefix, dir=SCRATCH)
+
+
+def probe(args, name, cache, libs=(CUDA, ZE_NEW), exe=UCXTLS, timeout=60, **extra):
+    """(CompletedProcess, seconds) of `ucxtls probe ARGS` on fixture `name` (None: this machine)."""
+    machine(name) if name else None
+    env = env_for(name, preload=False, LD_LIBRARY_PATH=":".join(libs), UCXTLS_CACHE_DIR=cache, **extra)
+    t0 = time.monotonic()
+    p = run([exe, "probe"] + args, env, timeout=timeout)
+    return p, time.monotonic() - t0
+
+
+def host_env(name, cache, **extra):
+    """A host's environment: the library, the driver tier, the debug line, the saved answer in cache."""
     extra.setdefault("UCXTLS_PROBE", "driver")
     extra.setdefault("UCXTLS_DEBUG", "1")
-    return env_for(machine, LD_LIBRARY_PATH=":".join(libs), **extra)
-
-
-def sh(env, script=SHOW, timeout=60):
-    """(stdout text, stderr text, exit status, seconds) of /bin/sh -c script under env."""
-    t0 = time.monotonic()
-    p = run(["/bin/sh", "-c", script], env, timeout=timeout)
-    return p.stdout.decode(), p.stderr.decode(), p.returncode, time.monotonic() - t0
+    machine(name)
+    return env_for(name, UCXTLS_CACHE_DIR=cache, **extra)
 
 
 def tls_of(env):
-    out, err, _, _ = sh(env)
-    return out.split("|")[0], err
+    """(UCX_TLS, stderr) as /bin/sh sees them."""
+    p = run(["/bin/sh", "-c", SHOW], env)
+    return p.stdout.decode().split("|")[0], p.stderr.decode()
+
+
+def saved(name, libs=(CUDA, ZE_NEW), **fake):
+    """A cache directory holding what `ucxtls probe --save` recorded for these fake answers."""
+    cache = new_dir()
+    p, _ = probe(["--save"], name, cache, libs, **fake)
+    return cache, p
 
 
 def new_log():
@@ -68,265 +102,176 @@ def system_has(soname):
     return any(l.split()[:1] == [soname] for l in out.splitlines())
 
 
+def alive(pid):
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return f.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return False
+
+
 def main():
-    t = Checks("driver tier: helper, fake and real vendor libraries, host isolation")
-    for path in (HELPER, os.path.join(CUDA, "libcuda.so.1"), os.path.join(ZE_NEW, "libze_loader.so.1")):
+    t = Checks("driver tier: ucxtls probe --save, the helper, the saved answer read by every process")
+    for path in (HELPER, UCXTLS, NO_FORK, os.path.join(CUDA, "libcuda.so.1"), os.path.join(ZE_NEW, "libze_loader.so.1")):
         if not os.path.exists(path):
             t.check("built: " + path, False, "build the project first")
             t.exit()
 
-    # The helper by hand: its report on stdout.
-    p = run([HELPER], dict(env_for(None, preload=False), LD_LIBRARY_PATH=CUDA + ":" + ZE_NEW,
-                           FAKE_CUDA_COUNT="2", FAKE_ZE_DEVICES="gpu,vpu;gpu"))
-    t.equal("ucxtls-probe by hand prints its report", p.stdout.decode(),
-            "ucxtls-probe 1\ncuda answer 2 0 CUDA_SUCCESS\nze answer 2 0 ZE_RESULT_SUCCESS\nend\n")
+    # --- The helper by hand: its report on stdout, every device with its identity.
+    p = run([HELPER], dict(env_for(None, preload=False), LD_LIBRARY_PATH=CUDA + ":" + ZE_NEW, FAKE_CUDA_COUNT="2",
+                           FAKE_CUDA_UUIDS=U0 + "," + U1, FAKE_ZE_DEVICES="gpu,vpu;gpu"))
+    t.equal("ucxtls-probe by hand prints its report, with the CUDA UUIDs and the Level Zero GPUs in order", p.stdout.decode(),
+            "ucxtls-driver 2\ncuda answer 2 0 CUDA_SUCCESS\n"
+            "cuda-device 0 %s Fake CUDA device 0\ncuda-device 1 %s Fake CUDA device 1\n"
+            "ze answer 2 0 ZE_RESULT_SUCCESS\n"
+            "ze-device 0 a0a1a2a3a4a5a6a7a8a9aaabacadaeaf Fake Level Zero device 0.0\n"
+            "ze-device 1 b0b1b2b3b4b5b6b7b8b9babbbcbdbebf Fake Level Zero device 1.0\nend\n" % (U0, U1))
     t.check("ucxtls-probe rejects an unknown argument", run([HELPER, "--bogus"], env_for(None, preload=False)).returncode == 2)
 
-    # --- Which tier answers: machine, fake libraries, fake answers, UCX_TLS, debug-line fragments.
+    # --- `ucxtls probe` prints the answer per family, asked with the visibility variables unset.
+    cache = new_dir()
+    p, _ = probe([], "dgx", cache, FAKE_CUDA_COUNT="2", FAKE_CUDA_UUIDS=U0 + "," + U1, FAKE_ZE_DEVICES="gpu",
+                 CUDA_VISIBLE_DEVICES="", ZE_AFFINITY_MASK="x")
+    out = p.stdout.decode()
+    t.check("ucxtls probe: both CUDA devices with their UUIDs although CUDA_VISIBLE_DEVICES='' here (unset for the helper)",
+            p.returncode == 0 and re.search(r"^cuda\s+2 device\(s\) \(CUDA_SUCCESS\)$", out, re.M) and U0 in out and U1 in out,
+            out + p.stderr.decode())
+    t.check("ucxtls probe: the ze GPU although ZE_AFFINITY_MASK=x here; ROCm is the kernel probe's",
+            re.search(r"^ze\s+1 device\(s\) \(ZE_RESULT_SUCCESS\)$", out, re.M) and re.search(r"^rocm\s+not asked", out, re.M), out)
+    t.check("ucxtls probe without --save saves nothing and says where --save would",
+            not os.listdir(cache) and "ucxtls probe --save stores it as %s/driver" % cache in out, out)
+    p, _ = probe(["--bogus"], None, cache)
+    t.check("ucxtls probe --bogus: exit 2, one stderr line, nothing on stdout",
+            p.returncode == 2 and p.stdout == b"" and p.stderr.count(b"\n") == 1, repr(p))
+    p, _ = probe([], None, cache, UCXTLS_PROBE_TIMEOUT_MS="soon")
+    t.check("ucxtls probe with UCXTLS_PROBE_TIMEOUT_MS=soon: exit 1, the variable named",
+            p.returncode == 1 and b"UCXTLS_PROBE_TIMEOUT_MS" in p.stderr, repr(p))
+
+    # --- `ucxtls probe --save`, then a process reads it: which tier answers.
+    p, _ = probe(["--save"], "dgx", cache, FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu,gpu")
+    path = os.path.join(cache, "driver")
+    st = os.stat(path) if os.path.exists(path) else None
+    t.check("--save: exit 0, saved as CACHE/driver, mode 0644, and the library's own reader accepts it",
+            p.returncode == 0 and st and stat.S_IMODE(st.st_mode) == 0o644
+            and "reader answer saved by ucxtls probe at %s" % path in p.stdout.decode(), p.stdout.decode() + p.stderr.decode())
+    t.check("--save: the file names this boot (the replayed machine's boot id)",
+            st and ("boot %s\n" % boot_of("dgx")) in open(path).read())
+    t.equal("--save: no temporary file left beside it", sorted(os.listdir(cache)), ["driver"])
     rows = [
-        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu,gpu"}, Z,
-         ["ucxtls-probe answered in", "cuda: driver API: 0 device(s) (CUDA_ERROR_NO_DEVICE)",
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu,gpu"}, {}, Z,
+         ["driver tier: answer saved by ucxtls probe at ", "cuda: driver API: 0 device(s) (CUDA_ERROR_NO_DEVICE)",
           "ze: driver API: 2 device(s) (ZE_RESULT_SUCCESS)"]),
-        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu,gpu", "UCXTLS_PROBE": "kernel"}, C,
-         ["; cuda: 1+ GPU(s) in /proc/driver/nvidia/gpus", "!driver probe"]),  # the kernel tier: device files
-        ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "2"}, C, ["cuda: driver API: 2 device(s) (CUDA_SUCCESS)"]),
-        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "1", "FAKE_ZE_DEVICES": "gpu"}, C, []),  # both: CUDA wins
-        ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu"}, NONE,
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu,gpu"}, {"UCXTLS_PROBE": "kernel"}, C,
+         ["; cuda: 1+ GPU(s) in /proc/driver/nvidia/gpus", "!driver tier"]),  # the kernel tier ignores it
+        ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "2"}, {}, C, ["cuda: driver API: 2 device(s) (CUDA_SUCCESS)"]),
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "1", "FAKE_ZE_DEVICES": "gpu"}, {}, C, []),  # both: CUDA wins
+        ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu"}, {}, NONE,
          ["ze: driver API: 0 device(s)"]),  # an NPU is not ze_copy's
-        ("intel-xe", [CUDA, ZE_OLD], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu"}, NONE,
+        ("intel-xe", [CUDA, ZE_OLD], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu"}, {}, NONE,
          ["ze: driver API: 0 device(s)"]),
-        ("intel-xe", [CUDA, ZE_OLD], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu;cpu,gpu"}, Z,
+        ("intel-xe", [CUDA, ZE_OLD], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu;cpu,gpu"}, {}, Z,
          ["ze: driver API: 1 device(s)"]),  # a second driver with a GPU
-        ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x78000001"}, NONE,
+        ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x78000001"}, {}, NONE,
          ["(ZE_RESULT_ERROR_UNINITIALIZED)"]),
-        ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x70010000"}, NONE,
+        ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x70010000"}, {}, NONE,
          ["(ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS)"]),  # a cgroup-blocked /dev/dri
-        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "34"}, NONE, ["(CUDA_ERROR_STUB_LIBRARY)"]),
-        # The helper sees the host's visibility variables (the fake answers NO_DEVICE for "").
-        ("hybrid-laptop", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "1", "FAKE_ZE_DEVICES": "gpu", "CUDA_VISIBLE_DEVICES": "",
-                                           "UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp,ze_copy",
-         ["cuda: driver API: 0 device(s) (CUDA_ERROR_NO_DEVICE)"]),
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "34"}, {}, NONE, ["(CUDA_ERROR_STUB_LIBRARY)"]),
         # Broken drivers: no answer, the kernel's stands, with the driver's own name.
-        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "803"}, C,
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "803"}, {}, C,
          ["cuda: driver API gave no answer (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH), kernel: "]),
-        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "802"}, C, ["(CUDA_ERROR_SYSTEM_NOT_READY)"]),
-        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT_RC": "999", "FAKE_CUDA_COUNT": "3"}, C, ["(CUDA_ERROR_UNKNOWN)"]),
-        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "4242"}, C, ["(CUresult 4242)"]),  # cuGetErrorName fails
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "802"}, {}, C, ["(CUDA_ERROR_SYSTEM_NOT_READY)"]),
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT_RC": "999", "FAKE_CUDA_COUNT": "3"}, {}, C, ["(CUDA_ERROR_UNKNOWN)"]),
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "4242"}, {}, C, ["(CUresult 4242)"]),  # cuGetErrorName fails
         ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu", "FAKE_ZE_PROPS_RC": "0x70000001"},
-         Z, ["ze: driver API gave no answer (ZE_RESULT_ERROR_DEVICE_LOST), kernel: "]),
+         {}, Z, ["ze: driver API gave no answer (ZE_RESULT_ERROR_DEVICE_LOST), kernel: "]),
+        ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "2", "FAKE_CUDA_UUID_RC": "999"}, {}, C,
+         ["cuda: driver API: 2 device(s) (CUDA_SUCCESS)"]),  # devices without UUIDs still count
         # ROCm is always the kernel's.
-        ("mi300x", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100"}, R, ["rocm: 1+ KFD GPU node(s)"]),
+        ("mi300x", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100"}, {}, R, ["rocm: 1+ KFD GPU node(s)"]),
     ]
-    for machine, libs, fake, want, fragments in rows:
-        label = "%s, %s %s" % (machine, "+".join(os.path.basename(l) for l in libs),
-                               " ".join("%s=%s" % kv for kv in fake.items()))
-        tls, err = tls_of(denv(machine, libs, **fake))
-        t.equal(label + ": UCX_TLS", tls, want, "stderr: " + err)
+    for name, libs, fake, extra, want, fragments in rows:
+        label = "%s, %s %s%s" % (name, "+".join(os.path.basename(l) for l in libs),
+                                 " ".join("%s=%s" % kv for kv in fake.items()),
+                                 "".join(" %s=%s" % kv for kv in extra.items()))
+        cache, p = saved(name, libs, **fake)
+        tls, err = tls_of(host_env(name, cache, **extra))
+        t.equal(label + ": UCX_TLS", tls, want, "stderr: " + err + "\nprobe: " + p.stdout.decode() + p.stderr.decode())
         lines = err.splitlines()
         t.check(label + ": one debug line with " + repr(fragments),
                 len(lines) == 1 and all((f[1:] not in lines[0]) if f[0] == "!" else (f in lines[0]) for f in fragments), err)
 
+    # --- Each process applies its own visibility variables to the saved devices.
+    cache, _ = saved("intel-xe", FAKE_CUDA_COUNT="2", FAKE_CUDA_UUIDS=U0 + "," + U1, FAKE_ZE_DEVICES="gpu")
+    vis = [
+        ({}, C, "cuda: driver API: 2 device(s) (CUDA_SUCCESS)"),
+        ({"CUDA_VISIBLE_DEVICES": "1"}, C, "cuda: driver API: 2 device(s), 1 visible (CUDA_SUCCESS)"),
+        ({"CUDA_VISIBLE_DEVICES": "2"}, Z, "cuda: driver API: 2 device(s), 0 visible"),  # out of range: none
+        ({"CUDA_VISIBLE_DEVICES": "0,2,1"}, C, "1 visible"),  # the list ends at the first invalid entry
+        ({"CUDA_VISIBLE_DEVICES": U1[:12]}, C, "1 visible"),  # a GPU- prefix of a saved UUID
+        ({"CUDA_VISIBLE_DEVICES": "GPU-ffff"}, Z, "0 visible"),  # no saved device has it
+        ({"CUDA_VISIBLE_DEVICES": ""}, Z, "0 visible"),
+        ({"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, Z, "0 visible"),
+        ({"CUDA_VISIBLE_DEVICES": "", "ZE_AFFINITY_MASK": "x"}, NONE, "ze: driver API: 1 device(s), 0 visible"),
+        ({"CUDA_VISIBLE_DEVICES": "", "ZE_AFFINITY_MASK": ""}, Z, "ze: driver API: 1 device(s) (ZE_RESULT_SUCCESS)"),
+    ]
+    for extra, want, fragment in vis:
+        tls, err = tls_of(host_env("intel-xe", cache, **extra))
+        t.check("saved 2 CUDA (UUIDs) + 1 ze, %s: %s, '%s'" % (extra or "no visibility variable", want, fragment),
+                tls == want and fragment in err, "%s %s" % (tls, err))
+
     # --- The helper asks each loader the right way, and never mixes the two init styles.
-    log = new_log()
-    tls_of(denv("intel-xe", [CUDA, ZE_NEW], FAKE_LOG=log, FAKE_ZE_DEVICES="gpu"))
-    calls = [l.split(" pid=")[0] for l in log_lines(log)]
-    t.equal("new loader: zeInitDrivers({0x00020021, NULL, GPU}) only, then properties (stype 0x3)",
-            calls, ["cuda cuInit", "ze zeInitDrivers stype=0x20021 flags=1", "ze zeInitDrivers stype=0x20021 flags=1",
-                    "ze zeDeviceGetProperties stype=0x3"])
-    log = new_log()
-    tls_of(denv("intel-xe", [CUDA, ZE_OLD], FAKE_LOG=log, FAKE_ZE_DEVICES="gpu"))
-    calls = [l.split(" pid=")[0] for l in log_lines(log)]
-    t.equal("old loader: zeInit(GPU_ONLY) + zeDriverGet",
-            calls, ["cuda cuInit", "ze zeInit flags=1", "ze zeDriverGet", "ze zeDriverGet", "ze zeDeviceGetProperties stype=0x3"])
-
-    # --- The host never maps a driver library while the driver's answer is used.
-    log = new_log()
-    probe = ("import os\n"
-             "maps = open('/proc/self/maps').read()\n"
-             "print(os.environ.get('UCX_TLS'))\n"
-             "print(os.getpid())\n"
-             "print(sorted(set(l.split()[-1] for l in maps.splitlines() if l.split()[-1].startswith('/'))))\n")
-    p = run([sys.executable, "-c", probe], denv("dgx", [CUDA, ZE_NEW], FAKE_LOG=log, FAKE_CUDA_INIT="100",
-                                                FAKE_ZE_DEVICES="gpu,gpu"))
-    out = p.stdout.decode().splitlines()
-    t.equal("python host: UCX_TLS is the driver's answer (ze, where the device files say cuda)", out[:1], [Z], p.stderr.decode())
-    mapped = out[2] if len(out) > 2 else ""
-    t.check("python host: /proc/self/maps shows no driver library (libcuda, libze_loader, the fakes)",
-            mapped and "libcuda" not in mapped and "libze" not in mapped and FAKES not in mapped and "libucxtls.so" in mapped,
-            mapped)
-    helper_calls = [l for l in log_lines(log) if l.startswith("cuda cuInit")]
-    t.check("the driver ran once, in ucxtls-probe, not in the host (pid %s)" % (out[1] if len(out) > 1 else "?"),
-            len(helper_calls) == 1 and "exe=" + os.path.realpath(HELPER) in helper_calls[0]
-            and (" pid=%s " % (out[1] if len(out) > 1 else "?")) not in helper_calls[0], "\n".join(log_lines(log)))
-    t.check("the helper holds only stdio and its report fd (0-3) when the driver runs",
-            len(helper_calls) == 1 and helper_calls[0].endswith("fds=0,1,2,3,"), "\n".join(helper_calls))
-
-    # An fd the host inherited is not the helper's: it closes it (no driver can keep a host pipe open).
-    r, w = os.pipe()
-    log = new_log()
-    subprocess.run(["/bin/sh", "-c", "true"], env=denv("dgx", [CUDA, ZE_NEW], FAKE_LOG=log), pass_fds=(w,),
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
-    os.close(r), os.close(w)
-    lines = [l for l in log_lines(log) if l.startswith("cuda cuInit")]
-    t.check("an fd inherited by the host (%d) is closed in the helper" % w,
-            len(lines) == 1 and lines[0].endswith("fds=0,1,2,3,"), "\n".join(lines))
-
-    # --- A hanging driver costs the host at most the timeout; the helper is killed and reaped.
-    for lib, var in (("cuda", "FAKE_CUDA_HANG"), ("ze", "FAKE_ZE_HANG")):
+    for libs, want in (([CUDA, ZE_NEW], ["cuda cuInit", "ze zeInitDrivers stype=0x20021 flags=1",
+                                         "ze zeInitDrivers stype=0x20021 flags=1", "ze zeDeviceGetProperties stype=0x3"]),
+                       ([CUDA, ZE_OLD], ["cuda cuInit", "ze zeInit flags=1", "ze zeDriverGet", "ze zeDriverGet",
+                                         "ze zeDeviceGetProperties stype=0x3"])):
         log = new_log()
-        env = denv("dgx", [CUDA, ZE_NEW], FAKE_LOG=log, UCXTLS_PROBE_TIMEOUT_MS="400", **{var: "30000"})
-        out, err, rc, secs = sh(env, SHOW, timeout=30)
-        t.equal("%s hangs: the kernel answer stands" % lib, out.split("|")[0], C, err)
-        t.check("%s hangs: the host waited %.2f s, at least the 0.4 s timeout and under 0.4 + 1.0 s" % (lib, secs),
-                0.4 <= secs < 1.4, err)
-        t.check("%s hangs: the debug line says it timed out" % lib,
-                "gave no answer within UCXTLS_PROBE_TIMEOUT_MS=400 ms: killed" in err, err)
-        pids = [l.split(" pid=")[1].split()[0] for l in log_lines(log) if " pid=" in l]
-        alive = [pid for pid in pids if os.path.exists("/proc/" + pid)
-                 and "ucxtls-probe" in open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")]
-        t.check("%s hangs: no helper is left running" % lib, pids and not alive, "helper pids %s, alive %s" % (pids, alive))
+        p, _ = probe(["--save"], "intel-xe", new_dir(), libs, FAKE_LOG=log, FAKE_ZE_DEVICES="gpu")
+        lines = log_lines(log)
+        t.equal("%s: the helper's calls" % os.path.basename(libs[1]), [l.split(" pid=")[0] for l in lines], want)
+        t.check("... made by ucxtls-probe, holding only stdio and its report fd (0-3)",
+                lines and all("exe=" + os.path.realpath(HELPER) in l and l.endswith("fds=0,1,2,3,") for l in lines),
+                "\n".join(lines))
 
-    # --- Nothing the helper starts reaches the host, even a host that is a child subreaper (PID 1
-    # in a container is one): the helper runs in its own process group, the supervisor is the
-    # subreaper that takes its orphans, and the group is killed. A late dlopen makes the host a
-    # subreaper with a SIGCHLD handler before the constructor runs.
-    host = ("import ctypes, os, signal, sys, time\n"
-            "ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER\n"
-            "got = []\n"
-            "signal.signal(signal.SIGCHLD, lambda s, f: got.append(s))\n"
-            "ctypes.CDLL(sys.argv[1])\n"
-            "time.sleep(1.2)  # the driver's child sleeps 0.8 s\n"
-            "try:\n"
-            "    print(len(got), os.waitpid(-1, os.WNOHANG)[0])\n"
-            "except ChildProcessError:\n"
-            "    print(len(got), 'none')\n")
-    for label, extra in (("answers", {}), ("hangs and is killed", {"FAKE_CUDA_HANG": "5000"})):
+    # --- The driver misbehaves: `ucxtls probe --save` ends within the timeout, records "no answer"
+    # with the reason, and a process then has the kernel's answer and says why.
+    for label, fake, why, short in (
+            ("cuda hangs", {"FAKE_CUDA_HANG": "30000"}, "gave no answer within UCXTLS_PROBE_TIMEOUT_MS=400 ms: killed",
+             "ucxtls-probe timed out after 400 ms"),
+            ("ze hangs", {"FAKE_ZE_HANG": "30000"}, "gave no answer within UCXTLS_PROBE_TIMEOUT_MS=400 ms: killed",
+             "ucxtls-probe timed out after 400 ms"),
+            ("cuda aborts", {"FAKE_CUDA_CRASH": "abort"}, "died of signal 6", "ucxtls-probe died of signal 6"),
+            ("cuda segfaults", {"FAKE_CUDA_CRASH": "segv"}, "died of signal 11", "ucxtls-probe died of signal 11"),
+            ("ze aborts", {"FAKE_ZE_CRASH": "abort"}, "died of signal 6", "ucxtls-probe died of signal 6")):
         log = new_log()
-        env = denv("dgx", [CUDA, ZE_NEW], LD_PRELOAD=None, FAKE_LOG=log, FAKE_CUDA_CHILD="800",
-                   UCXTLS_PROBE_TIMEOUT_MS="300", **extra)
-        p = run([sys.executable, "-c", host, LIB], env, timeout=30)
-        children = [l for l in log_lines(log) if " child=" in l]
-        t.check("a driver that %s and leaves a child: the fake started one" % label, len(children) == 1,
-                "\n".join(log_lines(log)))
-        t.equal("... a subreaper host gets no SIGCHLD and no child to wait for", p.stdout.decode().strip(), "0 none",
-                p.stderr.decode())
+        cache = new_dir()
+        p, secs = probe(["--save"], "dgx", cache, FAKE_LOG=log, UCXTLS_PROBE_TIMEOUT_MS="400", **fake)
+        err = p.stderr.decode()
+        t.check("%s: ucxtls probe --save exits 1 in %.2f s (timeout 0.4 s) and says '%s'" % (label, secs, why),
+                p.returncode == 1 and secs < 1.9 and why in err and err.count("\n") == 1, err + p.stdout.decode())
+        pids = sorted(set(l.split(" pid=")[1].split()[0] for l in log_lines(log) if " pid=" in l))
+        t.check("%s: no helper left running" % label, pids and not [x for x in pids if alive(x)], "helper pids %s" % pids)
+        tls, herr = tls_of(host_env("dgx", cache))
+        t.check("%s: a process then has the kernel's answer, and its debug line says why" % label,
+                tls == C and "cuda: driver API gave no answer (%s), kernel: " % short in herr, herr)
+    # A child the driver started in the helper's group goes with it; a detached daemon (setsid)
+    # keeps no pipe of ours open, so the command returns at once.
+    log = new_log()
+    p, secs = probe(["--save"], "dgx", new_dir(), FAKE_LOG=log, FAKE_CUDA_CHILD="20000")
+    kids = [l.split(" child=")[1].split()[0] for l in log_lines(log) if " child=" in l]
+    time.sleep(0.1)
+    t.check("a driver that leaves a child: the command answers and the child is killed with the helper's group",
+            p.returncode == 0 and len(kids) == 1 and not alive(kids[0]), "%s %s" % (kids, p.stderr.decode()))
+    p, secs = probe(["--save"], "dgx", new_dir(), FAKE_CUDA_DAEMON="3000", FAKE_CUDA_COUNT="1")
+    t.check("a driver that leaves a setsid daemon: the command returns at once (%.2f s)" % secs,
+            p.returncode == 0 and secs < 1.5, p.stderr.decode())
+    p, _ = probe([], "dgx", new_dir(), FAKE_CUDA_NOISE="FAKE NOISE", FAKE_ZE_NOISE="ZE NOISE", FAKE_CUDA_COUNT="1")
+    t.check("a driver printing on stdout/stderr: nothing of it reaches the command's output",
+            p.returncode == 0 and b"NOISE" not in p.stdout + p.stderr, repr(p))
 
-    # --- A process the driver detaches from the helper's group (setsid) is not killed with it; it
-    # must still not keep the host waiting: the supervisor that stays to reap it holds none of the
-    # host's fds, so a launcher reading the host's stdout/stderr sees EOF when the host exits.
-    env = denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu", FAKE_CUDA_DAEMON="3000")
-    t0 = time.monotonic()
-    p = run(["/bin/sh", "-c", SHOW], env, timeout=30)
-    secs = time.monotonic() - t0
-    t.check("a driver leaves a setsid daemon: the host answers and its pipes close at once (%.2f s)" % secs,
-            secs < 1.5 and p.stdout.decode().split("|")[0] == Z, p.stderr.decode())
-
-    # --- A host's signal handler never runs in the supervisor (its copy of the host): a signal
-    # sent to the host's process group during the probe runs the handler in the host alone.
-    sig_host = os.path.join(FAKES, "libsignal_host.so")
-    sig_log = new_log()
-    env = denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_HANG="1500", UCXTLS_PROBE_TIMEOUT_MS="4000",
-               LD_PRELOAD=LIB + " " + sig_host, SIGNAL_HOST_LOG=sig_log)
-    hostp = subprocess.Popen(["/bin/sh", "-c", SHOW], env=env, start_new_session=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
-    time.sleep(0.5)
-    os.killpg(hostp.pid, signal.SIGUSR1)
-    out, err = hostp.communicate(timeout=30)
-    handled = log_lines(sig_log)
-    t.check("SIGUSR1 to the host's group during the probe: the host's handler ran in the host alone",
-            handled and all(l == "handler pid=%d" % hostp.pid for l in handled),
-            "host pid %d, log %s" % (hostp.pid, handled))
-    t.check("... and the probe went on undisturbed: the helper answered",
-            "ucxtls-probe answered in" in err.decode() and hostp.returncode == 0, err.decode())
-
-    # --- A host with a tiny fd limit still gets the driver's answer.
-    out, err, rc, _ = sh(denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu"),
-                         "ulimit -n 9; exec /bin/sh -c '%s'" % SHOW.replace("'", "'\\''"))
-    t.check("a host with ulimit -n 9: the helper still answers", err.strip().splitlines()[-1:] and
-            "ucxtls-probe answered in" in err.strip().splitlines()[-1] and out.split("|")[0] == Z, err)
-
-    # --- A crashing or noisy driver leaves the host's stdout and exit status untouched.
-    script = "echo hello; exit 3"
-    plain = run(["/bin/sh", "-c", script], env_for("dgx", preload=False))
-    for fake, why in ((("FAKE_CUDA_CRASH", "abort"), "died of signal 6"), (("FAKE_CUDA_CRASH", "segv"), "died of signal 11"),
-                      (("FAKE_ZE_CRASH", "abort"), "died of signal 6")):
-        out, err, rc, _ = sh(denv("dgx", [CUDA, ZE_NEW], **dict([fake])), script)
-        label = "%s=%s" % fake
-        t.equal(label + ": host stdout untouched", out, plain.stdout.decode())
-        t.equal(label + ": host exit status untouched", rc, plain.returncode)
-        t.check(label + ": debug line says '%s' and the kernel answer stands" % why,
-                why in err and "set UCX_TLS=" + C in err and err.count("\n") == 1, err)
-    out, err, rc, _ = sh(denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_NOISE="FAKE NOISE", FAKE_ZE_NOISE="ZE NOISE",
-                              FAKE_ZE_DEVICES="gpu", FAKE_CUDA_INIT="100"), script)
-    t.check("a driver printing on stdout/stderr: nothing reaches the host's", out == "hello\n" and "NOISE" not in err
-            and rc == 3 and "set UCX_TLS=" + Z in err, "stdout %r stderr %r" % (out, err))
-
-    # --- A host that ignores SIGCHLD (inherited across exec, so from its first instruction).
-    # (The host is python again, not sh: dash resets SIGCHLD when it starts.)
-    host = ("import os, signal, sys\n"
-            "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
-            "os.execve(sys.executable, [sys.executable, '-c', sys.argv[1]], dict(os.environ, LD_PRELOAD=sys.argv[2]))\n")
-    report = ("import os\n"
-              "print(os.environ.get('UCX_TLS'))\n"
-              "print([l for l in open('/proc/self/status') if l.startswith('SigIgn')][0].split()[1])\n")
-    env = denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu", LD_PRELOAD=None)
-    p = run([sys.executable, "-c", host, report, LIB], env)
-    out, err = p.stdout.decode().splitlines(), p.stderr.decode()
-    t.equal("SIGCHLD ignored: the host still gets the driver's answer", out[:1], [Z], err)
-    sigign = int(out[1], 16) if len(out) > 1 else 0
-    t.check("SIGCHLD ignored: still ignored after the constructor", sigign & (1 << (signal.SIGCHLD - 1)), repr(out))
-    t.check("SIGCHLD ignored: the helper answered", "ucxtls-probe answered in" in err, err)
-    took = re.search(r"answered in (\d+) ms", err)
-    t.check("SIGCHLD ignored: the answer came at once, not at the 5 s deadline (%s ms)" % (took.group(1) if took else "?"),
-            took is not None and int(took.group(1)) < 1000 and "did not exit cleanly" not in err, err)
-
-    # --- A host whose SIGCHLD handler is in place before the library's constructor runs (an earlier
-    # constructor installed it) gets no SIGCHLD from the probe.
-    counter = os.path.join(FAKES, "libsigchld_counter.so")
-    env = denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu", LD_PRELOAD=LIB + " " + counter)
-    p = run(["/bin/true"], dict(env, SIGCHLD_COUNTER_SELFTEST="1"))
-    t.check("SIGCHLD handler (control): the counter sees a plain child's SIGCHLD",
-            "sigchld-counter: 1 SIGCHLD, installed before ucxtls: yes" in p.stderr.decode(), p.stderr.decode())
-    p = run(["/bin/true"], env)
-    err = p.stderr.decode()
-    t.check("SIGCHLD handler installed before the constructor: 0 SIGCHLD from the driver probe, answer used",
-            "sigchld-counter: 0 SIGCHLD, installed before ucxtls: yes" in err and "set UCX_TLS=" + Z in err, err)
-
-    # --- The host's wait() never sees the helper; its signal state and fds are unchanged.
-    waiter = ("import os\n"
-              "try:\n"
-              "    os.wait()\n"
-              "    print('a child')\n"
-              "except ChildProcessError:\n"
-              "    print('ECHILD')\n"
-              "print(os.environ.get('UCX_TLS'))\n"
-              "st = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
-              "print(' '.join(st[k].strip() for k in ('SigIgn', 'SigCgt', 'SigBlk', 'SigPnd', 'ShdPnd')))\n"
-              "print(sorted(os.listdir('/proc/self/fd')))\n")
-    env = denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
-    p = run([sys.executable, "-c", waiter], env)
-    q = run([sys.executable, "-c", waiter], dict(env, UCXTLS_PROBE="kernel"))
-    out, base = p.stdout.decode().splitlines(), q.stdout.decode().splitlines()
-    t.equal("the host's wait() gets ECHILD after the driver probe; the driver's answer is in os.environ",
-            out[:2], ["ECHILD", Z], p.stderr.decode())
-    t.equal("signal dispositions, mask and pending signals as with the kernel tier", out[2:3], base[2:3])
-    t.equal("open fds as with the kernel tier", out[3:4], base[3:4])
-
-    # --- A host started with stdin, stdout and stderr closed: the pipe gets fds 0 and 1, which the
-    # child must move out of the way before it puts /dev/null there.
-    out_file = os.path.join(SCRATCH, "closed-stdio.out")
-    env = denv("dgx", [CUDA, ZE_NEW], FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu", UCXTLS_DEBUG=None)
-    pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", 'printf "%s" "$UCX_TLS" > ' + out_file], env,
-                         file_actions=[(os.POSIX_SPAWN_CLOSE, 0), (os.POSIX_SPAWN_CLOSE, 1), (os.POSIX_SPAWN_CLOSE, 2)])
-    _, st = os.waitpid(pid, 0)
-    got = open(out_file).read() if os.path.exists(out_file) else "(no output)"
-    t.check("host with fds 0-2 closed: the driver's answer, exit 0", got == Z and st == 0, "%r, status %d" % (got, st))
-
-    # --- The helper's copy of the library does nothing (no recursion), and the helper gets the
-    # host's environment otherwise.
-    d = tempfile.mkdtemp(dir=SCRATCH)
-    shutil.copy(LIB, d)
-    lib2 = os.path.join(d, os.path.basename(LIB))
+    # --- A stand-in helper beside a copy of the command: its environment, and every way it fails.
+    d = new_dir("cmd-")
+    exe = os.path.join(d, "ucxtls")
+    shutil.copy(UCXTLS, exe)
     fake_helper = os.path.join(d, "ucxtls-probe")
 
     def helper_script(body):
@@ -335,91 +280,284 @@ def main():
         os.chmod(fake_helper, 0o755)
 
     envdump = os.path.join(d, "env")
-    helper_script("env > %s; printf 'ucxtls-probe 1\\ncuda answer 0 100 X\\nze answer 1 0 Y\\nend\\n' >&3" % envdump)
-    tls, err = tls_of(denv("dgx", [], LD_PRELOAD=lib2, UCXTLS_DISABLE="0", CUDA_VISIBLE_DEVICES="0"))
+    helper_script("env > %s; printf 'ucxtls-driver 2\\ncuda answer 0 100 X\\nze answer 0 0 Y\\nend\\n' >&3" % envdump)
+    p, _ = probe([], None, d, exe=exe, LD_PRELOAD=LIB, UCXTLS_PROBE="driver", UCXTLS_DISABLE="0",
+                 CUDA_VISIBLE_DEVICES="0", ZE_AFFINITY_MASK="0", ROCR_VISIBLE_DEVICES="0")
     with open(envdump) as f:
         henv = dict(l.split("=", 1) for l in f.read().splitlines() if "=" in l)
-    t.equal("a stand-in helper beside a copy of the library is run; its report is used", tls, Z, err)
-    t.check("the helper's environment: UCXTLS_DISABLE=1, no UCXTLS_PROBE, the rest as the host's",
-            henv.get("UCXTLS_DISABLE") == "1" and "UCXTLS_PROBE" not in henv
-            and henv.get("CUDA_VISIBLE_DEVICES") == "0" and henv.get("LD_PRELOAD") == lib2, repr(henv))
-    log = new_log()
-    sh(denv("dgx", [CUDA, ZE_NEW], FAKE_LOG=log))
-    t.equal("one host process: the driver is asked exactly once (the helper does not recurse)",
-            len([l for l in log_lines(log) if l.startswith("cuda cuInit")]), 1)
-
-    # --- Every failure of the helper: the kernel answer stands, and the debug line says why.
+    t.check("the helper's environment: visibility variables unset, UCXTLS_DISABLE=1, no UCXTLS_PROBE, the rest kept",
+            p.returncode == 0 and "CUDA_VISIBLE_DEVICES" not in henv and "ZE_AFFINITY_MASK" not in henv
+            and henv.get("UCXTLS_DISABLE") == "1" and "UCXTLS_PROBE" not in henv and henv.get("LD_PRELOAD") == LIB
+            and henv.get("ROCR_VISIBLE_DEVICES") == "0", repr(henv))
     failures = [
         ("exit 5", "ucxtls-probe exited with status 5 without a report"),
-        ("echo garbage >&3", "ucxtls-probe wrote a malformed report"),
-        ("printf 'ucxtls-probe 1\\ncuda answer 1 0 A\\n' >&3", "ucxtls-probe wrote a malformed report"),
-        ("kill -KILL $$", "ucxtls-probe died of signal 9 before answering"),
-        ("exec sleep 30", "gave no answer within UCXTLS_PROBE_TIMEOUT_MS=300 ms: killed"),
+        ("echo garbage >&3", "ucxtls-probe wrote a malformed report (not a driver report"),
+        ("printf 'ucxtls-driver 2\\ncuda answer 0 0 A\\n' >&3", "ucxtls-probe wrote a malformed report (incomplete"),
+        ("kill -KILL $$", "ucxtls-probe died of signal 9"),
+        ("exec sleep 30", "ucxtls-probe gave no answer within UCXTLS_PROBE_TIMEOUT_MS=300 ms: killed"),
     ]
     for body, why in failures:
         helper_script(body)
-        tls, err = tls_of(denv("dgx", [], LD_PRELOAD=lib2, UCXTLS_PROBE_TIMEOUT_MS="300"))
-        t.check("helper `%s`: the kernel answer stands, '%s'" % (body, why), tls == C and why in err, "%s %s" % (tls, err))
+        cache = new_dir()
+        p, secs = probe(["--save"], "dgx", cache, exe=exe, UCXTLS_PROBE_TIMEOUT_MS="300")
+        tls, herr = tls_of(host_env("dgx", cache))
+        t.check("helper `%s`: exit 1, '%s', saved as no answer, the kernel's answer stands" % (body, why),
+                p.returncode == 1 and why in p.stderr.decode() and tls == C and "driver API gave no answer" in herr,
+                "%s\n%s %s" % (p.stderr.decode(), tls, herr))
     os.chmod(fake_helper, 0o644)
-    tls, err = tls_of(denv("dgx", [], LD_PRELOAD=lib2))
-    t.check("helper not executable: the kernel answer stands", tls == C and "no executable helper at " + d in err, err)
+    p, _ = probe([], "dgx", new_dir(), exe=exe)
+    t.check("helper not executable: exit 1, 'cannot execute'", p.returncode == 1 and b"cannot execute " in p.stderr, repr(p))
     os.unlink(fake_helper)
-    tls, err = tls_of(denv("dgx", [], LD_PRELOAD=lib2))
-    t.check("helper missing: the kernel answer stands", tls == C and "no executable helper at " + fake_helper in err, err)
-    with open(fake_helper, "w") as f:
-        f.write("#!/nonexistent/interpreter\n")
-    os.chmod(fake_helper, 0o755)
-    tls, err = tls_of(denv("dgx", [], LD_PRELOAD=lib2))
-    t.check("helper that cannot be executed: the kernel answer stands, with errno",
-            tls == C and "cannot execute %s (errno 2)" % fake_helper in err, err)
+    p, _ = probe([], "dgx", new_dir(), exe=exe)
+    t.check("helper missing: exit 1, names the path", p.returncode == 1 and fake_helper.encode() in p.stderr, repr(p))
 
-    # --- The helper runs only when the decision needs it.
-    for label, extra in (("kernel tier", {"UCXTLS_PROBE": "kernel"}), ("UCXTLS_ACCEL=ze", {"UCXTLS_ACCEL": "ze"}),
-                         ("UCX_TLS already set", {"UCX_TLS": "tcp"})):
-        log = new_log()
-        sh(denv("dgx", [CUDA, ZE_NEW], FAKE_LOG=log, **extra))
-        t.equal(label + ": the helper is not run", log_lines(log), [])
-    log = new_log()
-    sh(denv("no-rdma", [CUDA, ZE_NEW], FAKE_LOG=log))
-    t.equal("no RDMA with the default template: the helper is not run", log_lines(log), [])
-
-    # --- Library absent: no answer for that family, the kernel's stands.
-    if system_has("libcuda.so.1"):
-        t.skip("libcuda.so.1 absent: the kernel answer stands", "this system has a libcuda.so.1 in the ld.so cache")
+    # --- The host never creates a process and never loads a library.
+    cache, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
+    env = host_env("dgx", cache)
+    if not have("strace"):
+        t.skip("strace -f of a host", "strace is not installed")
     else:
-        tls, err = tls_of(denv("dgx", [ZE_NEW], FAKE_ZE_DEVICES="gpu"))
-        t.check("libcuda.so.1 absent: the kernel's cuda stands (the fake ze GPU is second)",
-                tls == C and "cuda: driver API gave no answer (libcuda.so.1 not found), kernel: " in err, err)
+        def trace(env):
+            out = os.path.join(SCRATCH, "strace.out")
+            p = run(["strace", "-f", "-qq", "-o", out, "-e", "trace=process,open,openat,stat,newfstatat,fstat",
+                     "/bin/sh", "-c", SHOW], env)
+            return p, open(out).read().splitlines()
+        p, lines = trace(env)
+        _, base = trace(dict(env, UCXTLS_PROBE="kernel"))
+        made = [l for l in lines if re.search(r"\b(clone|clone3|fork|vfork)\(", l)]
+        execs = [l for l in lines if re.search(r"\bexecve\(", l)]
+        libs = lambda ls: sorted(set(m.group(1) for l in ls for m in [re.search(r'open(?:at)?\(.*?"([^"]+\.so[^"]*)"', l)]
+                                     if m and "ENOENT" not in l))
+        t.check("strace -f: a host with the driver tier creates no process (no clone/fork/vfork, one execve)",
+                p.stdout.decode().startswith(Z + "|") and not made and len(execs) == 1, "\n".join(made + execs))
+        t.equal("strace -f: it opens the same libraries as with the kernel tier (none of a driver)", libs(lines), libs(base))
+        t.check("strace -f: it read the saved answer", any(os.path.join(cache, "driver") in l or '"driver"' in l for l in lines),
+                "\n".join(lines[-30:]))
+    p = run([sys.executable, "-c", "import os\nprint(os.environ.get('UCX_TLS'))\n"
+             "print(sorted(set(l.split()[-1] for l in open('/proc/self/maps') if l.split()[-1].startswith('/'))))"], env)
+    out = p.stdout.decode().splitlines()
+    t.check("python host: the saved answer is used, and /proc/self/maps shows no driver library",
+            out[:1] == [Z] and len(out) > 1 and "libcuda" not in out[1] and "libze" not in out[1] and "libucxtls.so" in out[1],
+            p.stdout.decode() + p.stderr.decode())
+
+    # Under a seccomp filter that kills on clone, clone3, fork and vfork, the host runs unchanged.
+    p = run([NO_FORK, "/bin/sh", "-c", "/bin/true; /bin/true"], env_for(None, preload=False))
+    t.check("control: no_fork kills a shell that forks (SIGSYS)", p.returncode in (-signal.SIGSYS, 128 + signal.SIGSYS),
+            "status %d" % p.returncode)
+    p = run([NO_FORK, "/bin/sh", "-c", SHOW + "; echo; echo done"], env)
+    t.check("no_fork: a host with the driver tier runs unchanged and gets the saved answer",
+            p.returncode == 0 and p.stdout.decode() == "%s|%s\ndone\n" % (Z, Z) and "driver tier: answer saved" in p.stderr.decode(),
+            repr(p))
+
+    # --- A cache that must not be trusted, or is not this boot's, or is damaged: ignored, with the
+    # reason and the remedy in the one debug line; the kernel's answer stands.
+    def corrupted(change):
+        cache, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
+        change(cache, os.path.join(cache, "driver"))
+        return cache
+
+    def rewrite(path, text):
+        os.unlink(path)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o644)
+
+    good = open(os.path.join(corrupted(lambda c, f: None), "driver")).read()
+    cases = [
+        ("file mode 0664", lambda c, f: os.chmod(f, 0o664), "driver ignored: it is writable by group or others (mode 0664)"),
+        ("file mode 0646", lambda c, f: os.chmod(f, 0o646), "driver ignored: it is writable by group or others (mode 0646)"),
+        ("directory mode 0775", lambda c, f: os.chmod(c, 0o775),
+         "driver ignored: its directory is writable by group or others (mode 0775)"),
+        ("directory mode 1777 (like /tmp)", lambda c, f: os.chmod(c, 0o1777), "its directory is writable by group or others"),
+        ("another boot", lambda c, f: rewrite(f, good.replace(boot_of("dgx"), "00000000-1111-2222-3333-444444444444")),
+         "driver ignored: saved in another boot"),
+        ("no boot line", lambda c, f: rewrite(f, good.replace("boot %s\n" % boot_of("dgx"), "")), "malformed: no boot line"),
+        ("truncated", lambda c, f: rewrite(f, good[:len(good) // 2]), "driver ignored: malformed: incomplete"),
+        ("cut before its end line", lambda c, f: rewrite(f, good[:-4]), "malformed: incomplete (no end line"),
+        ("garbage", lambda c, f: rewrite(f, "\x00\x01garbage\nend\n"), "driver ignored: malformed: not a driver report"),
+        ("empty", lambda c, f: rewrite(f, ""), "driver ignored: malformed: empty"),
+        ("huge", lambda c, f: rewrite(f, good[:-4] + "x" * 20000 + "\nend\n"), "larger than any answer"),
+        ("a symbolic link", lambda c, f: (os.rename(f, f + ".real"), os.symlink(f + ".real", f)),
+         "driver ignored: it is a symbolic link"),
+        ("a FIFO", lambda c, f: (os.unlink(f), os.mkfifo(f, 0o644)), "driver ignored: it is not a regular file"),
+        ("a directory", lambda c, f: (os.unlink(f), os.mkdir(f, 0o755)), "driver ignored: it is not a regular file"),
+    ]
+    if os.geteuid() == 0:
+        cases += [
+            ("owned by another user (uid 65534)", lambda c, f: os.chown(f, 65534, 65534),
+             "driver ignored: it is owned by uid 65534, neither root nor you (uid 0)"),
+            ("directory owned by another user", lambda c, f: os.chown(c, 65534, 65534), "its directory is owned by uid 65534"),
+        ]
+    else:
+        t.skip("a cache owned by another user", "not root: cannot chown (CI runs as root)")
+    for label, change, why in cases:
+        cache = corrupted(change)
+        tls, err = tls_of(host_env("dgx", cache))
+        t.check("cache %s: ignored, the kernel's answer, '%s'" % (label, why),
+                tls == C and why in err and REMEDY in err and err.count("\n") == 1, err)
+    if os.geteuid() == 0 and have("setpriv"):  # root's file, read by another user: trusted
+        cache = new_dir()
+        p, _ = probe(["--save"], None, cache, FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")  # this machine's boot id
+        for d in (SCRATCH, cache):
+            os.chmod(d, 0o755)
+        p = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", SHOW],
+                env_for(None, UCXTLS_PROBE="driver", UCXTLS_DEBUG="1", UCXTLS_CACHE_DIR=cache, UCXTLS_TEMPLATE="tcp,{copy}"),
+                cwd="/")
+        t.check("a root-written cache is trusted by another user (nobody)",
+                p.stdout.decode().startswith("tcp,ze_copy|") and "answer saved by ucxtls probe" in p.stderr.decode(), repr(p))
+    else:
+        t.skip("a root-written cache read by another user", "not root, or no setpriv")
+    # The boot id is read under the sysroot, as every probe path.
+    cache, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
+    boot_file = os.path.join(machine("dgx"), "proc/sys/kernel/random/boot_id")
+    boot_text = open(boot_file).read()
+    os.unlink(boot_file)
+    tls, err = tls_of(host_env("dgx", cache))
+    with open(boot_file, "w") as f:  # put it back
+        f.write(boot_text)
+    t.check("no boot id under the sysroot: ignored, 'cannot be read'", tls == C and "cannot be read" in err, err)
+    # Saved before a driver was loaded: its device node is newer than the file.
+    for name, node, want in (("dgx", "dev/nvidiactl", C), ("intel-xe", "dev/dri", Z)):
+        cache, _ = saved(name, FAKE_CUDA_INIT="100", FAKE_ZE_INIT="0x78000001")
+        target = os.path.join(machine(name), node)
+        before = os.stat(target)
+        later = os.stat(os.path.join(cache, "driver")).st_mtime + 5
+        os.utime(target, (later, later))
+        tls, err = tls_of(host_env(name, cache))
+        os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+        t.check("%s: /%s newer than the saved answer (a driver loaded after it): stale, the kernel's answer" % (name, node),
+                tls == want and "ignored: stale, /%s is newer" % node in err and REMEDY in err, err)
+
+    # --- No saved answer: where it was looked for, and how to create it.
+    tls, err = tls_of(host_env("dgx", "/nonexistent/ucxtls"))
+    t.check("no cache: the kernel's answer; the debug line names the file and the remedy",
+            tls == C and "driver tier: no saved answer at /nonexistent/ucxtls/driver; run ucxtls probe --save" in err, err)
+    xdg = new_dir("xdg-")
+    if os.path.exists("/run/ucxtls/driver"):
+        t.skip("the default places, in order", "this machine has a /run/ucxtls/driver")
+    else:
+        tls, err = tls_of(host_env("dgx", None, XDG_RUNTIME_DIR=xdg))
+        t.check("UCXTLS_CACHE_DIR unset: $XDG_RUNTIME_DIR/ucxtls, then /run/ucxtls",
+                tls == C and "no saved answer at %s/ucxtls/driver or /run/ucxtls/driver" % xdg in err, err)
+        tls, err = tls_of(host_env("dgx", None, XDG_RUNTIME_DIR=None))
+        t.check("neither set: /run/ucxtls alone", tls == C and "no saved answer at /run/ucxtls/driver;" in err, err)
+    p, _ = probe(["--save"], "dgx", None, XDG_RUNTIME_DIR=xdg, FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
+    tls, err = tls_of(host_env("dgx", None, XDG_RUNTIME_DIR=xdg))
+    t.check("--save without UCXTLS_CACHE_DIR writes $XDG_RUNTIME_DIR/ucxtls/driver (mode 0755 directory), and a process reads it",
+            p.returncode == 0 and stat.S_IMODE(os.stat(os.path.join(xdg, "ucxtls")).st_mode) == 0o755
+            and tls == Z and "answer saved by ucxtls probe at %s/ucxtls/driver" % xdg in err, p.stderr.decode() + err)
+    env = host_env("dgx", "/nonexistent/ucxtls")
+    env.pop("UCXTLS_DEBUG")
+    p = run([UCXTLS, "explain"], env)
+    out = p.stdout.decode()
+    t.check("ucxtls explain: the driver evidence says why and how to create it",
+            re.search(r"^  driver\s+none\s+no saved answer at /nonexistent/ucxtls/driver; run ucxtls probe --save$", out, re.M)
+            and "`ucxtls probe --save` asks the drivers and saves their answer for this node" in out, out)
+    p, _ = probe(["--save"], "dgx", os.path.join(SCRATCH, "deep", "er", "cache"), FAKE_CUDA_COUNT="1")
+    t.check("--save creates missing parent directories", p.returncode == 0, p.stderr.decode())
+    bad = new_dir()
+    os.chmod(bad, 0o777)
+    p, _ = probe(["--save"], "dgx", bad, FAKE_CUDA_COUNT="1")
+    t.check("--save into a world-writable directory: refused (exit 2), saying every process would ignore it",
+            p.returncode == 2 and b"every process would ignore" in p.stderr and not os.listdir(bad), repr(p))
+    p, _ = probe(["--save"], "dgx", "relative/dir", FAKE_CUDA_COUNT="1")
+    t.check("--save with a relative UCXTLS_CACHE_DIR: exit 1, the variable named",
+            p.returncode == 1 and b"UCXTLS_CACHE_DIR" in p.stderr, repr(p))
+
+    # --- Concurrent `probe --save` runs never give a reader half a file.
+    cache, _ = saved("dgx", FAKE_CUDA_COUNT="1")
+    stop = threading.Event()
+    writer_errors = []
+
+    saves = []
+
+    def writer(fake):
+        while not stop.is_set():
+            p, _ = probe(["--save"], "dgx", cache, **fake)
+            saves.append(p.returncode)
+            if p.returncode != 0:
+                writer_errors.append(p.stderr.decode())
+
+    writers = [threading.Thread(target=writer, args=(f,)) for f in
+               ({"FAKE_CUDA_COUNT": "1"}, {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu"})]
+    for w in writers:
+        w.start()
+    seen, bad_reads = set(), []
+    for _ in range(150):
+        tls, err = tls_of(host_env("dgx", cache))
+        seen.add(tls)
+        if tls not in (C, Z) or "answer saved by ucxtls probe" not in err:
+            bad_reads.append(err)
+    stop.set()
+    for w in writers:
+        w.join()
+    t.check("150 reads while two writers saved different answers %d times: every read a whole file (%s)"
+            % (len(saves), sorted(seen)), not bad_reads and not writer_errors and len(saves) >= 4 and len(seen) == 2,
+            "\n".join(bad_reads[:3] + writer_errors[:3]))
+    t.equal("... and no temporary file is left", sorted(os.listdir(cache)), ["driver"])
+    # Control: a writer that rewrites the file in place (no rename) is caught by the same readers.
+    text = open(os.path.join(cache, "driver")).read()
+    stop.clear()
+
+    def in_place():
+        while not stop.is_set():
+            with open(os.path.join(cache, "driver"), "w") as f:
+                f.write(text[:len(text) // 2])
+                f.flush()
+                time.sleep(0.002)
+                f.write(text[len(text) // 2:])
+
+    w = threading.Thread(target=in_place)
+    w.start()
+    caught = 0
+    for _ in range(30):
+        tls, err = tls_of(host_env("dgx", cache))
+        caught += "malformed" in err
+    stop.set()
+    w.join()
+    t.check("control: the same readers catch a writer that rewrites in place (%d of 30 reads saw half a file)" % caught,
+            caught > 0)
+
+    # --- The saved answer is read only when the decision needs it.
+    cache, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
+    for label, name, extra in (("kernel tier", "dgx", {"UCXTLS_PROBE": "kernel"}), ("UCXTLS_ACCEL=ze", "dgx", {"UCXTLS_ACCEL": "ze"}),
+                               ("UCX_TLS already set", "dgx", {"UCX_TLS": "tcp"}), ("no RDMA, default template", "no-rdma", {})):
+        _, err = tls_of(host_env(name, cache, **extra))
+        t.check(label + ": the saved answer is not read", "driver tier" not in err, err)
 
     # --- Real libraries where they exist.
     if not system_has("libze_loader.so.1"):
         t.skip("Debian's Level Zero loader", "no libze_loader.so.1 in the ld.so cache (apt-get install libze1)")
     else:
-        p = run([HELPER], dict(env_for(None, preload=False), LD_LIBRARY_PATH=CUDA, FAKE_CUDA_INIT="100"))
-        report = p.stdout.decode()
-        print("     real Level Zero loader answered: " + report.replace("\n", " | "))
-        ze_line = [l for l in report.splitlines() if l.startswith("ze ")]
+        cache = new_dir()
+        p, _ = probe(["--save"], "intel-xe", cache, [CUDA], FAKE_CUDA_INIT="100")
+        print("     real Level Zero loader, via ucxtls probe: " + p.stdout.decode().replace("\n", " | "))
         t.check("real libze_loader.so.1 (no GPU driver here): an answer, 0 GPUs, ZE_RESULT_ERROR_UNINITIALIZED",
-                ze_line == ["ze answer 0 2013265921 ZE_RESULT_ERROR_UNINITIALIZED"], report)
-        tls, err = tls_of(denv("intel-xe", [CUDA], FAKE_CUDA_INIT="100"))
-        t.check("real loader on an Intel fixture: the driver says no ze device, so none",
+                re.search(r"^ze\s+0 device\(s\) \(ZE_RESULT_ERROR_UNINITIALIZED\)$", p.stdout.decode(), re.M), p.stdout.decode())
+        tls, err = tls_of(host_env("intel-xe", cache))
+        t.check("real loader on an Intel fixture: the saved answer says no ze device, so none",
                 tls == NONE and "ze: driver API: 0 device(s) (ZE_RESULT_ERROR_UNINITIALIZED)" in err, err)
-
+    if system_has("libcuda.so.1"):
+        t.skip("libcuda.so.1 absent", "this system has a libcuda.so.1 in the ld.so cache")
+    else:
+        cache = new_dir()
+        p, _ = probe(["--save"], "dgx", cache, [ZE_NEW], FAKE_ZE_DEVICES="gpu")
+        tls, err = tls_of(host_env("dgx", cache))
+        t.check("libcuda.so.1 absent: saved as no answer for cuda; the kernel's cuda stands (the fake ze GPU is second)",
+                tls == C and "cuda: driver API gave no answer (libcuda.so.1 not found), kernel: " in err, err)
     stub = next((s for s in ("/usr/local/cuda/lib64/stubs/libcuda.so", "/usr/local/cuda/lib/stubs/libcuda.so",
                              "/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so") if os.path.exists(s)), None)
     if not stub:
         t.skip("CUDA toolkit stub libcuda.so", "no /usr/local/cuda/lib*/stubs/libcuda.so here")
     else:
-        sd = tempfile.mkdtemp(dir=SCRATCH)
+        sd = new_dir("stub-")
         os.symlink(stub, os.path.join(sd, "libcuda.so.1"))
-        p = run([HELPER], dict(env_for(None, preload=False), LD_LIBRARY_PATH=sd + ":" + ZE_NEW))
-        report = p.stdout.decode()
-        print("     CUDA stub answered: " + report.replace("\n", " | "))
+        cache = new_dir()
+        p, _ = probe(["--save"], "dgx", cache, [sd, ZE_NEW])
         t.check("the toolkit's stub libcuda: an answer, 0 devices, CUDA_ERROR_STUB_LIBRARY",
-                "cuda answer 0 34 CUDA_ERROR_STUB_LIBRARY" in report, report)
-        tls, err = tls_of(denv("dgx", [sd, ZE_NEW]))
-        t.check("stub first in LD_LIBRARY_PATH on a CUDA fixture: no CUDA for this process",
-                tls == NONE and "(CUDA_ERROR_STUB_LIBRARY)" in err, err)
+                "(CUDA_ERROR_STUB_LIBRARY)" in p.stdout.decode(), p.stdout.decode())
+        tls, err = tls_of(host_env("dgx", cache))
+        t.check("stub first in LD_LIBRARY_PATH when saved: no CUDA for the processes", tls == NONE, err)
 
     shutil.rmtree(SCRATCH, ignore_errors=True)
     t.exit()

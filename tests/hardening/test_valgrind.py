@@ -6,11 +6,15 @@ UCXTLS_SYSROOT on a fixture machine: the constructor runs inside the guest (the 
 LD_PRELOAD too). Each run must report "ERROR SUMMARY: 0 errors", exit 0, and print the same
 UCX_TLS as the same run without valgrind (so the constructor did run in the guest); rows cover
 setting a value, keeping, clearing an inherited value, the debug line, an invalid setting, the
-broken/empty machines and the driver tier (the library's side; the helper is not traced).
+broken/empty machines and the driver tier: no saved answer, and the answer `ucxtls probe --save`
+saved (with the fake drivers of tests/driver) read, parsed in place and narrowed by the visibility
+variables.
 """
+import os
 import re
+import tempfile
 
-from common import Checks, Timer, env_for, have, run
+from common import BUILD_DIR, LIB, Checks, Timer, env_for, have, run
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 ROWS = [
@@ -24,8 +28,21 @@ ROWS = [
     ("dgx", {"UCX_TLS": C, "UCXTLS_DERIVED": C}),        # re-derived to the same value
     ("dgx", {"UCXTLS_ACCEL": "bogus"}),                  # the error line
     ("empty", {"UCXTLS_TEMPLATE": "tcp,{copy}"}),
-    ("dgx", {"UCXTLS_PROBE": "driver", "UCXTLS_DEBUG": "1"}),  # the driver tier's client side
+    ("dgx", {"UCXTLS_PROBE": "driver", "UCXTLS_DEBUG": "1", "UCXTLS_CACHE_DIR": "/nonexistent"}),  # none saved
 ]
+
+
+def saved_driver_answer():
+    """A cache directory with what `ucxtls probe --save` stored on fixture dgx (fake drivers: 2 CUDA
+    GPUs with UUIDs, 1 Level Zero GPU), or None when the command or the fakes are not built."""
+    fakes = os.path.join(BUILD_DIR, "tests", "driver", "fakes")
+    ucxtls = os.path.join(os.path.dirname(LIB), "ucxtls")
+    if not os.path.exists(ucxtls) or not os.path.isdir(fakes):
+        return None
+    cache = tempfile.mkdtemp(prefix="ucxtls-valgrind-cache-")
+    env = env_for("dgx", preload=False, UCXTLS_CACHE_DIR=cache, FAKE_CUDA_COUNT="2", FAKE_ZE_DEVICES="gpu",
+                  LD_LIBRARY_PATH=os.path.join(fakes, "cuda") + ":" + os.path.join(fakes, "ze-new"))
+    return cache if run([ucxtls, "probe", "--save"], env).returncode == 0 else None
 
 
 def main():
@@ -34,8 +51,16 @@ def main():
         t.skip("valgrind", "valgrind not installed (Debian: valgrind; scripts/test.sh installs it)")
         t.exit()
     timer = Timer()
+    cache = saved_driver_answer()
+    if cache:
+        for cvd in (None, "GPU-10111213,0", "1,7"):
+            ROWS.append(("dgx", {"UCXTLS_PROBE": "driver", "UCXTLS_DEBUG": "1", "UCXTLS_CACHE_DIR": cache,
+                                 "CUDA_VISIBLE_DEVICES": cvd}))
+    else:
+        t.check("ucxtls probe --save (fake drivers) saved an answer for the driver tier's rows", False,
+                "build the ucxtls command and tests/driver's fakes")
     for machine, extra in ROWS:
-        label = "%s %s" % (machine, " ".join("%s=%s" % kv for kv in extra.items()) or "(defaults)")
+        label = "%s %s" % (machine, " ".join("%s=%s" % kv for kv in extra.items() if kv[1] is not None) or "(defaults)")
         env = env_for(machine, **extra)
         show = ["/bin/sh", "-c", 'printf "%s" "${UCX_TLS-<unset>}"']
         plain = run(show, env)

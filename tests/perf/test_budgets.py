@@ -45,6 +45,11 @@ SYSCALL_ROWS = [
     ("container given one GPU and one HCA (uverbs3)", "container-one-of-eight", {}, C, 28),
 ]
 
+# The driver tier (issue 12) reads the answer `ucxtls probe --save` stored for the node: at most
+# this many syscalls more than the kernel tier on the same machine, and no process.
+DRIVER_TIER_EXTRA = 6
+Z = "rc_x,rc,dc_x,dc,ze_copy"
+
 # name, machine, variables, budget (instructions ÷ the empty library's)
 INSTRUCTION_ROWS = [
     ("busy node: derive and set", "dgx", {}, 1.25),
@@ -54,9 +59,9 @@ INSTRUCTION_ROWS = [
 ]
 
 # libc symbols the library may import: getauxval, environ (and its alias __environ), setenv,
-# unsetenv, __errno_location, syscall, and the driver tier's clock_gettime, dl_iterate_phdr,
-# sigaction, sigprocmask, sigtimedwait. shim/strings.c and shim/syscalls.c define the rest inside.
-IMPORT_BUDGET = 12
+# unsetenv, __errno_location and syscall. shim/strings.c defines the string functions inside,
+# and every system call goes through syscall(2).
+IMPORT_BUDGET = 7
 
 # name, machine, variables, the floor: "setenv" (at most its heap use) or "empty" (none at all)
 HEAP_ROWS = [
@@ -109,11 +114,35 @@ def interpreter(path):
     return m.group(1) if m else None
 
 
+def saved_driver_answer():
+    """A cache directory holding what `ucxtls probe --save` stored on fixture dgx with fake drivers
+    that answer 0 CUDA devices and 1 Level Zero GPU (so the saved answer, ze, differs from the
+    kernel's, cuda); None when the command or the fakes are not built."""
+    build = os.path.dirname(LIB)
+    fakes = os.path.join(build, "tests", "driver", "fakes")
+    ucxtls = os.path.join(build, "ucxtls")
+    if not os.path.exists(ucxtls) or not os.path.isdir(fakes):
+        return None
+    cache = os.path.join(_scratch, "cache")
+    env = env_for("dgx", preload=False, UCXTLS_CACHE_DIR=cache, FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu",
+                  LD_LIBRARY_PATH=os.path.join(fakes, "cuda") + ":" + os.path.join(fakes, "ze-new"))
+    p = run([ucxtls, "probe", "--save"], env)
+    return cache if p.returncode == 0 else None
+
+
 def main():
     t = Checks("performance budgets of " + LIB)
     if not EMPTY or not os.path.exists(EMPTY):
         t.skip("all budgets", "UCXTLS_EMPTY_LIB (the empty preload library) is not built")
         t.exit()
+    cache = saved_driver_answer()
+    driver = {"UCXTLS_PROBE": "driver", "UCXTLS_CACHE_DIR": cache or ""}
+    if cache:
+        SYSCALL_ROWS.append(("driver tier: the answer saved for this node", "dgx", driver, Z, 24 + DRIVER_TIER_EXTRA))
+        INSTRUCTION_ROWS.append(("driver tier: the answer saved for this node", "dgx", driver, 1.25))
+    else:
+        t.check("ucxtls probe --save (fake drivers) saved an answer for the driver tier's budgets", False,
+                "build the ucxtls command and tests/driver's fakes")
 
     # The measured paths decide what they should.
     for name, machine, extra, want, _ in SYSCALL_ROWS:
@@ -134,6 +163,7 @@ def main():
         if works is None:
             t.skip("syscall budgets", "strace cannot trace here (ptrace not permitted?): " + table.strip()[:200])
         else:
+            added_by = {}
             for name, machine, extra, _, budget in SYSCALL_ROWS:
                 env = env_for(machine, preload=False, **extra)
                 total, lib_table = strace_total(LIB, env)
@@ -141,10 +171,17 @@ def main():
                 if total is None or floor_here is None:
                     t.check("%s: strace ran" % name, False, lib_table)
                     continue
-                added = total - floor_here
+                added = added_by[name] = total - floor_here
                 t.check("%s: %d syscalls added by the constructor (budget <= %d)" % (name, added, budget),
                         added <= budget,
                         "with libucxtls.so:\n%s\nwith the empty library:\n%s" % (lib_table, floor_table))
+                if extra.get("UCXTLS_PROBE") == "driver":
+                    made = re.findall(r"^.*\b(clone3?|v?fork)\s*$", lib_table, re.M)
+                    t.check("%s: no process created (strace -f: no clone, clone3, fork, vfork)" % name, not made, lib_table)
+            kernel, drv = added_by.get("busy node: derive and set"), added_by.get("driver tier: the answer saved for this node")
+            if kernel is not None and drv is not None:
+                t.check("driver tier: %d syscalls more than the kernel tier on the same node (budget <= %d)"
+                        % (drv - kernel, DRIVER_TIER_EXTRA), drv - kernel <= DRIVER_TIER_EXTRA)
 
     if not have("valgrind"):
         t.skip("instruction budgets", "valgrind is not installed (apt-get install valgrind)")

@@ -1,11 +1,15 @@
-// Unit tests of the driver tier's pure parts: the helper's report (format and parse), which driver
-// results count as answers, their names, and how decide() uses a driver answer.
+// Unit tests of the driver tier's pure parts: the report the helper writes and the cache holds
+// (format and parse), which driver results count as answers, where the cache is and when it is
+// trusted, how a process's visibility variables narrow the saved devices, and how decide() uses
+// a driver answer.
 #include <doctest/doctest.h>
 #include <string.h>
 
 #include <string>
+#include <vector>
 
 #include "core.h"
+#include "driver_report.h"
 
 using namespace ucxtls;
 
@@ -13,22 +17,51 @@ namespace {
 
 const Tri Y = Tri::yes, N = Tri::no, U = Tri::unknown;
 
+// A report parsed from its own copy of the text (parsing is in place).
 struct Parsed {
-  bool ok;
-  DriverFact f;
+  std::vector<char> text;
+  bool ok = false;
+  const char *why = nullptr;
+  DriverReport r;
 };
 
 Parsed parse(const std::string &text) {
   Parsed p;
-  p.ok = parse_driver_report(text.data(), text.size(), &p.f);
+  p.text.assign(text.begin(), text.end());
+  p.text.push_back('\0');
+  p.ok = parse_driver_report(p.text.data(), text.size(), &p.r, &p.why);
   return p;
 }
 
-const std::string kHead = "ucxtls-probe 1\n";
+const std::string kHead = "ucxtls-driver 2\n";
+const char kUuid0[] = "GPU-6b8f3a4e-2a1c-9d7e-8f00-1c2d3e4f5a6b";
+const char kUuid1[] = "GPU-0d7e2f11-8c4b-4a3d-b2e1-9f8e7d6c5b4a";
+const char kUuid2[] = "GPU-0d7e9999-0000-4a3d-b2e1-9f8e7d6c5b4a";
+
+std::string cuda_devices(int n) {
+  const char *ids[] = {kUuid0, kUuid1, kUuid2};
+  std::string s;
+  for (int i = 0; i < n; i++) s += "cuda-device " + std::to_string(i) + " " + ids[i % 3] + " NVIDIA H200\n";
+  return s;
+}
 
 }  // namespace
 
-TEST_CASE("driver report: well-formed reports") {
+TEST_CASE("driver report: a well-formed report, with devices and the boot it belongs to") {
+  Parsed p = parse(kHead + "boot 0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10\ncuda answer 2 0 CUDA_SUCCESS\n" + cuda_devices(2) +
+                   "ze answer 1 0 ZE_RESULT_SUCCESS\nze-device 0 00112233445566778899aabbccddeeff Intel(R) Data Center GPU Max 1550\nend\n");
+  REQUIRE(p.ok);
+  CHECK(std::string(p.r.boot) == "0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10");
+  CHECK(p.r.cuda.answer.answered == Y);
+  CHECK(p.r.cuda.answer.present == 2);
+  CHECK(p.r.cuda.answer.count == 2);
+  CHECK(std::string(p.r.cuda.answer.name) == "CUDA_SUCCESS");
+  REQUIRE(p.r.cuda.ndev == 2);
+  CHECK(std::string(p.r.cuda.dev[1].id) == kUuid1);
+  CHECK(std::string(p.r.cuda.dev[1].name) == "NVIDIA H200");
+  REQUIRE(p.r.ze.ndev == 1);
+  CHECK(std::string(p.r.ze.dev[0].name) == "Intel(R) Data Center GPU Max 1550");
+
   struct Row {
     const char *text;
     Tri cuda;
@@ -40,106 +73,160 @@ TEST_CASE("driver report: well-formed reports") {
     long ze_code;
     const char *ze_name;
   } rows[] = {
-      {"cuda answer 2 0 CUDA_SUCCESS\nze answer 0 2013265921 ZE_RESULT_ERROR_UNINITIALIZED\nend\n",
-       Y, 2, 0, "CUDA_SUCCESS", Y, 0, 0x78000001, "ZE_RESULT_ERROR_UNINITIALIZED"},
-      {"cuda unknown 0 -1 libcuda.so.1 not found\nze answer 4 0 ZE_RESULT_SUCCESS\nend\n",
-       N, 0, -1, "libcuda.so.1 not found", Y, 4, 0, "ZE_RESULT_SUCCESS"},
-      // order does not matter; unknown lines (a newer helper's extras) are ignored
-      {"ze answer 1 0 ZE_RESULT_SUCCESS\nversion 12080\ncuda answer 0 100 CUDA_ERROR_NO_DEVICE\nend\n",
-       Y, 0, 100, "CUDA_ERROR_NO_DEVICE", Y, 1, 0, "ZE_RESULT_SUCCESS"},
+      {"cuda answer 0 100 CUDA_ERROR_NO_DEVICE\nze answer 0 2013265921 ZE_RESULT_ERROR_UNINITIALIZED\nend\n",
+       Y, 0, 100, "CUDA_ERROR_NO_DEVICE", Y, 0, 0x78000001, "ZE_RESULT_ERROR_UNINITIALIZED"},
+      {"cuda unknown 0 -1 libcuda.so.1 not found\nze answer 0 0 ZE_RESULT_SUCCESS\nend\n",
+       N, 0, -1, "libcuda.so.1 not found", Y, 0, 0, "ZE_RESULT_SUCCESS"},
+      // order of the families does not matter; unknown kinds of line (a newer helper's) are ignored
+      {"ze answer 0 0 ZE_RESULT_SUCCESS\nversion 12080\ncuda answer 0 100 CUDA_ERROR_NO_DEVICE\nend\n",
+       Y, 0, 100, "CUDA_ERROR_NO_DEVICE", Y, 0, 0, "ZE_RESULT_SUCCESS"},
       // an "unknown" answer never carries a count
       {"cuda unknown 7 803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH\nze unknown 0 -1 x\nend\n",
        N, 0, 803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", N, 0, -1, "x"},
       // blanks around fields; the name keeps its inner spaces
-      {"cuda  answer\t1  0   CUDA_SUCCESS  \nze answer 0 0 a b  c\nend\n", Y, 1, 0, "CUDA_SUCCESS", Y, 0, 0, "a b  c"},
+      {"cuda  unknown\t1  0   a b  c  \nze answer 0 0 Z\nend\n", N, 0, 0, "a b  c", Y, 0, 0, "Z"},
       // anything after "end" is not read
-      {"cuda answer 1 0 A\nze answer 0 0 B\nend\ngarbage\n", Y, 1, 0, "A", Y, 0, 0, "B"},
+      {"cuda answer 0 100 A\nze answer 0 0 B\nend\ngarbage\n", Y, 0, 100, "A", Y, 0, 0, "B"},
   };
   for (const Row &r : rows) {
     CAPTURE(r.text);
-    Parsed p = parse(kHead + r.text);
-    REQUIRE(p.ok);
-    CHECK(p.f.cuda.answered == r.cuda);
-    CHECK(p.f.cuda.count == r.cuda_count);
-    CHECK(p.f.cuda.code == r.cuda_code);
-    CHECK(std::string(p.f.cuda.name) == r.cuda_name);
-    CHECK(p.f.ze.answered == r.ze);
-    CHECK(p.f.ze.count == r.ze_count);
-    CHECK(p.f.ze.code == r.ze_code);
-    CHECK(std::string(p.f.ze.name) == r.ze_name);
+    Parsed q = parse(kHead + r.text);
+    REQUIRE(q.ok);
+    CHECK(q.r.boot == nullptr);
+    CHECK(q.r.cuda.answer.answered == r.cuda);
+    CHECK(q.r.cuda.answer.present == r.cuda_count);
+    CHECK(q.r.cuda.answer.code == r.cuda_code);
+    CHECK(std::string(q.r.cuda.answer.name) == r.cuda_name);
+    CHECK(q.r.ze.answer.answered == r.ze);
+    CHECK(q.r.ze.answer.present == r.ze_count);
+    CHECK(q.r.ze.answer.code == r.ze_code);
+    CHECK(std::string(q.r.ze.answer.name) == r.ze_name);
   }
 }
 
-TEST_CASE("driver report: anything incomplete or malformed is no report at all") {
-  const std::string both = "cuda answer 1 0 A\nze answer 1 0 B\n";
-  const char *rows[] = {
-      "",
-      "ucxtls-probe 1\n",
-      "ucxtls-probe 2\ncuda answer 1 0 A\nze answer 1 0 B\nend\n",  // a format we do not know
-      "cuda answer 1 0 A\nze answer 1 0 B\nend\n",                  // no header
-      "ucxtls-probe 1\ncuda answer 1 0 A\nze answer 1 0 B\n",       // cut before "end"
-      "ucxtls-probe 1\ncuda answer 1 0 A\nze answer 1 0 B\nend",    // "end" without its newline
-      "ucxtls-probe 1\ncuda answer 1 0 A\nze answer 1 0 B",         // cut mid-line
-      "ucxtls-probe 1\ncuda answer 1 0 A\nend\n",                   // ze missing
-      "ucxtls-probe 1\nze answer 1 0 B\nend\n",                     // cuda missing
-      "ucxtls-probe 1\ncuda answer 1 0 A\ncuda answer 2 0 A\nze answer 1 0 B\nend\n",  // twice
-      "ucxtls-probe 1\ncuda yes 1 0 A\nze answer 1 0 B\nend\n",     // unknown status
-      "ucxtls-probe 1\ncuda answer -1 0 A\nze answer 1 0 B\nend\n",  // negative count
-      "ucxtls-probe 1\ncuda answer 1000001 0 A\nze answer 1 0 B\nend\n",  // absurd count
-      "ucxtls-probe 1\ncuda answer 1x 0 A\nze answer 1 0 B\nend\n",  // not a number
-      "ucxtls-probe 1\ncuda answer 1 0x10 A\nze answer 1 0 B\nend\n",  // codes are decimal
-      "ucxtls-probe 1\ncuda answer 1 0\nze answer 1 0 B\nend\n",    // no name
-      "ucxtls-probe 1\ncuda answer 1 99999999999999999999 A\nze answer 1 0 B\nend\n",  // overflow
-      "!exec 2\n",
+TEST_CASE("driver report: anything incomplete or malformed is no report at all, and says why") {
+  const std::string ok2 = "cuda answer 2 0 A\n" + cuda_devices(2) + "ze answer 0 0 B\n";
+  struct Row {
+    std::string text;
+    const char *why;
+  } rows[] = {
+      {"", "empty"},
+      {kHead, "incomplete"},
+      {"ucxtls-driver 1\n" + ok2 + "end\n", "not a driver report"},  // a format we do not know
+      {"ucxtls-probe 1\ncuda answer 1 0 A\nze answer 1 0 B\nend\n", "not a driver report"},  // the old helper's
+      {ok2 + "end\n", "not a driver report"},                           // no header
+      {kHead + ok2, "incomplete"},                                       // cut before "end"
+      {kHead + ok2 + "end", "incomplete"},                               // "end" without its newline
+      {kHead + ok2.substr(0, ok2.size() - 5), "incomplete"},             // cut mid-line
+      {kHead + "cuda answer 1 0 A\n" + cuda_devices(1) + "end\n", "missing"},  // ze missing
+      {kHead + "ze answer 0 0 B\nend\n", "missing"},                   // cuda missing
+      {kHead + ok2 + "cuda answer 0 0 A\nend\n", "family line"},        // twice
+      {kHead + "cuda yes 0 0 A\nze answer 0 0 B\nend\n", "family line"},  // unknown status
+      {kHead + "cuda answer -1 0 A\nze answer 0 0 B\nend\n", "family line"},  // negative count
+      {kHead + "cuda answer 1000001 0 A\nze answer 0 0 B\nend\n", "family line"},  // absurd count
+      {kHead + "cuda answer 1x 0 A\nze answer 0 0 B\nend\n", "family line"},  // not a number
+      {kHead + "cuda answer 0 0x10 A\nze answer 0 0 B\nend\n", "family line"},  // codes are decimal
+      {kHead + "cuda answer 0 0\nze answer 0 0 B\nend\n", "family line"},  // no name
+      {kHead + "cuda answer 0 99999999999999999999 A\nze answer 0 0 B\nend\n", "family line"},  // overflow
+      // device lines: as many as the count says, numbered in order, after their own family's line
+      {kHead + "cuda answer 2 0 A\n" + cuda_devices(1) + "ze answer 0 0 B\nend\n", "do not match"},
+      {kHead + "cuda answer 1 0 A\n" + cuda_devices(2) + "ze answer 0 0 B\nend\n", "do not match"},
+      {kHead + "cuda answer 2 0 A\ncuda-device 1 GPU-a x\ncuda-device 0 GPU-b y\nze answer 0 0 B\nend\n", "device line"},
+      {kHead + "cuda unknown 0 -1 A\n" + cuda_devices(1) + "ze answer 0 0 B\nend\n", "device line"},
+      {kHead + "cuda answer 1 0 A\nze answer 0 0 B\n" + cuda_devices(1) + "end\n", "device line"},
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-a\x01 x\nze answer 0 0 B\nend\n", "device line"},  // control byte
+      {kHead + "cuda answer 1 0 A\ncuda-device 0\nze answer 0 0 B\nend\n", "device line"},  // no id
+      // a long id with a byte that is not printable ASCII deep inside (the 8-byte scan)
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-0123456789abcdef\x7f" "0123456789 n\nze answer 0 0 B\nend\n", "device line"},
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-0123456789abcdef\xe9" "0123456789 n\nze answer 0 0 B\nend\n", "device line"},
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-0123456789abcdef\x1f" "0123456789 n\nze answer 0 0 B\nend\n", "device line"},
+      {kHead + "cuda answer 1 0 A\ncuda-device 0 " + std::string(60, 'a') + " n\nze answer 0 0 B\nend\n", "device line"},
+      // the boot line: once, one id of hex digits and dashes
+      {kHead + "boot a\nboot b\n" + ok2 + "end\n", "boot line"},
+      {kHead + "boot XYZ\n" + ok2 + "end\n", "boot line"},
+      {kHead + "boot\n" + ok2 + "end\n", "boot line"},
+      {"!exec 2\n", "not a driver report"},
   };
-  for (const char *r : rows) {
-    CAPTURE(r);
-    Parsed p = parse(r);
+  for (const Row &r : rows) {
+    CAPTURE(r.text);
+    Parsed p = parse(r.text);
     CHECK_FALSE(p.ok);
-    CHECK(p.f.cuda.answered == N);  // never a stale "yes"
-    CHECK(p.f.ze.answered == N);
+    REQUIRE(p.why);
+    CHECK(std::string(p.why).find(r.why) != std::string::npos);
+    CHECK(p.r.cuda.answer.answered == N);  // never a stale "yes"
+    CHECK(p.r.ze.answer.answered == N);
   }
-  CHECK(parse(kHead + both + "end\n").ok);
+  CHECK(parse(kHead + ok2 + "end\n").ok);
+  // A device's name is optional (the saved file has none): shown as "-".
+  Parsed nameless = parse(kHead + "cuda answer 1 0 A\ncuda-device 0 GPU-a\nze answer 0 0 B\nend\n");
+  REQUIRE(nameless.ok);
+  CHECK(std::string(nameless.r.cuda.dev[0].id) == "GPU-a");
+  CHECK(std::string(nameless.r.cuda.dev[0].name) == "-");
+  // Ids of every length around the 8-byte steps end exactly at their blank.
+  for (int len = 1; len < 40; len++) {
+    std::string id(size_t(len), 'f');
+    Parsed q = parse(kHead + "cuda answer 1 0 A\ncuda-device 0 " + id + " n\nze answer 0 0 B\nend\n");
+    REQUIRE(q.ok);
+    CHECK(std::string(q.r.cuda.dev[0].id) == id);
+  }
+  // More devices than are identified: the first kDriverDevicesMax are listed.
+  std::string many;
+  for (int i = 0; i < kDriverDevicesMax; i++) many += "cuda-device " + std::to_string(i) + " - -\n";
+  CHECK(parse(kHead + "cuda answer 40 0 A\n" + many + "ze answer 0 0 B\nend\n").ok);
+  CHECK_FALSE(parse(kHead + "cuda answer 40 0 A\n" + many + "cuda-device 32 - -\nze answer 0 0 B\nend\n").ok);
 }
 
 TEST_CASE("driver report: names are cut to fit and control bytes never reach the debug line") {
   std::string longname(200, 'N');
-  Parsed p = parse(kHead + "cuda answer 1 0 " + longname + "\nze answer 0 0 a\x01\x7f" "b\nend\n");
+  Parsed p = parse(kHead + "cuda answer 1 0 " + longname + "\ncuda-device 0 GPU-x " + longname +
+                   "\nze answer 0 0 a\x01\x7f" "b\nend\n");
   REQUIRE(p.ok);
-  CHECK(strlen(p.f.cuda.name) == sizeof p.f.cuda.name - 1);
-  CHECK(std::string(p.f.ze.name) == "a??b");
+  CHECK(strlen(p.r.cuda.answer.name) == sizeof p.r.cuda.answer.name - 1);
+  CHECK(strlen(p.r.cuda.dev[0].name) == kDeviceNameMax - 1);
+  CHECK(std::string(p.r.ze.answer.name) == "a??b");
 }
 
-TEST_CASE("driver report: what the helper formats, the library parses back") {
-  DriverFact f;
-  f.cuda.answered = Y;
-  f.cuda.count = 8;
-  f.cuda.code = 0;
-  strcpy(f.cuda.name, "CUDA_SUCCESS");
-  f.ze.answered = N;
-  f.ze.code = 0x70000001;
-  strcpy(f.ze.name, "ZE_RESULT_ERROR_DEVICE_LOST");
+TEST_CASE("driver report: what the helper formats, the reader parses back") {
+  DriverReport r;
+  r.boot = "0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10";
+  r.cuda.answer.answered = Y;
+  r.cuda.answer.present = r.cuda.answer.count = 2;
+  strcpy(r.cuda.answer.name, "CUDA_SUCCESS");
+  r.cuda.ndev = 2;
+  r.cuda.dev[0] = {kUuid0, "NVIDIA H200"};
+  r.cuda.dev[1] = {"GPU-with blank\x01", "  padded name\n "};  // written so that it still parses
+  r.ze.answer.answered = N;
+  r.ze.answer.code = 0x70000001;
+  strcpy(r.ze.answer.name, "ZE_RESULT_ERROR_DEVICE_LOST");
   char buf[kDriverReportMax];
-  size_t n = format_driver_report(f, buf, sizeof buf);
+  size_t n = format_driver_report(r, buf, sizeof buf);
   REQUIRE(n > 0);
   CHECK(std::string(buf, n) ==
-        "ucxtls-probe 1\ncuda answer 8 0 CUDA_SUCCESS\nze unknown 0 1879048193 ZE_RESULT_ERROR_DEVICE_LOST\nend\n");
-  DriverFact g;
-  REQUIRE(parse_driver_report(buf, n, &g));
-  CHECK(g.cuda.answered == Y);
-  CHECK(g.cuda.count == 8);
-  CHECK(g.ze.answered == N);
-  CHECK(g.ze.code == 0x70000001);
-  CHECK(std::string(g.ze.name) == f.ze.name);
+        "ucxtls-driver 2\nboot 0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10\ncuda answer 2 0 CUDA_SUCCESS\n"
+        "cuda-device 0 GPU-6b8f3a4e-2a1c-9d7e-8f00-1c2d3e4f5a6b NVIDIA H200\ncuda-device 1 GPU-with?blank? padded name?\n"
+        "ze unknown 0 1879048193 ZE_RESULT_ERROR_DEVICE_LOST\nend\n");
+  Parsed p = parse(std::string(buf, n));
+  REQUIRE(p.ok);
+  CHECK(std::string(p.r.boot) == r.boot);
+  CHECK(p.r.cuda.answer.present == 2);
+  CHECK(std::string(p.r.cuda.dev[0].id) == kUuid0);
+  CHECK(p.r.ze.answer.answered == N);
+  CHECK(p.r.ze.answer.code == 0x70000001);
+  CHECK(std::string(p.r.ze.answer.name) == r.ze.answer.name);
 
-  // An empty name is written as "-", so the line still parses.
-  DriverFact e;
-  e.cuda.answered = e.ze.answered = N;
+  // Empty names and ids are written as "-", so the lines still parse.
+  DriverReport e;
+  e.cuda.answer.answered = Y;
+  e.cuda.answer.present = 1;
+  e.cuda.ndev = 1;
+  e.ze.answer.answered = N;
   n = format_driver_report(e, buf, sizeof buf);
-  CHECK(parse_driver_report(buf, n, &g));
-  CHECK(std::string(g.cuda.name) == "-");
+  Parsed q = parse(std::string(buf, n));
+  REQUIRE(q.ok);
+  CHECK(std::string(q.r.cuda.answer.name) == "-");
+  CHECK(std::string(q.r.cuda.dev[0].id) == "-");
   // A report that does not fit is not written at all (never a cut one).
-  CHECK(format_driver_report(f, buf, 40) == 0);
+  CHECK(format_driver_report(r, buf, 40) == 0);
 }
 
 TEST_CASE("which driver results answer, and their names") {
@@ -187,6 +274,138 @@ TEST_CASE("which driver results answer, and their names") {
   }
 }
 
+TEST_CASE("cache: where it is looked for, in order") {
+  struct Row {
+    const char *cache_dir, *xdg;
+    std::vector<std::string> want;
+  } rows[] = {
+      {nullptr, nullptr, {"/run/ucxtls"}},
+      {nullptr, "/run/user/1000", {"/run/user/1000/ucxtls", "/run/ucxtls"}},
+      {nullptr, "", {"/run/ucxtls"}},
+      {nullptr, "relative/dir", {"/run/ucxtls"}},  // the XDG spec: a relative value is ignored
+      {"/scratch/job42/ucxtls", "/run/user/1000", {"/scratch/job42/ucxtls"}},  // alone when set
+      {"", "/run/user/1000", {"/run/user/1000/ucxtls", "/run/ucxtls"}},       // empty means unset
+  };
+  for (const Row &r : rows) {
+    Inputs in;
+    in.var[kCacheDir] = r.cache_dir;
+    in.var[kXdgRuntimeDir] = r.xdg;
+    CacheDir d[2];
+    int n = cache_dirs(in, d);
+    std::vector<std::string> got;
+    for (int i = 0; i < n; i++) got.push_back(std::string(d[i].base) + d[i].sub);
+    CAPTURE(r.cache_dir ? r.cache_dir : "(unset)");
+    CHECK(got == r.want);
+  }
+  // A relative UCXTLS_CACHE_DIR names a different place in every working directory: invalid.
+  Inputs in;
+  in.var[kCacheDir] = "cache";
+  Settings s;
+  parse_settings(in, &s);
+  CHECK(s.invalid);
+  CHECK(s.invalid_var == kCacheDir);
+}
+
+TEST_CASE("cache: trusted only when owned by root or the reader and writable by no one else") {
+  struct Row {
+    unsigned uid, mode, euid;
+    bool dir;
+    bool trusted;
+    const char *why;
+  } rows[] = {
+      {0, 0100644, 1000, false, true, ""},
+      {1000, 0100644, 1000, false, true, ""},
+      {1000, 0100600, 1000, false, true, ""},
+      {0, 0100444, 0, false, true, ""},
+      {1001, 0100644, 1000, false, false, "is owned by uid 1001, neither root nor you (uid 1000)"},
+      {1000, 0100644, 0, false, false, "is owned by uid 1000, neither root nor you (uid 0)"},  // root trusts root alone
+      {0, 0100664, 1000, false, false, "is writable by group or others (mode 0664)"},
+      {0, 0100646, 1000, false, false, "is writable by group or others (mode 0646)"},
+      {0, 0120777, 1000, false, false, "is not a regular file"},  // a symlink
+      {0, 0010644, 1000, false, false, "is not a regular file"},  // a FIFO
+      {0, 0040644, 1000, false, false, "is not a regular file"},
+      {0, 0040755, 1000, true, true, ""},
+      {1000, 0040700, 1000, true, true, ""},
+      {0, 0041777, 1000, true, false, "is writable by group or others (mode 0777)"},  // /tmp
+      {0, 0040775, 1000, true, false, "is writable by group or others (mode 0775)"},
+      {1002, 0040755, 1000, true, false, "is owned by uid 1002, neither root nor you (uid 1000)"},
+      {0, 0100644, 1000, true, false, "is not a directory"},
+  };
+  for (const Row &r : rows) {
+    FileFacts f;
+    f.uid = r.uid;
+    f.mode = r.mode;
+    char buf[128];
+    Text why;
+    why.init(buf, sizeof buf);
+    CAPTURE(r.why);
+    CHECK(cache_trusted(f, r.euid, r.dir, why) == r.trusted);
+    CHECK(std::string(buf) == r.why);
+  }
+}
+
+TEST_CASE("cache: the boot it was saved in") {
+  const char id[] = "0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10";
+  CHECK(same_boot(id, "0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10\n", 37));
+  CHECK(same_boot(id, "0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10", 36));
+  CHECK_FALSE(same_boot(id, "1b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10\n", 37));
+  CHECK_FALSE(same_boot(id, "0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f1\n", 36));  // a prefix is not the id
+  CHECK_FALSE(same_boot(id, "\n", 1));
+  CHECK_FALSE(same_boot(nullptr, "0b1c9f2e\n", 9));
+}
+
+TEST_CASE("cache: each process's visibility variables narrow the saved devices") {
+  const std::string text = kHead + "boot 0b1c\ncuda answer 3 0 CUDA_SUCCESS\n" + cuda_devices(3) +
+                           "ze answer 2 0 ZE_RESULT_SUCCESS\nze-device 0 00 a\nze-device 1 01 b\nend\n";
+  struct Row {
+    const char *cvd, *mask;
+    int cuda, ze;
+  } rows[] = {
+      {nullptr, nullptr, 3, 2},
+      {"", "", 0, 2},                        // CUDA: empty = none; Level Zero: empty = all
+      {"1", "0", 1, 2},
+      {"2,0,1", nullptr, 3, 2},
+      {"0,3,1", nullptr, 1, 2},              // the list ends at the first ordinal out of range
+      {"3", nullptr, 0, 2},
+      {"NoDevFiles", nullptr, 0, 2},         // Slurm's "no GPU"
+      {"0,0", nullptr, 1, 2},                // a repeat ends the list
+      {"GPU-0d7e2f11", nullptr, 1, 2},       // a unique UUID prefix of the saved devices
+      {"GPU-0d7e", nullptr, 0, 2},           // ambiguous (kUuid1 and kUuid2)
+      {"GPU-ffff", nullptr, 0, 2},           // no saved device has it
+      {"GPU-6b8f,GPU-0d7e9", nullptr, 2, 2},
+      {"MIG-GPU-6b8f3a4e/1/0", nullptr, 1, 2},
+      {nullptr, "x", 3, 0},                  // no well-formed index: ZE_AFFINITY_MASK hides all
+      {nullptr, "0.1,7", 3, 2},
+  };
+  for (const Row &r : rows) {
+    Parsed p = parse(text);
+    REQUIRE(p.ok);
+    Inputs in;
+    in.var[kCudaVisible] = r.cvd;
+    in.var[kZeAffinity] = r.mask;
+    DriverFact f;
+    answer_from_report(p.r, in, &f);
+    CAPTURE(r.cvd ? r.cvd : "(unset)");
+    CAPTURE(r.mask ? r.mask : "(unset)");
+    CHECK(f.cuda.answered == Y);
+    CHECK(f.cuda.present == 3);
+    CHECK(f.cuda.count == r.cuda);
+    CHECK(f.ze.present == 2);
+    CHECK(f.ze.count == r.ze);
+  }
+  // Beyond the identified devices, GPU- entries are taken on trust (as with unknown ids).
+  std::string many;
+  for (int i = 0; i < kDriverDevicesMax; i++) many += "cuda-device " + std::to_string(i) + " - -\n";
+  Parsed p = parse(kHead + "cuda answer 40 0 A\n" + many + "ze unknown 0 -1 x\nend\n");
+  REQUIRE(p.ok);
+  Inputs in;
+  in.var[kCudaVisible] = "GPU-abc,39";
+  DriverFact f;
+  answer_from_report(p.r, in, &f);
+  CHECK(f.cuda.count == 2);
+  CHECK(f.ze.answered == N);
+}
+
 namespace {
 
 // A DGX-like node (RDMA, no ucx.conf) where the kernel sees CUDA and ze, and a driver fact.
@@ -213,12 +432,12 @@ Decision decide_with(const DriverCase &c, const char *probe = "driver") {
   f.family[int(Family::rocm)].visible = c.kernel_rocm;
   f.family[int(Family::ze)].visible = c.kernel_ze;
   f.driver.ran = c.ran;
-  strcpy(f.driver.evidence, "ucxtls-probe answered in 3 ms");
+  strcpy(f.driver.evidence, "answer saved by ucxtls probe at /run/ucxtls/driver");
   f.driver.cuda.answered = c.cuda_answered;
-  f.driver.cuda.count = c.cuda_count;
+  f.driver.cuda.count = f.driver.cuda.present = c.cuda_count;
   strcpy(f.driver.cuda.name, c.cuda_answered == Y ? "CUDA_ERROR_NO_DEVICE" : "libcuda.so.1 not found");
   f.driver.ze.answered = c.ze_answered;
-  f.driver.ze.count = c.ze_count;
+  f.driver.ze.count = f.driver.ze.present = c.ze_count;
   strcpy(f.driver.ze.name, "ZE_RESULT_SUCCESS");
   Decision d;
   decide(in, s, f, &d);
@@ -257,9 +476,29 @@ TEST_CASE("decide(): the debug line says which tier answered, with the driver's 
   char line[1024];
   std::string l(line, format_line(Inputs(), d, line, sizeof line));
   CAPTURE(l);
-  CHECK(l.find("driver probe: ucxtls-probe answered in 3 ms") != std::string::npos);
+  CHECK(l.find("driver tier: answer saved by ucxtls probe at /run/ucxtls/driver") != std::string::npos);
   CHECK(l.find("cuda: driver API: 0 device(s) (CUDA_ERROR_NO_DEVICE)") != std::string::npos);
   CHECK(l.find("ze: driver API: 2 device(s) (ZE_RESULT_SUCCESS)") != std::string::npos);
+
+  // Fewer visible than the driver listed: both numbers are shown.
+  {
+    Inputs in;
+    in.var[kProbe] = "driver";
+    Settings s;
+    parse_settings(in, &s);
+    Facts f;
+    f.rdma = Y;
+    f.ucx_conf = N;
+    f.driver.ran = Y;
+    f.driver.cuda.answered = Y;
+    f.driver.cuda.present = 8;
+    f.driver.cuda.count = 1;
+    strcpy(f.driver.cuda.name, "CUDA_SUCCESS");
+    Decision v;
+    decide(in, s, f, &v);
+    std::string vl(line, format_line(in, v, line, sizeof line));
+    CHECK(vl.find("cuda: driver API: 8 device(s), 1 visible (CUDA_SUCCESS)") != std::string::npos);
+  }
 
   d = decide_with({Y, N, N, Y, N, 0, Y, 0, Family::cuda});
   l.assign(line, format_line(Inputs(), d, line, sizeof line));

@@ -1,0 +1,332 @@
+// `ucxtls probe [--save]`: asks the GPU drivers once, out of band, for the driver tier.
+//
+// It runs the helper ucxtls-probe (installed beside the library) as an ordinary child of this
+// command: in its own process group, with /dev/null for stdio, the report on fd 3, the visibility
+// variables unset (the answer lists every device; each process applies its own variables to it),
+// killed with its group at UCXTLS_PROBE_TIMEOUT_MS. It prints the driver's answer per family with
+// the devices identified. --save stores it, with this boot's id, as <cache dir>/driver: written to
+// a temporary file in the same directory and renamed over the old one, so a reader sees the old
+// file or the new one, never half of one. A helper that fails is saved too, as "no answer" with
+// the reason, so processes fall back to the kernel probe and their debug line says why.
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core.h"
+#include "driver_cache.h"
+#include "driver_report.h"
+#include "probe.h"
+
+#ifndef UCXTLS_BIN_TO_LIB
+#define UCXTLS_BIN_TO_LIB "../lib"
+#endif
+
+using namespace ucxtls;
+
+int cmd_probe(int argc, char **argv);
+
+namespace {
+
+constexpr int kFailed = 1, kUsage = 2;
+const char kHelperName[] = "ucxtls-probe";
+const int kReportFd = 3;
+
+int fail(int status, const std::string &msg) {
+  fprintf(stderr, "ucxtls: probe: %s\n", msg.c_str());
+  return status;
+}
+
+long long now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Beside this command (a build tree), else in libdir relative to it (an installed tree).
+std::string helper_path() {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = ".";
+  if (n > 0) {
+    exe[n] = '\0';
+    dir = exe;
+    dir.erase(dir.rfind('/'));
+  }
+  const std::string beside = dir + "/" + kHelperName, installed = dir + "/" UCXTLS_BIN_TO_LIB "/" + kHelperName;
+  return access(beside.c_str(), X_OK) != 0 && access(installed.c_str(), X_OK) == 0 ? installed : beside;
+}
+
+// What the helper gave: a report (text, parsed in place), or why there is none.
+struct HelperRun {
+  bool ok = false;
+  std::string why;        // one line, when !ok
+  std::string short_why;  // the same in the few words a saved "no answer" has room for
+  long long ms = 0;
+  char text[kDriverReportMax];
+  DriverReport report;
+};
+
+bool report_complete(const char *buf, size_t len) { return len >= 4 && !memcmp(buf + len - 4, "end\n", 4); }
+
+void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
+  // The caller's environment without the visibility variables, and the helper's own copy of the
+  // library (it inherits LD_PRELOAD) turned off.
+  std::vector<char *> envp;
+  for (char **e = environ; *e; e++) {
+    static const char *const drop[] = {"CUDA_VISIBLE_DEVICES=", "ZE_AFFINITY_MASK=", "UCXTLS_DISABLE=", "UCXTLS_PROBE="};
+    bool skip = false;
+    for (const char *d : drop) skip = skip || !strncmp(*e, d, strlen(d));
+    if (!skip) envp.push_back(*e);
+  }
+  char off[] = "UCXTLS_DISABLE=1";
+  envp.push_back(off);
+  envp.push_back(nullptr);
+  char arg[] = "--report-fd=3";
+  std::string path = helper;
+  char *args[] = {&path[0], arg, nullptr};
+
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) {
+    r->why = r->short_why = std::string("pipe2: ") + strerror(errno);
+    return;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  const long long start = now_ms(), deadline = start + timeout_ms;
+  pid_t pid = fork();
+  if (pid < 0) {
+    r->why = r->short_why = std::string("fork: ") + strerror(errno);
+    close(p[0]), close(p[1]);
+    return;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group: at the deadline the group goes, with whatever it started
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    // Above 0-3 first, so that no dup2 below overwrites the other (stdio may have been closed).
+    int w = fcntl(p[1], F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
+    if (w < 0 || n4 < 0 || dup2(n4, 0) < 0 || dup2(n4, 1) < 0 || dup2(n4, 2) < 0 || dup2(w, kReportFd) < 0)
+      _exit(126);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(args[0], args, envp.data());
+    dprintf(kReportFd, "!exec %d\n", errno);
+    _exit(127);
+  }
+  close(p[1]);
+  size_t len = 0;
+  while (len < sizeof r->text && !report_complete(r->text, len)) {
+    long long left = deadline - now_ms();
+    if (left <= 0) break;
+    pollfd pfd = {p[0], POLLIN, 0};
+    int k = poll(&pfd, 1, int(left));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    ssize_t got = read(p[0], r->text + len, sizeof r->text - len);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // EOF: the helper is gone
+    len += size_t(got);
+  }
+  close(p[0]);
+  // Let it exit on its own until the deadline (asked without reaping, so its group id stays its
+  // own), then kill the group: the helper if it is still there, and anything it left in it.
+  bool ended = false;
+  while (!ended && now_ms() < deadline) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) ended = true;
+    else usleep(1000);
+  }
+  kill(-pid, SIGKILL);
+  int status = 0;
+  bool reaped = false;
+  for (long long until = now_ms() + 1000; !reaped && now_ms() < until;) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) reaped = true;
+    else if (w < 0 && errno != EINTR) break;
+    else usleep(1000);
+  }
+  r->ms = now_ms() - start;
+
+  const char *why = nullptr;
+  if (parse_driver_report(r->text, len, &r->report, &why)) {
+    r->ok = true;
+    return;
+  }
+  char buf[160];
+  if (len > 6 && !memcmp(r->text, "!exec ", 6)) {
+    int e = atoi(std::string(r->text + 6, len - 6).c_str());
+    r->why = "cannot execute " + helper + " (" + strerror(e) + ")";
+    r->short_why = std::string(kHelperName) + " cannot be executed";
+  } else if (!ended) {
+    snprintf(buf, sizeof buf, "%s gave no answer within UCXTLS_PROBE_TIMEOUT_MS=%d ms: killed", kHelperName, timeout_ms);
+    r->why = buf;
+    snprintf(buf, sizeof buf, "%s timed out after %d ms", kHelperName, timeout_ms);
+    r->short_why = buf;
+  } else if (reaped && WIFSIGNALED(status)) {  // it ended before the deadline: not our SIGKILL
+    snprintf(buf, sizeof buf, "%s died of signal %d (%s) before answering", kHelperName, WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
+    r->why = buf;
+    snprintf(buf, sizeof buf, "%s died of signal %d", kHelperName, WTERMSIG(status));
+    r->short_why = buf;
+  } else if (reaped && WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    snprintf(buf, sizeof buf, "%s exited with status %d without a report", kHelperName, WEXITSTATUS(status));
+    r->why = buf;
+    snprintf(buf, sizeof buf, "%s exited with status %d", kHelperName, WEXITSTATUS(status));
+    r->short_why = buf;
+  } else {
+    r->why = std::string(kHelperName) + (len ? " wrote a malformed report (" + std::string(why ? why : "?") + ")"
+                                             : " wrote no report");
+    r->short_why = std::string(kHelperName) + (len ? ": malformed report" : " wrote no report");
+  }
+}
+
+void print_family(const char *label, const FamilyReport &f) {
+  const DriverAnswer &a = f.answer;
+  if (a.answered != Tri::yes) {
+    printf("%-6s no answer (%s): the kernel probe answers for %s\n", label, a.name, label);
+    return;
+  }
+  printf("%-6s %d device(s) (%s)\n", label, a.present, a.name);
+  for (int i = 0; i < f.ndev; i++) printf("       %-2d %s  %s\n", i, f.dev[i].id, f.dev[i].name);
+  if (a.present > f.ndev) printf("       ... and %d more, not identified\n", a.present - f.ndev);
+}
+
+std::string cache_dir_path(const CacheDir &d) { return std::string(d.base) + d.sub; }
+
+// mkdir -p; directories it creates get mode 0755 whatever the umask (the library of every user
+// reads what root saves in /run/ucxtls).
+bool make_dirs(const std::string &dir, std::string *err) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0) return true;
+  size_t slash = dir.rfind('/');
+  if (slash != std::string::npos && slash > 0 && !make_dirs(dir.substr(0, slash), err)) return false;
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    *err = "cannot create " + dir + ": " + strerror(errno);
+    return false;
+  }
+  chmod(dir.c_str(), 0755);
+  return true;
+}
+
+// Writes text as dir/driver: a temporary file beside it, then rename (atomic in one directory).
+bool save(const std::string &dir, const char *text, size_t len, std::string *err) {
+  char tmp_name[96];
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(tmp_name, sizeof tmp_name, ".%s.%d.%ld", kCacheFileName, (int)getpid(), (long)ts.tv_nsec);
+  const std::string tmp = dir + "/" + tmp_name, final_path = dir + "/" + kCacheFileName;
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return *err = "cannot create " + tmp + ": " + strerror(errno), false;
+  bool ok = fchmod(fd, 0644) == 0;
+  for (size_t off = 0; ok && off < len;) {
+    ssize_t w = write(fd, text + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    ok = w > 0;
+    if (ok) off += size_t(w);
+  }
+  ok = ok && fsync(fd) == 0;
+  int saved_errno = errno;
+  ok = close(fd) == 0 && ok;
+  if (ok && rename(tmp.c_str(), final_path.c_str()) == 0) return true;
+  if (!saved_errno) saved_errno = errno;
+  unlink(tmp.c_str());
+  *err = "cannot write " + final_path + ": " + strerror(saved_errno);
+  return false;
+}
+
+}  // namespace
+
+int cmd_probe(int argc, char **argv) {
+  bool want_save = false;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--save")) want_save = true;
+    else return fail(kUsage, std::string("unknown option '") + argv[i] + "' (ucxtls probe [--save])");
+  }
+  Inputs in;
+  read_inputs(environ, &in);
+  Settings s;
+  parse_settings(in, &s);
+  if (s.invalid && (s.invalid_var == kProbeTimeoutMs || s.invalid_var == kCacheDir || s.invalid_var == kSysroot)) {
+    const char *v = in.get(s.invalid_var);
+    return fail(kFailed, std::string(kOptions[s.invalid_var].name) + "=\"" + (v ? v : "") + "\" " + s.invalid_why);
+  }
+
+  const std::string helper = helper_path();
+  auto run = std::unique_ptr<HelperRun>(new HelperRun());
+  run_helper(helper, s.probe_timeout_ms, run.get());
+  DriverReport &r = run->report;
+  if (!run->ok) {  // no answer from either driver; the reason stands in for the driver's name
+    r = DriverReport();
+    for (FamilyReport *f : {&r.cuda, &r.ze}) {
+      f->answer.answered = Tri::no;
+      f->answer.code = -1;
+      snprintf(f->answer.name, sizeof f->answer.name, "%s", run->short_why.c_str());
+    }
+  }
+  print_family("cuda", r.cuda);
+  print_family("ze", r.ze);
+  printf("%-6s not asked: the kernel probe answers for rocm\n", "rocm");
+  if (run->ok)
+    printf("helper %s answered in %lld ms (CUDA_VISIBLE_DEVICES and ZE_AFFINITY_MASK unset)\n", helper.c_str(), run->ms);
+  else
+    printf("helper %s: %s\n", helper.c_str(), run->why.c_str());
+
+  CacheDir dirs[2];
+  cache_dirs(in, dirs);
+  const std::string dir = cache_dir_path(dirs[0]);
+  int status = 0;
+  if (!run->ok) status = fail(kFailed, run->why + "; the kernel probe's answer stands");
+  else if (r.cuda.answer.answered != Tri::yes && r.ze.answer.answered != Tri::yes)
+    status = fail(kFailed, std::string("no driver answered (cuda: ") + r.cuda.answer.name + "; ze: " + r.ze.answer.name +
+                               "); the kernel probe's answer stands");
+  if (!want_save) {
+    printf("saved  no (ucxtls probe --save stores it as %s/%s)\n", dir.c_str(), kCacheFileName);
+    return status;
+  }
+
+  char boot[kBootIdMax + 8];
+  ssize_t n = read_boot_id(s, boot, sizeof boot);
+  if (n <= 0) return fail(kUsage, "cannot save: this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
+  while (n && (boot[n - 1] == '\n' || boot[n - 1] == ' ')) boot[--n] = '\0';
+  r.boot = boot;
+  for (FamilyReport *f : {&r.cuda, &r.ze})  // names are for people (printed above), not for every process
+    for (int i = 0; i < f->ndev; i++) f->dev[i].name = nullptr;
+  std::string err;
+  if (!make_dirs(dir, &err)) return fail(kUsage, "cannot save: " + err);
+  // The directory must pass the rule every reader applies, or no process would use the file.
+  struct stat st;
+  char why_buf[128];
+  Text why;
+  why.init(why_buf, sizeof why_buf);
+  FileFacts facts;
+  if (stat(dir.c_str(), &st) == 0) {
+    facts.uid = st.st_uid, facts.mode = st.st_mode;
+    if (!cache_trusted(facts, geteuid(), true, why))
+      return fail(kUsage, "cannot save: " + dir + " " + why_buf + ": every process would ignore a file in it");
+  }
+  char text[kDriverReportMax];
+  size_t len = format_driver_report(r, text, sizeof text);
+  if (!len) return fail(kUsage, "cannot save: the answer does not fit in a report");
+  if (!save(dir, text, len, &err)) return fail(kUsage, "cannot save: " + err);
+  // What a process started from here makes of it: the library's own reader.
+  DriverFact check;
+  probe_driver(in, s, &check);
+  printf("saved  %s/%s (boot %s)\n", dir.c_str(), kCacheFileName, boot);
+  printf("reader %s\n", check.evidence);
+  if (check.ran != Tri::yes && !status) status = fail(kFailed, std::string("saved, but the library ignores it: ") + check.evidence);
+  return status;
+}

@@ -1,0 +1,155 @@
+// The driver tier in the library: read the answer `ucxtls probe --save` stored for this node.
+//
+// A handful of system calls through sys.h (open the directory, fstat it, open the file in it
+// without following a link, fstat it, read it, close both, read the boot id, check two device
+// nodes' times), nothing allocated, no process, no dlopen. Every failure is "no answer" (ran = no)
+// with the reason and the remedy in the evidence: the kernel probe's answer stands.
+#include "driver_cache.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "driver_report.h"
+#include "probe.h"
+#include "sys.h"
+
+namespace ucxtls {
+namespace {
+
+const char kRemedy[] = "; run ucxtls probe --save";
+
+enum class Found : uint8_t { missing, decided };
+
+void add_file(Text &ev, const Path &dir) { ev.add(dir.buf).add("/").add(kCacheFileName); }
+
+Found ignored(Text &ev, const Path &dir, const char *what, const char *why = nullptr) {
+  add_file(ev, dir);
+  ev.add(" ignored: ").add(what);
+  if (why) ev.add(why);
+  ev.add(kRemedy);
+  return Found::decided;
+}
+
+// The parsed report against this boot and the drivers' load times, then this process's
+// visibility variables.
+Found use(const Inputs &in, const Settings &s, const Path &dir, char *text, size_t len, long long mtime_ns,
+          DriverFact *out, Text &ev) {
+  DriverReport r;
+  const char *why = nullptr;
+  if (!parse_driver_report(text, len, &r, &why)) return ignored(ev, dir, "malformed: ", why);
+  if (!r.boot) return ignored(ev, dir, "malformed: no boot line");
+  char boot[kBootIdMax + 8];
+  ssize_t n = read_boot_id(s, boot, sizeof boot);
+  if (n <= 0) return ignored(ev, dir, "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
+  if (!same_boot(r.boot, boot, size_t(n))) return ignored(ev, dir, "saved in another boot");
+  char node[256];
+  if (driver_loaded_after(s, mtime_ns, node, sizeof node)) {
+    add_file(ev, dir);
+    ev.add(" ignored: stale, ").add(node).add(" is newer (a driver loaded since)").add(kRemedy);
+    return Found::decided;
+  }
+  answer_from_report(r, in, out);
+  out->ran = Tri::yes;
+  ev.add("answer saved by ucxtls probe at ");
+  add_file(ev, dir);
+  return Found::decided;
+}
+
+// One cache directory: missing (try the next place), or decided (used, or ignored with why).
+Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFact *out, Text &ev) {
+  const int dfd = open_dir(dir);
+  if (dfd < 0) {
+    if (errno == ENOENT) return Found::missing;
+    add_file(ev, dir);
+    ev.add(" ignored: its directory cannot be opened (errno ").add((long long)errno).add(")").add(kRemedy);
+    return Found::decided;
+  }
+  FileFacts facts;
+  char why_buf[96];
+  Text why;
+  why.init(why_buf, sizeof why_buf);
+  // Whose files are trusted besides root's: asked only for a file that is not root's.
+  unsigned euid = ~0u;
+  auto reader = [&euid](const FileFacts &f) {
+    if (f.uid != 0 && euid == ~0u) euid = effective_uid();
+    return f.uid != 0 ? euid : 0u;
+  };
+  if (stat_fd(dfd, &facts) != 0 || !cache_trusted(facts, reader(facts), true, why)) {
+    close_fd(dfd);
+    return ignored(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)");
+  }
+  const int fd = open_file_in(dfd, kCacheFileName);
+  const int open_errno = errno;
+  close_fd(dfd);
+  if (fd < 0) {
+    if (open_errno == ENOENT) return Found::missing;
+    if (open_errno == ELOOP) return ignored(ev, dir, "it is a symbolic link");
+    add_file(ev, dir);
+    ev.add(" ignored: it cannot be opened (errno ").add((long long)open_errno).add(")").add(kRemedy);
+    return Found::decided;
+  }
+  char text[kDriverReportMax];
+  ssize_t len = -1;
+  if (stat_fd(fd, &facts) == 0 && cache_trusted(facts, reader(facts), false, why) && facts.size <= (long long)sizeof text) {
+    len = 0;  // the size fstat gave, read whole (a file replaced meanwhile is another inode)
+    while (len < facts.size) {
+      ssize_t got = read_some(fd, text + len, size_t(facts.size - len));
+      if (got <= 0) break;
+      len += got;
+    }
+  }
+  close_fd(fd);
+  if (why.len) return ignored(ev, dir, "it ", why_buf);
+  if (facts.size > (long long)sizeof text) return ignored(ev, dir, "larger than any answer ucxtls probe writes");
+  if (len < 0) return ignored(ev, dir, "it cannot be checked (fstat failed)");
+  return use(in, s, dir, text, size_t(len), facts.mtime_ns, out, ev);
+}
+
+}  // namespace
+
+ssize_t read_boot_id(const Settings &s, char *buf, size_t cap) {
+  if (cap < 2) return -1;
+  ssize_t n = read_small(Path(s.sysroot, "/proc/sys/kernel/random/boot_id"), buf, cap - 1);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  return n;
+}
+
+bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node, size_t cap) {
+  const char *const nodes[] = {"/dev/nvidiactl", "/dev/dri"};
+  for (const char *name : nodes) {
+    FileFacts f;
+    if (stat_path(Path(s.sysroot, name), &f) == 0 && f.mtime_ns > cache_mtime_ns) {
+      Text t;
+      t.init(node, cap);
+      t.add(name);  // the sysroot is in the debug line already
+      return true;
+    }
+  }
+  return false;
+}
+
+void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
+  *out = DriverFact();
+  out->ran = Tri::no;
+  out->cuda.answered = out->ze.answered = Tri::no;
+  Text ev;
+  ev.init(out->evidence, sizeof out->evidence);
+  CacheDir dirs[2];
+  const int n = cache_dirs(in, dirs);
+  for (int i = 0; i < n; i++) {
+    Path dir(nullptr, dirs[i].base);
+    dir.add(dirs[i].sub);
+    if (read_cache(in, s, dir, out, ev) == Found::decided) return;
+  }
+  ev.add("no saved answer at ");
+  for (int i = 0; i < n; i++) {
+    Path dir(nullptr, dirs[i].base);
+    dir.add(dirs[i].sub);
+    if (i) ev.add(" or ");
+    add_file(ev, dir);
+  }
+  ev.add(kRemedy);
+}
+
+}  // namespace ucxtls
