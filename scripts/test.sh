@@ -19,10 +19,14 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   clang libclang-rt-14-dev         libFuzzer targets and sanitizers
 #   musl-tools gcc-multilib          a musl program and a 32-bit process under the library
 #   g++-multilib                     the 32-bit CMake build of the library (its C++ compiler check)
+#   slurm-wlm munge                  a real Slurm cluster (slurmctld, two slurmd, munged) for the
+#                                    README's Slurm recipes (tests/launchers)
 #   hyperfine                        (benchmark only)
+# Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
+# (UCXTLS_TEST_TORCH=1; it SKIPs and says so otherwise).
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
-          gcc-multilib g++-multilib)
+          gcc-multilib g++-multilib slurm-wlm munge)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -52,32 +52,42 @@ def _mnt_ns():
     return os.readlink("/proc/self/ns/mnt")
 
 
-def start(title):
+def start(title, optional=False):
     """Called first by each launcher test. Outside: re-runs this script as PID 1's child in new
-    mount and PID namespaces and exits with its status (or SKIPs when that is impossible here).
-    Inside: returns the test's Checks, with /opt private to the namespace."""
+    mount and PID namespaces and exits with its status. Inside: returns the test's Checks, with
+    /opt private to the namespace (t.ns is True). Where no namespace can be had (not root, no
+    unshare, a container that forbids it) it SKIPs and exits, or with optional=True returns
+    Checks with t.ns False, for a test whose other parts need no namespace."""
     if os.environ.get(MARK):
         if os.environ[MARK] == _mnt_ns():
             raise SystemExit("launchers: refusing to run: the mount namespace is the machine's own")
-        return Checks(title)
-    t = Checks(title)
-    if os.geteuid() != 0:
-        t.skip("launcher recipes", "needs root (private mount namespace, /opt/ucxtls, Slurm daemons)")
-        t.exit()
-    if not shutil.which("unshare"):
-        t.skip("launcher recipes", "unshare (util-linux) is not installed")
-        t.exit()
+        t = Checks(title)
+        t.ns = True
+        return t
     ns = ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private"]
-    probe = subprocess.run(ns + ["true"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if probe.returncode != 0:
-        t.skip("launcher recipes", "no private mount/PID namespace here: " + probe.stdout.decode().strip())
+    why = None
+    if os.geteuid() != 0:
+        why = "needs root (private mount and PID namespaces, /opt/ucxtls, daemons)"
+    elif not shutil.which("unshare"):
+        why = "unshare (util-linux) is not installed"
+    else:
+        probe = subprocess.run(ns + ["true"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if probe.returncode != 0:
+            why = "no private mount/PID namespace here: " + probe.stdout.decode().strip()
+    if why:
+        t = Checks(title)
+        t.ns = False
+        t.skip("the README's recipes as printed", why)
+        if optional:
+            return t
         t.exit()
     env = dict(os.environ)
     env[MARK] = _mnt_ns()
     sys.stdout.flush()
-    # PID 1 is a shell that waits for the test: it reaps the orphans (job steps) while it waits.
-    p = subprocess.run(ns + ["/bin/sh", "-c", '"$0" "$@"; exit $?', sys.executable] + sys.argv, env=env)
-    sys.exit(p.returncode)
+    # exec, so that whoever stops this process (CTest's timeout) stops unshare itself, and
+    # --kill-child then takes the namespace's PID 1, and with it every process inside. PID 1 is a
+    # shell that waits for the test: it reaps the orphans (job steps) while it waits.
+    os.execvpe(ns[0], ns + ["/bin/sh", "-c", '"$0" "$@"; exit $?', sys.executable] + sys.argv, env)
 
 
 def mounted(point, fstype):
@@ -128,6 +138,17 @@ child=$(LD_PRELOAD= /bin/sh -c 'printf %s "${UCX_TLS-<unset>}|${UCXTLS_DERIVED-<
 echo "REPORT node=${SLURMD_NODENAME-${OMPI_COMM_WORLD_RANK-local}} shell=${UCX_TLS-<unset>}|${UCXTLS_DERIVED-<unset>} child=$child loaded=$loaded other=$other"
 """
 
+# The same report from a Python program (`train.py`); node is torchrun's LOCAL_RANK where set.
+REPORT_PY = r'''import os, re, subprocess
+maps = open("/proc/self/maps").read()
+child = subprocess.run(["/bin/sh", "-c", 'printf %s "${UCX_TLS-<unset>}|${UCXTLS_DERIVED-<unset>}"'],
+                       env=dict(os.environ, LD_PRELOAD=""), stdout=subprocess.PIPE).stdout.decode()
+print("REPORT node=%s shell=%s|%s child=%s loaded=%s other=%s" % (
+    os.environ.get("LOCAL_RANK", "local"), os.environ.get("UCX_TLS", "<unset>"),
+    os.environ.get("UCXTLS_DERIVED", "<unset>"), child,
+    "yes" if "/libucxtls.so" in maps else "no", "yes" if "/libother-preload.so" in maps else "no"), flush=True)
+'''
+
 REPORT_RE = re.compile(r"REPORT node=(\S+) shell=(\S+) child=(\S+) loaded=(\S+) other=(\S+)")
 
 
@@ -159,4 +180,4 @@ def build_other_preload(scratch):
 
 
 __all__ = ["block", "commands", "start", "install_opt", "overlay_etc", "reports", "write_script",
-           "build_other_preload", "REPORT_SH", "CUDA", "ZE", "OPT_LIB", "OPT_CLI", "PREFIX", "LIB"]
+           "build_other_preload", "REPORT_SH", "REPORT_PY", "CUDA", "ZE", "OPT_LIB", "OPT_CLI", "PREFIX", "LIB"]

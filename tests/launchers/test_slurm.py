@@ -61,6 +61,12 @@ class Slurm:
         want = WANT if want is None else want
         got = R.reports(out)
         detail = "exit %d\n%s%s" % (rc, out, err)
+        for node, r in got.items():
+            if r["loaded"] and node in want and want[node] and r["shell"] != pair(want[node]) and \
+                    r["shell"] == pair(PAIR_FROM_CUDA_HOST["UCX_TLS"]):
+                detail += ("\n(the task's bash, the first process with the library, kept the inherited pair the "
+                           "library re-derived: bash reads main's original envp; see research/rdma.md, issue 10)")
+                break
         for node in sorted(want):
             r = got.get(node)
             what = "%s: task on %s (%s): shell and child see %s, library %s%s" % (
