@@ -332,24 +332,50 @@ int cmd_explain(int argc, char **argv) {
 // ---------------------------------------------------------------------------------------------
 // env
 
+// Two output forms of the same decision. `sh`: shell text for eval, values single-quoted. `slurm`:
+// the lines a Slurm TaskProlog prints on stdout, which slurmstepd applies to the task: `export
+// NAME=value` (taken verbatim, so no quotes: Slurm does not unquote) and `unset NAME` (one name
+// per line: Slurm unsets the rest of the line as a single name).
+enum class EnvFormat { sh, slurm };
+
+void print_env(EnvFormat fmt, const char *value) {
+  if (fmt == EnvFormat::slurm) {
+    if (value) printf("export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n", value, value);
+    else printf("unset UCX_TLS\nunset UCXTLS_DERIVED\n");
+  } else if (value) {
+    std::string q = shell_quote(value);
+    printf("export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n", q.c_str(), q.c_str());
+  } else {
+    printf("unset UCX_TLS UCXTLS_DERIVED\n");
+  }
+}
+
 int cmd_env(int argc, char **argv) {
-  if (argc) return fail(kUsage, std::string("env: unexpected argument '") + argv[0] + "'");
+  EnvFormat fmt = EnvFormat::sh;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--format=sh")) fmt = EnvFormat::sh;
+    else if (!strcmp(argv[i], "--format=slurm")) fmt = EnvFormat::slurm;
+    else return fail(kUsage, std::string("env: unknown argument '") + argv[i] + "' (--format=sh or --format=slurm)");
+  }
   auto r = std::make_unique<Report>();
   evaluate(r.get());
   if (r->d.error) {
     fputs(library_line(*r).c_str(), stderr);
     // As the library does: an inherited value of ours goes even when a setting is invalid.
-    if (r->d.action == Action::clear) printf("unset UCX_TLS UCXTLS_DERIVED\n");
+    if (r->d.action == Action::clear) print_env(fmt, nullptr);
     return kFailed;
   }
   if (r->s.debug) fputs(library_line(*r).c_str(), stderr);  // as the library would say it
   const char *tls = r->in.get(kUcxTls), *derived = r->in.get(kDerived);
   bool already = tls && derived && !strcmp(tls, r->d.value) && !strcmp(derived, r->d.value);
   if (r->d.action == Action::set && !already) {  // a re-derived value equal to the shell's: nothing to do
-    std::string q = shell_quote(r->d.value);
-    printf("export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n", q.c_str(), q.c_str());
+    // A value is composed from a validated template (names, commas, ':aux', '^'), so it never
+    // holds a line break that would end Slurm's line early; refuse rather than print half a value.
+    if (fmt == EnvFormat::slurm && strpbrk(r->d.value, "\n\r"))
+      return fail(kFailed, "env: the value holds a line break; a Slurm TaskProlog line cannot carry it");
+    print_env(fmt, r->d.value);
   } else if (r->d.action == Action::clear) {
-    printf("unset UCX_TLS UCXTLS_DERIVED\n");
+    print_env(fmt, nullptr);
   }  // keep, skip, or set to what the shell has: the shell is already right
   return 0;
 }
@@ -646,7 +672,8 @@ void help() {
       "\n"
       "commands:\n"
       "  explain [--json]        the decision for this environment and machine, with evidence\n"
-      "  env                     shell text for eval \"$(ucxtls env)\": export or unset UCX_TLS\n"
+      "  env [--format=sh|slurm] shell text for eval \"$(ucxtls env)\": export or unset UCX_TLS;\n"
+      "                          slurm: the unquoted export/unset lines a Slurm TaskProlog prints\n"
       "  run [--] COMMAND...     exec COMMAND with libucxtls.so added to LD_PRELOAD\n"
       "  doctor [--value V | --template T]\n"
       "                          check that the local UCX (ucx_info -d) serves every transport of\n"

@@ -21,12 +21,16 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   g++-multilib                     the 32-bit CMake build of the library (its C++ compiler check)
 #   rpm                              rpmbuild for `cpack -G RPM`, rpm to install it into a scratch root
 #   lmod                             the real Lmod that loads and unloads the modulefile
-#   hyperfine                        (benchmark only)
 #   zsh mksh ksh busybox             the host matrix (tests/hardening/test_hosts.py): shells exec'd
 #                                    directly with the library, beside bash, dash, perl and python3
+#   slurm-wlm munge                  a real Slurm cluster (slurmctld, two slurmd, munged) for the
+#                                    README's Slurm recipes (tests/launchers)
+#   hyperfine                        (benchmark only)
+# Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
+# (UCXTLS_TEST_TORCH=1; it SKIPs and says so otherwise).
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
-          gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox)
+          gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

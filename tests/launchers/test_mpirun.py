@@ -1,5 +1,11 @@
 #!/usr/bin/env python3
-"""The README's mpirun recipe, for real: Open MPI over its UCX PML, two ranks on this machine,
+"""The README's mpirun recipes, for real. The blocks `mpirun` and `mpirun-tcp` are taken from
+README.md and run as printed (recipes.py: /opt/ucxtls installed in a private mount namespace, a
+`hosts` file with 16 slots on this machine, `./app` the MPI program below): on this machine
+without RDMA the RDMA recipe fails as the README says (the UCX PML cannot be selected; forced, every
+rank prints UCX's "not available" warning on stdout), and the TCP recipe runs 16 ranks over UCX.
+
+The rest is the mechanism behind them: Open MPI over its UCX PML, two ranks on this machine,
 each launched with the library (`mpirun -x LD_PRELOAD=... -x UCXTLS_...`), each rank's UCX context
 created with the value the library derived in that rank.
 
@@ -19,8 +25,9 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from harness import LIB, Checks, env_for, fixture, have, run  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import recipes as R  # noqa: E402
+from harness import LIB, env_for, fixture, have, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
@@ -71,7 +78,7 @@ def mpirun(args, env):
 
 
 def main():
-    t = Checks("mpirun -x recipe: Open MPI over UCX, two ranks with the library")
+    t = R.start("mpirun recipes: Open MPI over UCX, ranks with the library", optional=True)
     if not have("mpirun") or not have("mpicc"):
         t.skip("mpirun", "Open MPI not installed (Debian openmpi-bin libopenmpi-dev); scripts/test.sh installs it")
         t.exit()
@@ -88,6 +95,8 @@ def main():
         p = subprocess.run(["mpicc", "-std=c99", "-o", prog, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if not t.check("the MPI program builds (mpicc)", p.returncode == 0, p.stdout.decode()):
             t.exit()
+        if t.ns and R.install_opt(t):
+            readme_blocks(t, d, prog)
         env = env_for(None, preload=False)  # mpirun itself runs without the library
         pre = ["-x", "LD_PRELOAD=" + lib, "-x", "UCXTLS_TEMPLATE=tcp,self,{copy}"]
 
@@ -132,6 +141,45 @@ def main():
         t.check("control: UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy fails the UCX PML ('no usable transports')",
                 p.returncode != 0 and "no usable transports" in out and not ranks, out)
     t.exit()
+
+
+def readme_blocks(t, d, prog):
+    """The README's two mpirun blocks, as printed, in a directory with `hosts` and `./app`."""
+    try:
+        rdma, tcp = R.block("mpirun"), R.block("mpirun-tcp")
+    except LookupError as e:
+        t.check("README mpirun blocks present", False, str(e))
+        return
+    job = os.path.join(d, "job")
+    os.makedirs(job)
+    os.link(prog, os.path.join(job, "app"))
+    with open(os.path.join(job, "hosts"), "w") as f:
+        f.write("localhost slots=16\n")
+    # The README's way to run as root; nothing else of the caller's reaches the ranks but -x.
+    env = env_for(None, preload=False, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+    def bash(script):
+        p = run(["/bin/bash", "-c", script], env, cwd=job, timeout=240)
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+    rc, out, err = bash(tcp)
+    got = re.findall(r"^rank=(\d+) token=(\d+) UCX_TLS=(\S*) LD_PRELOAD=(\S*)$", out, re.M)
+    t.check("mpirun-tcp as printed: 16 ranks over the UCX PML, each UCX_TLS=sm,self,tcp from the library, "
+            "the token crosses, no UCX warning", rc == 0 and sorted(int(r[0]) for r in got) == list(range(16))
+            and all(r[1] == "42" and r[2] == "sm,self,tcp" and r[3] == R.OPT_LIB for r in got)
+            and not re.search(r"UCX +WARN", out + err), out + err)
+
+    rc, out, err = bash(rdma)
+    t.check("mpirun as printed, on this machine without RDMA: fails, 'PML ucx cannot be selected' (README)",
+            rc != 0 and "PML ucx cannot be selected" in out + err and "rank=" not in out, out + err)
+    # Forced past the PML's own RDMA test: the template's RDMA names, unavailable here, make every
+    # rank print UCX's warning on stdout (one node here; across nodes nothing would carry).
+    forced = rdma.replace("--mca pml ucx", "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any", 1)
+    forced = forced.replace("-np 16", "-np 2", 1)
+    rc, out, err = bash(forced)
+    warn = re.findall(r"UCX +WARN +transports? 'rc_x','rc','dc_x','dc' (?:is|are) not available", out)
+    t.check("mpirun block forced with pml_ucx_tls any, -np 2: each rank warns about rc_x,rc,dc_x,dc on stdout",
+            forced != rdma and len(warn) == 2 and "UCX_TLS=sm,self,rc_x,rc,dc_x,dc " in out, out + err)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""The README's plain launch scripts and /etc/ld.so.preload lines, run as printed (recipes.py).
+
+launch-script and launch-script-env are written to ./launch.sh and started as users start them
+(exec of ./launch.sh, no shell or wrapper in front), with `train.py` a Python program that reports
+what it sees (os.environ), what a child started without the library sees (LD_PRELOAD emptied),
+and whether the library is mapped into it. They run on the intel-xe fixture machine, fresh, with a
+pair forwarded from a CUDA host, and with another LD_PRELOAD already set.
+
+ld-so-preload and ld-so-preload-lib are written to /etc/ld.so.preload of this test's private
+mount namespace, whose /etc is an overlay (recipes.overlay_etc): the machine's own /etc is never
+written. A program started with no LD_PRELOAD then maps the library from the path the line names
+($LIB expanded by ld.so) and gets the value.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import recipes as R  # noqa: E402
+from harness import env_for, fixture  # noqa: E402
+
+
+
+def launch_scripts(t, job, other):
+    cases = [("fresh", {}, False), ("a pair forwarded from a CUDA host", {"UCX_TLS": R.CUDA, "UCXTLS_DERIVED": R.CUDA},
+                                                                            False)]
+    if other:
+        cases.append(("another LD_PRELOAD already set", {"LD_PRELOAD": other}, True))
+    for name, loaded in (("launch-script", True), ("launch-script-env", False)):
+        try:
+            text = R.block(name)
+        except LookupError as e:
+            t.check("README block %s present" % name, False, str(e))
+            continue
+        with open(os.path.join(job, "launch.sh"), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(job, "launch.sh"), 0o755)
+        for label, extra, has_other in cases:
+            env = env_for("intel-xe", preload=False, **extra)
+            p = subprocess.run(["./launch.sh"], env=env, cwd=job, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=60)
+            out = p.stdout.decode() + p.stderr.decode()
+            r = R.reports(out).get("local")
+            want = "%s|%s" % (R.ZE, R.ZE)
+            t.check("%s as printed, %s, intel-xe: the program and a child without the library see %s, library %s%s"
+                    % (name, label, want, "mapped" if loaded else "not mapped (the value comes from ucxtls env)",
+                       ", the other preload kept" if has_other and loaded else ""),
+                    p.returncode == 0 and r is not None and r["shell"] == want and r["child"] == want
+                    and r["loaded"] == loaded and (r["other"] or not (has_other and loaded)), out)
+
+
+def ld_so_preload(t, scratch):
+    try:
+        lines = {n: R.block(n) for n in ("ld-so-preload", "ld-so-preload-lib")}
+    except LookupError as e:
+        t.check("README /etc/ld.so.preload blocks present", False, str(e))
+        return
+    # The $LIB recipe's layout: the library in the directory ld.so names for this process's class
+    # (Debian lib/x86_64-linux-gnu, RHEL lib64); the test fills the usual candidates, and the maps
+    # of the process show the one ld.so took.
+    for d in ("lib/x86_64-linux-gnu", "lib64", "lib/aarch64-linux-gnu"):
+        os.makedirs(os.path.join(R.PREFIX, d), exist_ok=True)
+        shutil.copy(R.OPT_LIB, os.path.join(R.PREFIX, d, "libucxtls.so"))
+    upper = R.overlay_etc(scratch)
+    try:
+        for name, text in lines.items():
+            with open("/etc/ld.so.preload", "w") as f:
+                f.write(text)
+            if not t.check("/etc/ld.so.preload is written to the overlay, not the machine's /etc",
+                           os.path.exists(os.path.join(upper, "ld.so.preload"))):
+                return
+            env = env_for("intel-xe", preload=False)
+            p = subprocess.run(["/bin/sh", "-c", R.REPORT_SH + 'echo "MAPPED $(/bin/grep -o "/[^ ]*/libucxtls.so" '
+                                '/proc/$$/maps | sort -u)"'], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out = p.stdout.decode()
+            r = R.reports(out).get("local")
+            mapped = [l[7:] for l in out.splitlines() if l.startswith("MAPPED ")]
+            want = "%s|%s" % (R.ZE, R.ZE)
+            t.check("%s as printed (%s): /bin/sh with no LD_PRELOAD maps it and sees %s, no ld.so error"
+                    % (name, text.strip(), want), p.returncode == 0 and r is not None and r["shell"] == want
+                    and r["loaded"] and p.stderr == b"", out + p.stderr.decode())
+            if "$LIB" in text:
+                t.check("$LIB in /etc/ld.so.preload is expanded by ld.so (glibc %s): mapped %s"
+                        % (os.confstr("CS_GNU_LIBC_VERSION").split()[-1], " ".join(mapped)),
+                        len(mapped) == 1 and mapped[0].startswith(R.PREFIX + "/lib") and "$LIB" not in mapped[0]
+                        and mapped[0] != R.OPT_LIB, out)
+    finally:
+        if os.path.exists("/etc/ld.so.preload") and R.mounted("/etc", "overlay"):
+            os.unlink("/etc/ld.so.preload")
+
+
+def main():
+    t = R.start("plain launch scripts and /etc/ld.so.preload, as printed in README.md")
+    if not R.install_opt(t):
+        t.exit()
+    scratch = tempfile.mkdtemp(prefix="ucxtls-script-")
+    try:
+        job = os.path.join(scratch, "job")
+        os.makedirs(job)
+        with open(os.path.join(job, "train.py"), "w") as f:
+            f.write(R.REPORT_PY)
+        launch_scripts(t, job, R.build_other_preload(scratch))
+        ld_so_preload(t, scratch)  # last: every later process of the namespace would load it
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    t.exit()
+
+
+if __name__ == "__main__":
+    main()
