@@ -1,8 +1,9 @@
-"""The README's launcher recipes, run as printed.
+"""The launcher recipes of README.md and docs/recipes.md, run as printed.
 
-One source: a recipe is a fenced block in README.md preceded by `<!-- recipe: NAME -->`; a test
-takes it from there with block(NAME) and runs it unchanged, so a README edit changes what CI runs,
-and a block that disappears fails the test.
+One source: a recipe is a fenced block preceded by `<!-- recipe: NAME -->`, in README.md (the short
+forms) or docs/recipes.md (the rest); a test takes it from there with block(NAME) and runs it
+unchanged, so an edit of either file changes what CI runs, and a block that disappears, appears
+twice (in one file or across both) or changes shape fails the test.
 
 The recipes name the install paths (/opt/ucxtls/bin/ucxtls, /opt/ucxtls/lib/libucxtls.so). So
 that they run byte for byte, a test re-executes itself in private mount and PID namespaces
@@ -23,23 +24,33 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 from harness import BUILD_DIR, LIB, SOURCE_DIR, Checks  # noqa: E402
 
 README = os.path.join(SOURCE_DIR, "README.md")
+# Where recipe blocks live: the README's short forms, then the full recipes.
+RECIPE_FILES = [README, os.path.join(SOURCE_DIR, "docs", "recipes.md")]
 PREFIX = "/opt/ucxtls"
 OPT_LIB = PREFIX + "/lib/libucxtls.so"
 OPT_CLI = PREFIX + "/bin/ucxtls"
 MARK = "UCXTLS_LAUNCHERS_NS"
 
-# The contract's values (DESIGN §1) for the fixture machines the launcher tests replay.
+# The values (docs/design.md, "Values") for the fixture machines the launcher tests replay.
 CUDA = "rc_x,rc,dc_x,dc,cuda_copy"
 ZE = "rc_x,rc,dc_x,dc,ze_copy"
 
 
 def block(name):
-    """The text of README block `name` (without its fences); raises if absent or repeated."""
-    with open(README, encoding="utf-8") as f:
-        text = f.read()
-    found = re.findall(r"^<!-- recipe: %s -->\n```[A-Za-z]*\n(.*?)^```$" % re.escape(name), text, re.M | re.S)
+    """The text of block `name` (without its fences) from README.md or docs/recipes.md; raises if it
+    is absent, or marked more than once across the two files."""
+    found, where = [], []
+    pattern = r"^<!-- recipe: %s -->\n```[A-Za-z]*\n(.*?)^```$" % re.escape(name)
+    for path in RECIPE_FILES:
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            hits = re.findall(pattern, f.read(), re.M | re.S)
+        found += hits
+        where += [os.path.relpath(path, SOURCE_DIR)] * len(hits)
     if len(found) != 1:
-        raise LookupError("README.md has %d blocks marked '<!-- recipe: %s -->'" % (len(found), name))
+        raise LookupError("%d blocks marked '<!-- recipe: %s -->' in README.md and docs/recipes.md%s" % (
+            len(found), name, " (%s)" % ", ".join(where) if where else ""))
     return found[0]
 
 
