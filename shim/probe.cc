@@ -1,5 +1,5 @@
-// The kernel probe (DESIGN §1 "Kernel probe"). Each function answers one fact, stopping as soon as
-// the answer is known unless ProbeOptions::exhaustive asks for the whole picture.
+// The kernel probe (docs/design.md, "Kernel probe"). Each function answers one fact, stopping as
+// soon as the answer is known unless ProbeOptions::exhaustive asks for the whole picture.
 //
 // A failed probe is not a "no": only "not there" (sys.h absent()) is a negative answer. Any other
 // failure (EMFILE with a full fd table, ENOMEM, EIO, EACCES, a listing cut short) leaves the fact
@@ -126,6 +126,23 @@ struct Failure {
     }
   }
 };
+
+// The end of a listing probe (CUDA, ROCm): the devices found and how many are visible, or, when a
+// part failed and the answer could depend on it, "cannot tell" with the failure as the evidence.
+// True when the fact is settled (the caller adds the variables to the evidence, after "; ").
+bool settle(FamilyFact *ff, int present, int visible_n, const Failure &fail, const char *a, const char *b,
+            const char *c, const ProbeOptions &o, Text &ev) {
+  ff->present = present;
+  if (fail.error && !yes_despite_failure(visible_n, a, b, c)) {
+    ff->error = fail.error;
+    ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
+    ev.add(fail.text);
+    return false;
+  }
+  finish(ff, visible_n);
+  ev.add("; ");
+  return true;
+}
 
 // ---------------------------------------------------------------------------------------------
 // RDMA: is there a device UCX's rc transport runs on? Checked from the device nodes this process
@@ -302,8 +319,8 @@ void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// UCX reads these in this order (ucx.md §4); the library-relative file cannot be known before
-// UCX is loaded. 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
+// UCX reads these in this order (UCX's src/ucs/config/parser.c; docs/design.md, "Facts and
+// sources"); the library-relative file cannot be known before UCX is loaded. 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
 void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
   ev.init(f->ucx_conf_evidence, o.evidence ? sizeof f->ucx_conf_evidence : 0);
@@ -401,16 +418,7 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   } else if (!fail.error) {
     ev.add("/dev/nvidiactl");
   }
-  ff->present = t.n;
-  int visible_n = cuda_visible_count(cvd, t.view());
-  if (fail.error && !yes_despite_failure(visible_n, cvd, nullptr, nullptr)) {
-    ff->error = fail.error;
-    ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
-    ev.add(fail.text);
-    return;
-  }
-  finish(ff, visible_n);
-  ev.add("; ");
+  if (!settle(ff, t.n, cuda_visible_count(cvd, t.view()), fail, cvd, nullptr, nullptr, o, ev)) return;
   describe_variable(ev, "CUDA_VISIBLE_DEVICES", cvd);
   ev.add(": ").add((long long)ff->visible_n).add(ff->partial ? "+" : "").add(" visible");
 }
@@ -467,16 +475,7 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   } else if (!fail.error) {
     ev.add("/dev/kfd");
   }
-  ff->present = t.n;
-  int visible_n = rocm_visible_count(rocr, hip, cvd, t.view());
-  if (fail.error && !yes_despite_failure(visible_n, rocr, hip, cvd)) {
-    ff->error = fail.error;
-    ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
-    ev.add(fail.text);
-    return;
-  }
-  finish(ff, visible_n);
-  ev.add("; ");
+  if (!settle(ff, t.n, rocm_visible_count(rocr, hip, cvd, t.view()), fail, rocr, hip, cvd, o, ev)) return;
   describe_variable(ev, "ROCR_VISIBLE_DEVICES", rocr);
   ev.add(", ");
   if (hip || !cvd) describe_variable(ev, "HIP_VISIBLE_DEVICES", hip);
@@ -567,26 +566,57 @@ void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o
   }
 }
 
-void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
-  // A sysroot that is not a directory would quietly replay an empty machine (say, one left
-  // exported in a shell): checked once, just before the first probe, so the paths that probe
-  // nothing (UCX_TLS set, disabled) stay free of syscalls.
-  Settings checked = s;
-  bool sysroot_checked = !s.sysroot;
-  d->quiet = !o.evidence;  // one switch: no evidence, no reasons (but an error's line)
-  // Each pass fills one fact; there are only so many facts, so the loop is bounded.
+namespace {
+
+// The probe loop the ladder and the family question share: ask which fact is missing, probe it,
+// ask again, until nothing is. Each pass fills one fact; there are only so many facts, so the
+// loop is bounded. The sysroot's last rule (a directory: options.h sysroot_problem) is checked
+// once, just before the first probe, so the paths that probe nothing (UCX_TLS set, disabled) stay
+// free of system calls; a sysroot that is not usable marks the settings invalid, and ask() is
+// asked again.
+template <typename Ask>
+void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, Facts *f) {
+  bool sysroot_checked = !s->sysroot;
   for (int pass = 0; pass < 16; pass++) {
-    decide(in, checked, *f, d);
-    if (d->action != Action::need) return;
+    const Need need = ask(*s);
+    if (need == Need::nothing) return;
     if (!sysroot_checked) {
       sysroot_checked = true;
-      if (!path_exists(Path(nullptr, checked.sysroot).add("/."))) {  // "/." fails on a file
-        mark_invalid(&checked, kSysroot, "is not a directory");
+      const bool is_dir = path_exists(Path(nullptr, s->sysroot).add("/."));  // "/." fails on a file
+      if (const char *why = sysroot_problem(s->sysroot, true, is_dir)) {
+        mark_invalid(s, kSysroot, why);
         continue;
       }
     }
-    probe(d->need, in, checked, o, f);
+    probe(need, in, *s, o, f);
   }
+}
+
+}  // namespace
+
+void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
+  Settings checked = s;
+  d->quiet = !o.evidence;  // one switch: no evidence, no reasons (but an error's line)
+  probe_until(
+      [&](const Settings &cs) {
+        decide(in, cs, *f, d);
+        return d->action == Action::need ? d->need : Need::nothing;
+      },
+      in, &checked, o, f);
+}
+
+Family probe_family(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+  Settings checked = s;
+  checked.invalid = false;  // asked whatever else the settings say, but on a usable sysroot
+  FamilyAnswer a;
+  probe_until(
+      [&](const Settings &cs) {
+        if (cs.invalid) return Need::nothing;
+        a = which_family(cs, *f);
+        return a.cannot_tell ? Need::nothing : a.need;
+      },
+      in, &checked, o, f);
+  return checked.invalid || a.cannot_tell || a.need != Need::nothing ? Family::none : a.family;
 }
 
 }  // namespace ucxtls
