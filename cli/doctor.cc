@@ -77,10 +77,7 @@ bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::
   }
   close(fds[1]);
   std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0) out.append(buf, size_t(n));
+  read_all(fds[0], &out);
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -1,6 +1,7 @@
 // What the `ucxtls` commands share (see report.h).
 #include "report.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,11 +26,9 @@ int fail(int status, const std::string &msg) {
 void Environment::load() {
   int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) raw.append(buf, size_t(n));
+    const bool whole = read_all(fd, &raw);
     close(fd);
-    if (n == 0) {
+    if (whole) {
       for (size_t i = 0; i < raw.size(); i += strlen(&raw[i]) + 1)
         if (raw[i]) vars.push_back(&raw[i]);
       vars.push_back(nullptr);
@@ -95,6 +94,16 @@ std::string library_line(const Report &r) {
   char line[kLineMax];
   size_t n = format_line(r.in, r.d, line, sizeof line);
   return std::string(line, n);
+}
+
+bool read_all(int fd, std::string *out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) out->append(buf, size_t(n));
+    else if (n == 0) return true;
+    else if (errno != EINTR) return false;
+  }
 }
 
 std::string shell_quote(const char *s) {

@@ -63,6 +63,10 @@ std::string library_line(const Report &r);
 // ---------------------------------------------------------------------------------------------
 // Small shared helpers.
 
+// Appends what fd gives until its end (reads interrupted by a signal are retried): true at the
+// end, false on an error.
+bool read_all(int fd, std::string *out);
+
 // POSIX shell single quotes: only ' itself needs care ('\'').
 std::string shell_quote(const char *s);
 

@@ -29,7 +29,7 @@ struct Path {
   Path(const char *sysroot, const char *abs);  // sysroot may be NULL
   Path(const Path &o);                         // copy the used bytes only, not all of buf
   Path &operator=(const Path &o);
-  Path &add(const char *s) { return text.add(s), *this; }
+  Path &add(const char *s) { return text.add(s, __builtin_strlen(s)), *this; }
   Path &add(const char *s, size_t n) { return text.add(s, n), *this; }
   Path &add_num(long v) { return text.add((long long)v), *this; }
   bool ok() const { return !text.truncated; }
