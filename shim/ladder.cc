@@ -7,6 +7,11 @@ namespace ucxtls {
 
 namespace {
 
+// Its own frame (a Path), entered once per process at most: not on every path's stack.
+__attribute__((noinline)) bool is_directory(const char *path) {
+  return path_exists(Path(nullptr, path).add("/."));  // "/." fails on a file
+}
+
 // The probe loop the ladder and the family question share: ask which fact is missing, probe it,
 // ask again, until nothing is. Each pass fills one fact; there are only so many facts, so the
 // loop is bounded. The sysroot's last rule (a directory: options.h sysroot_problem) is checked
@@ -21,8 +26,7 @@ void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, 
     if (need == Need::nothing) return;
     if (!sysroot_checked) {
       sysroot_checked = true;
-      const bool is_dir = path_exists(Path(nullptr, s->sysroot).add("/."));  // "/." fails on a file
-      if (const char *why = sysroot_problem(s->sysroot, true, is_dir)) {
+      if (const char *why = sysroot_problem(s->sysroot, true, is_directory(s->sysroot))) {
         mark_invalid(s, kSysroot, why);
         continue;
       }

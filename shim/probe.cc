@@ -50,6 +50,11 @@ struct DeviceTable {
   }
 };
 
+// Each probe keeps its own stack frame (its directory buffer, its paths), entered only when its
+// fact is needed: inlined into the probe loop (link-time optimisation would), every path of the
+// constructor, the ones that probe nothing included, would carry the largest frame of them all.
+#define UCXTLS_OWN_FRAME __attribute__((noinline))
+
 // Static scratch in a file-backed section (sys.h UCXTLS_FILE_BACKED): no constructor runs, and the
 // loader maps it with the library's data instead of one more mmap for a large .bss.
 UCXTLS_FILE_BACKED DeviceTable g_devices;
@@ -257,7 +262,7 @@ void describe_device(Text &t, const RdmaDevice &d, const char *node) {
   else t.add(": ").add(d.why);
 }
 
-void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
   ev.init(f->rdma_evidence, o.evidence ? sizeof f->rdma_evidence : 0);
   Rdma best = Rdma::none;
@@ -321,7 +326,7 @@ void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
 // ---------------------------------------------------------------------------------------------
 // UCX reads these in this order (UCX's src/ucs/config/parser.c; docs/design.md, "Facts and
 // sources"); the library-relative file cannot be known before UCX is loaded. 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
-void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
   ev.init(f->ucx_conf_evidence, o.evidence ? sizeof f->ucx_conf_evidence : 0);
   const char *home = in.get(kHome), *dir = in.get(kUcxConfigDir);
@@ -351,7 +356,7 @@ void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, 
 }
 
 // ---------------------------------------------------------------------------------------------
-void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::cuda)];
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
@@ -424,7 +429,7 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
 }
 
 // ---------------------------------------------------------------------------------------------
-void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::rocm)];
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
@@ -486,7 +491,7 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
 // ---------------------------------------------------------------------------------------------
 // Intel: a render node whose PCI device is bound to i915 or xe, vendor 0x8086, display class.
 // The device's uevent says all three in one read.
-void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::ze)];
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
