@@ -29,25 +29,16 @@
 #include "driver_cache.h"
 #include "driver_report.h"
 #include "probe.h"
+#include "report.h"
 
-#ifndef UCXTLS_BIN_TO_LIB
-#define UCXTLS_BIN_TO_LIB "../lib"
-#endif
-
-using namespace ucxtls;
-
-int cmd_probe(int argc, char **argv);
-
+namespace ucxtls {
+namespace cli {
 namespace {
 
-constexpr int kFailed = 1, kUsage = 2;
 const char kHelperName[] = "ucxtls-probe";
 const int kReportFd = 3;
 
-int fail(int status, const std::string &msg) {
-  fprintf(stderr, "ucxtls: probe: %s\n", msg.c_str());
-  return status;
-}
+int probe_fail(int status, const std::string &msg) { return fail(status, "probe: " + msg); }
 
 long long now_ms() {
   timespec ts;
@@ -57,16 +48,10 @@ long long now_ms() {
 
 // Beside this command (a build tree), else in libdir relative to it (an installed tree).
 std::string helper_path() {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  std::string dir = ".";
-  if (n > 0) {
-    exe[n] = '\0';
-    dir = exe;
-    dir.erase(dir.rfind('/'));
-  }
-  const std::string beside = dir + "/" + kHelperName, installed = dir + "/" UCXTLS_BIN_TO_LIB "/" + kHelperName;
-  return access(beside.c_str(), X_OK) != 0 && access(installed.c_str(), X_OK) == 0 ? installed : beside;
+  std::string dir = ".", at[2];
+  own_directory(&dir);
+  install_candidates(dir, kHelperName, at);
+  return access(at[0].c_str(), X_OK) != 0 && access(at[1].c_str(), X_OK) == 0 ? at[1] : at[0];
 }
 
 // What the helper gave: a report (text, parsed in place), or why there is none.
@@ -254,7 +239,7 @@ int cmd_probe(int argc, char **argv) {
   bool want_save = false;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--save")) want_save = true;
-    else return fail(kUsage, std::string("unknown option '") + argv[i] + "' (ucxtls probe [--save])");
+    else return probe_fail(kUsage, std::string("unknown option '") + argv[i] + "' (ucxtls probe [--save])");
   }
   Inputs in;
   read_inputs(environ, &in);
@@ -262,7 +247,7 @@ int cmd_probe(int argc, char **argv) {
   parse_settings(in, &s);
   if (s.invalid && (s.invalid_var == kProbeTimeoutMs || s.invalid_var == kCacheDir || s.invalid_var == kSysroot)) {
     const char *v = in.get(s.invalid_var);
-    return fail(kFailed, std::string(kOptions[s.invalid_var].name) + "=\"" + (v ? v : "") + "\" " + s.invalid_why);
+    return probe_fail(kFailed, std::string(kOptions[s.invalid_var].name) + "=\"" + (v ? v : "") + "\" " + s.invalid_why);
   }
 
   const std::string helper = helper_path();
@@ -289,9 +274,9 @@ int cmd_probe(int argc, char **argv) {
   cache_dirs(in, dirs);
   const std::string dir = cache_dir_path(dirs[0]);
   int status = 0;
-  if (!run->ok) status = fail(kFailed, run->why + "; the kernel probe's answer stands");
+  if (!run->ok) status = probe_fail(kFailed, run->why + "; the kernel probe's answer stands");
   else if (r.cuda.answer.answered != Tri::yes && r.ze.answer.answered != Tri::yes)
-    status = fail(kFailed, std::string("no driver answered (cuda: ") + r.cuda.answer.name + "; ze: " + r.ze.answer.name +
+    status = probe_fail(kFailed, std::string("no driver answered (cuda: ") + r.cuda.answer.name + "; ze: " + r.ze.answer.name +
                                "); the kernel probe's answer stands");
   if (!want_save) {
     printf("saved  no (ucxtls probe --save stores it as %s/%s)\n", dir.c_str(), kCacheFileName);
@@ -300,13 +285,13 @@ int cmd_probe(int argc, char **argv) {
 
   char boot[kBootIdMax + 8];
   ssize_t n = read_boot_id(s, boot, sizeof boot);
-  if (n <= 0) return fail(kUsage, "cannot save: this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
+  if (n <= 0) return probe_fail(kUsage, "cannot save: this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
   while (n && (boot[n - 1] == '\n' || boot[n - 1] == ' ')) boot[--n] = '\0';
   r.boot = boot;
   for (FamilyReport *f : {&r.cuda, &r.ze})  // names are for people (printed above), not for every process
     for (int i = 0; i < f->ndev; i++) f->dev[i].name = nullptr;
   std::string err;
-  if (!make_dirs(dir, &err)) return fail(kUsage, "cannot save: " + err);
+  if (!make_dirs(dir, &err)) return probe_fail(kUsage, "cannot save: " + err);
   // The directory must pass the rule every reader applies, or no process would use the file.
   struct stat st;
   char why_buf[128];
@@ -316,17 +301,20 @@ int cmd_probe(int argc, char **argv) {
   if (stat(dir.c_str(), &st) == 0) {
     facts.uid = st.st_uid, facts.mode = st.st_mode;
     if (!cache_trusted(facts, geteuid(), true, why))
-      return fail(kUsage, "cannot save: " + dir + " " + why_buf + ": every process would ignore a file in it");
+      return probe_fail(kUsage, "cannot save: " + dir + " " + why_buf + ": every process would ignore a file in it");
   }
   char text[kDriverReportMax];
   size_t len = format_driver_report(r, text, sizeof text);
-  if (!len) return fail(kUsage, "cannot save: the answer does not fit in a report");
-  if (!save(dir, text, len, &err)) return fail(kUsage, "cannot save: " + err);
+  if (!len) return probe_fail(kUsage, "cannot save: the answer does not fit in a report");
+  if (!save(dir, text, len, &err)) return probe_fail(kUsage, "cannot save: " + err);
   // What a process started from here makes of it: the library's own reader.
   DriverFact check;
   probe_driver(in, s, &check);
   printf("saved  %s/%s (boot %s)\n", dir.c_str(), kCacheFileName, boot);
   printf("reader %s\n", check.evidence);
-  if (check.ran != Tri::yes && !status) status = fail(kFailed, std::string("saved, but the library ignores it: ") + check.evidence);
+  if (check.ran != Tri::yes && !status) status = probe_fail(kFailed, std::string("saved, but the library ignores it: ") + check.evidence);
   return status;
 }
+
+}  // namespace cli
+}  // namespace ucxtls

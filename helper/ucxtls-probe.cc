@@ -1,4 +1,4 @@
-// ucxtls-probe: the driver tier's helper (DESIGN §1 "Driver probe"). An ordinary program that
+// ucxtls-probe: the driver tier's helper (docs/driver-probe.md). An ordinary program that
 // `ucxtls probe` starts as its child, installed beside libucxtls.so; no host process ever runs it.
 //
 // It asks the CUDA driver API (libcuda.so.1) and the Level Zero loader (libze_loader.so.1) which

@@ -18,6 +18,10 @@ namespace {
 
 const char kRemedy[] = "; run ucxtls probe --save";
 
+// The saved file's text, parsed in place: static (file-backed, sys.h), not on the host's stack,
+// which the constructor keeps under 8 KiB (tests/perf/test_stack.py).
+UCXTLS_FILE_BACKED char g_report[kDriverReportMax];
+
 enum class Found : uint8_t { missing, decided };
 
 void add_file(Text &ev, const Path &dir) { ev.add(dir.buf).add("/").add(kCacheFileName); }
@@ -88,9 +92,9 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
     ev.add(" ignored: it cannot be opened (errno ").add((long long)open_errno).add(")").add(kRemedy);
     return Found::decided;
   }
-  char text[kDriverReportMax];
+  char *const text = g_report;
   ssize_t len = -1;
-  if (stat_fd(fd, &facts) == 0 && cache_trusted(facts, reader(facts), false, why) && facts.size <= (long long)sizeof text) {
+  if (stat_fd(fd, &facts) == 0 && cache_trusted(facts, reader(facts), false, why) && facts.size <= (long long)sizeof g_report) {
     len = 0;  // the size fstat gave, read whole (a file replaced meanwhile is another inode)
     while (len < facts.size) {
       ssize_t got = read_some(fd, text + len, size_t(facts.size - len));
@@ -100,7 +104,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   }
   close_fd(fd);
   if (why.len) return ignored(ev, dir, "it ", why_buf);
-  if (facts.size > (long long)sizeof text) return ignored(ev, dir, "larger than any answer ucxtls probe writes");
+  if (facts.size > (long long)sizeof g_report) return ignored(ev, dir, "larger than any answer ucxtls probe writes");
   if (len < 0) return ignored(ev, dir, "it cannot be checked (fstat failed)");
   return use(in, s, dir, text, size_t(len), facts.mtime_ns, out, ev);
 }

@@ -1,4 +1,4 @@
-// The driver tier's per-node cache as the library reads it (DESIGN §1 "Driver probe"). The library
+// The driver tier's per-node cache as the library reads it (docs/driver-probe.md). The library
 // never creates a process and never loads a driver library: `ucxtls probe --save` asks the drivers
 // once per node, out of band, and every process reads the answer here, in a few system calls.
 // The rules (where, who is trusted, what the text means) are pure and live in driver_report.h;

@@ -10,7 +10,6 @@ namespace {
 const char kHeader[] = "ucxtls-driver 2";
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-bool is_control(char c) { return (unsigned char)c < 0x20 || c == 0x7f; }
 
 template <size_t N>
 bool is(const char *f, size_t n, const char (&word)[N]) {
@@ -63,8 +62,7 @@ struct Cursor {
     while (e > start && is_blank(e[-1])) e--;
     if (e == start) return nullptr;
     if (size_t(e - start) > max - 1) e = start + (max - 1);
-    for (char *c = start; c < e; c++)
-      if (is_control(*c)) *c = '?';
+    scrub_controls(start, size_t(e - start));
     *n = size_t(e - start);
     cut[ncut++] = e;
     return start;
@@ -146,10 +144,7 @@ void add_name(Text &t, const char *s, size_t max) {
   size_t start = 0;
   while (start < n && is_blank(s[start])) start++;
   if (start == n) return void(t.add("-"));
-  for (size_t i = start; i < n && i - start < max - 1; i++) {
-    char c = is_control(s[i]) ? '?' : s[i];
-    t.add(&c, 1);
-  }
+  t.add_scrubbed(s + start, n - start < max - 1 ? n - start : max - 1);
 }
 
 void format_family(Text &t, const char *family, const FamilyReport &f) {

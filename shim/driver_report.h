@@ -1,5 +1,5 @@
 // The driver tier's answer as text, and the pure rules for the per-node file that holds it
-// (DESIGN §1 "Driver probe"). Three parties share it:
+// (docs/driver-probe.md). Three parties share it:
 //   - helper/ucxtls-probe asks the CUDA driver API and the Level Zero loader and writes a report;
 //   - `ucxtls probe --save` (cli/probe.cc) runs the helper and stores the report, with this boot's
 //     id, in the cache directory;
@@ -59,7 +59,7 @@ size_t format_driver_report(const DriverReport &r, char *out, size_t cap);
 bool parse_driver_report(char *text, size_t len, DriverReport *out, const char **why);
 
 // Which driver results answer "how many devices are there?" (the rest mean a broken or
-// transient driver state: no answer, the kernel probe's answer stands). README "The driver probe".
+// transient driver state: no answer, the kernel probe's answer stands; docs/driver-probe.md).
 // CUDA: SUCCESS (the count follows), NO_DEVICE (100) and STUB_LIBRARY (34) answer 0 devices.
 bool cuda_result_answers(long code);
 // Level Zero: SUCCESS, UNINITIALIZED (0x78000001: no driver, or no device it supports) and

@@ -1,5 +1,5 @@
 // Editing the process environment so that every host sees the result and no thread is hurt
-// (DESIGN §1 step 8; issue 10).
+// (ladder step 9; docs/design.md, "Editing the environment").
 //
 // glibc's setenv moves the `environ` array to the heap and frees the one it replaced, which a
 // thread started by a linked library's constructor may be reading; and bash exports its own

@@ -1,6 +1,6 @@
 // libucxtls.so: the constructor. It wires environment -> settings -> probes -> decision -> apply,
-// and nothing else; every rule lives in core.cc, every file-system call in probe.cc, every edit
-// of the environment in environ_edit.cc.
+// and nothing else; every rule lives in the core (core.h lists its files), every file-system call
+// in probe.cc and sys.cc, every edit of the environment in environ_edit.cc.
 //
 // It runs in every process the library is preloaded into, before main: no stdio (diagnostics are
 // write(2) lines: the unknown-variable line, the debug or error line), no threads, no heap but
@@ -16,7 +16,6 @@
 #include "environ_edit.h"
 #include "probe.h"
 #include "sys.h"
-#include "unknown.h"
 
 namespace {
 
@@ -60,29 +59,20 @@ void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb =
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     struct timespec zero = {0, 0};
-    // The raw call, as in driver.cc: glibc's sigtimedwait would be one more import.
+    // The raw call: glibc's sigtimedwait would be one more import.
     syscall(SYS_rt_sigtimedwait, &pipe_only, nullptr, &zero, 8);  // the kernel's sigset: _NSIG / 8
   }
   sigprocmask(SIG_SETMASK, &host_mask, nullptr);
 }
 
 void apply(const Inputs &in, const Decision &d) {
-  switch (d.action) {
-    case Action::set: {
-      const char *tls = in.get(kUcxTls), *derived = in.get(kDerived);
-      bool same = tls && derived && !__builtin_strcmp(tls, d.value) && !__builtin_strcmp(derived, d.value);
-      if (same) return;  // re-derived to the value already there
-      const char *const names[] = {"UCX_TLS", "UCXTLS_DERIVED"}, *const values[] = {d.value, d.value};
-      process_env_write(names, values, 2);
-      return;
-    }
-    case Action::clear: {
-      const char *const names[] = {"UCX_TLS", "UCXTLS_DERIVED"};
-      process_env_remove(names, 2);
-      return;
-    }
-    default:
-      return;
+  if (!env_needs_write(in, d)) return;  // nothing to do, or re-derived to the value already there
+  const char *const names[] = {kOptions[kUcxTls].name, kOptions[kDerived].name};
+  if (d.action == Action::clear) {
+    process_env_remove(names, 2);
+  } else {
+    const char *const values[] = {d.value, d.value};
+    process_env_write(names, values, 2);
   }
 }
 
@@ -93,7 +83,7 @@ __attribute__((noinline)) void report(const Inputs &in, const Settings &s, const
   char unknown[kUnknownLineMax];
   size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
   if (s.debug || d.error) {
-    char line[1024];
+    char line[kLineMax];
     write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line));
   } else if (nu) {
     write_stderr(unknown, nu);
@@ -103,7 +93,7 @@ __attribute__((noinline)) void report(const Inputs &in, const Settings &s, const
 __attribute__((constructor)) void ucxtls_init() {
   const int saved_errno = errno;
   Inputs in;
-  // 1. Secure execution: decide before reading a single variable.
+  // Ladder step 1, secure execution: decided before reading a single variable.
   in.secure = getauxval(AT_SECURE) != 0;
   if (!in.secure) {
     read_inputs(environ, &in);

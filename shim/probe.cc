@@ -1,5 +1,5 @@
-// The kernel probe (DESIGN §1 "Kernel probe"). Each function answers one fact, stopping as soon as
-// the answer is known unless ProbeOptions::exhaustive asks for the whole picture.
+// The kernel probe (docs/design.md, "Kernel probe"). Each function answers one fact, stopping as
+// soon as the answer is known unless ProbeOptions::exhaustive asks for the whole picture.
 //
 // A failed probe is not a "no": only "not there" (sys.h absent()) is a negative answer. Any other
 // failure (EMFILE with a full fd table, ENOMEM, EIO, EACCES, a listing cut short) leaves the fact
@@ -49,6 +49,11 @@ struct DeviceTable {
     return d;
   }
 };
+
+// Each probe keeps its own stack frame (its directory buffer, its paths), entered only when its
+// fact is needed: inlined into the probe loop (link-time optimisation would), every path of the
+// constructor, the ones that probe nothing included, would carry the largest frame of them all.
+#define UCXTLS_OWN_FRAME __attribute__((noinline))
 
 // Static scratch in a file-backed section (sys.h UCXTLS_FILE_BACKED): no constructor runs, and the
 // loader maps it with the library's data instead of one more mmap for a large .bss.
@@ -126,6 +131,23 @@ struct Failure {
     }
   }
 };
+
+// The end of a listing probe (CUDA, ROCm): the devices found and how many are visible, or, when a
+// part failed and the answer could depend on it, "cannot tell" with the failure as the evidence.
+// True when the fact is settled (the caller adds the variables to the evidence, after "; ").
+bool settle(FamilyFact *ff, int present, int visible_n, const Failure &fail, const char *a, const char *b,
+            const char *c, const ProbeOptions &o, Text &ev) {
+  ff->present = present;
+  if (fail.error && !yes_despite_failure(visible_n, a, b, c)) {
+    ff->error = fail.error;
+    ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
+    ev.add(fail.text);
+    return false;
+  }
+  finish(ff, visible_n);
+  ev.add("; ");
+  return true;
+}
 
 // ---------------------------------------------------------------------------------------------
 // RDMA: is there a device UCX's rc transport runs on? Checked from the device nodes this process
@@ -240,7 +262,7 @@ void describe_device(Text &t, const RdmaDevice &d, const char *node) {
   else t.add(": ").add(d.why);
 }
 
-void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
   ev.init(f->rdma_evidence, o.evidence ? sizeof f->rdma_evidence : 0);
   Rdma best = Rdma::none;
@@ -302,9 +324,9 @@ void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// UCX reads these in this order (ucx.md §4); the library-relative file cannot be known before
-// UCX is loaded. 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
-void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+// UCX reads these in this order (UCX's src/ucs/config/parser.c; docs/design.md, "Facts and
+// sources"); the library-relative file cannot be known before UCX is loaded. 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
+UCXTLS_OWN_FRAME void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
   ev.init(f->ucx_conf_evidence, o.evidence ? sizeof f->ucx_conf_evidence : 0);
   const char *home = in.get(kHome), *dir = in.get(kUcxConfigDir);
@@ -334,7 +356,7 @@ void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, 
 }
 
 // ---------------------------------------------------------------------------------------------
-void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::cuda)];
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
@@ -401,22 +423,13 @@ void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   } else if (!fail.error) {
     ev.add("/dev/nvidiactl");
   }
-  ff->present = t.n;
-  int visible_n = cuda_visible_count(cvd, t.view());
-  if (fail.error && !yes_despite_failure(visible_n, cvd, nullptr, nullptr)) {
-    ff->error = fail.error;
-    ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
-    ev.add(fail.text);
-    return;
-  }
-  finish(ff, visible_n);
-  ev.add("; ");
+  if (!settle(ff, t.n, cuda_visible_count(cvd, t.view()), fail, cvd, nullptr, nullptr, o, ev)) return;
   describe_variable(ev, "CUDA_VISIBLE_DEVICES", cvd);
   ev.add(": ").add((long long)ff->visible_n).add(ff->partial ? "+" : "").add(" visible");
 }
 
 // ---------------------------------------------------------------------------------------------
-void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::rocm)];
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
@@ -467,16 +480,7 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
   } else if (!fail.error) {
     ev.add("/dev/kfd");
   }
-  ff->present = t.n;
-  int visible_n = rocm_visible_count(rocr, hip, cvd, t.view());
-  if (fail.error && !yes_despite_failure(visible_n, rocr, hip, cvd)) {
-    ff->error = fail.error;
-    ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
-    ev.add(fail.text);
-    return;
-  }
-  finish(ff, visible_n);
-  ev.add("; ");
+  if (!settle(ff, t.n, rocm_visible_count(rocr, hip, cvd, t.view()), fail, rocr, hip, cvd, o, ev)) return;
   describe_variable(ev, "ROCR_VISIBLE_DEVICES", rocr);
   ev.add(", ");
   if (hip || !cvd) describe_variable(ev, "HIP_VISIBLE_DEVICES", hip);
@@ -487,7 +491,7 @@ void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Fact
 // ---------------------------------------------------------------------------------------------
 // Intel: a render node whose PCI device is bound to i915 or xe, vendor 0x8086, display class.
 // The device's uevent says all three in one read.
-void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::ze)];
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
@@ -564,28 +568,6 @@ void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o
     case Need::rocm: return probe_rocm(in, s, o, f);
     case Need::ze: return probe_ze(in, s, o, f);
     default: return;
-  }
-}
-
-void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
-  // A sysroot that is not a directory would quietly replay an empty machine (say, one left
-  // exported in a shell): checked once, just before the first probe, so the paths that probe
-  // nothing (UCX_TLS set, disabled) stay free of syscalls.
-  Settings checked = s;
-  bool sysroot_checked = !s.sysroot;
-  d->quiet = !o.evidence;  // one switch: no evidence, no reasons (but an error's line)
-  // Each pass fills one fact; there are only so many facts, so the loop is bounded.
-  for (int pass = 0; pass < 16; pass++) {
-    decide(in, checked, *f, d);
-    if (d->action != Action::need) return;
-    if (!sysroot_checked) {
-      sysroot_checked = true;
-      if (!path_exists(Path(nullptr, checked.sysroot).add("/."))) {  // "/." fails on a file
-        mark_invalid(&checked, kSysroot, "is not a directory");
-        continue;
-      }
-    }
-    probe(d->need, in, checked, o, f);
   }
 }
 

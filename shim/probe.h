@@ -20,9 +20,14 @@ struct ProbeOptions {
 // Fills the fact that `need` names. Every failure is a plain "no" with its evidence.
 void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);
 
-// The decision loop shared by the library and the command: decide, probe what it asks for,
-// decide again, until it answers.
+// The decision loop shared by the library and the command (ladder.cc): decide, probe what it asks
+// for, decide again, until it answers.
 void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d);
+
+// The family question alone (decide.h which_family), probed by the same loop: the family this
+// process's GPUs belong to, whatever the rest of the ladder says (`ucxtls explain` shows it when
+// the decision did not need one). Family::none when a probe cannot tell.
+Family probe_family(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);
 
 // The driver tier (driver_cache.cc): reads the answer `ucxtls probe --save` stored for this node.
 void probe_driver(const Inputs &in, const Settings &s, DriverFact *out);

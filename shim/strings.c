@@ -3,9 +3,9 @@
  * Why: every symbol the library imports is bound by the loader in every process it is preloaded
  * into, before main, whether the constructor needs it or not; glibc's string functions are IFUNCs,
  * so each one also costs a resolver call. Defined here with hidden visibility, the static linker
- * binds the calls of core.cc, probe.cc and sys.cc to these definitions and the library imports
- * none of them (issue 5: the loader's symbol binding was most of the instructions the library
- * added to a process start). The strings it handles are short paths, variable names and small
+ * binds the calls of the core, probe.cc and sys.cc to these definitions and the library imports
+ * none of them (the loader's symbol binding was most of the instructions the library added to a
+ * process start: docs/performance.md). The strings it handles are short paths, variable names and small
  * file texts, where a plain loop is as fast as a vectorised one.
  *
  * Plain C, compiled with -fno-builtin -fno-tree-loop-distribute-patterns so that the compiler

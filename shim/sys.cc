@@ -10,46 +10,25 @@
 namespace ucxtls {
 
 Path::Path(const char *sysroot, const char *abs) {
-  buf[0] = '\0';
-  if (sysroot) add(sysroot);
-  add(abs);
+  text.init(buf, sizeof buf);
+  if (sysroot) text.add(sysroot);
+  text.add(abs);
 }
 
-Path::Path(const Path &o) : len(o.len), ok(o.ok) { memcpy(buf, o.buf, len + 1); }
+Path::Path(const Path &o) : text(o.text) {
+  text.data = buf;
+  memcpy(buf, o.buf, text.len + 1);
+}
 
 Path &Path::operator=(const Path &o) {
-  len = o.len;
-  ok = o.ok;
-  memmove(buf, o.buf, len + 1);  // memmove: a self-assignment is harmless
+  memmove(buf, o.buf, o.text.len + 1);  // memmove: a self-assignment is harmless
+  text = o.text;
+  text.data = buf;
   return *this;
-}
-
-Path &Path::add(const char *s, size_t n) {
-  if (!ok || len + n + 1 > sizeof buf) {
-    ok = false;
-    return *this;
-  }
-  memcpy(buf + len, s, n);
-  len += n;
-  buf[len] = '\0';
-  return *this;
-}
-
-Path &Path::add(const char *s) { return add(s, strlen(s)); }
-
-Path &Path::add_num(long v) {
-  char tmp[24];
-  int i = sizeof tmp;
-  unsigned long u = v < 0 ? 0 : (unsigned long)v;
-  do {
-    tmp[--i] = char('0' + u % 10);
-    u /= 10;
-  } while (u);
-  return add(tmp + i, sizeof tmp - i);
 }
 
 // Every call goes through syscall(2): one import instead of access, open, read, readlink, close
-// and write, each of which the loader would bind in every process (issue 5). The *at forms exist
+// and write, each of which the loader would bind in every process (docs/design.md, "Build rules"). The *at forms exist
 // on every Linux architecture (aarch64 has no plain open/access/readlink).
 
 // A system call's result as a value or -errno (syscall(2) returns -1 and sets errno).
@@ -61,14 +40,14 @@ static long result(long r) { return r < 0 ? -long(errno) : r; }
 bool absent(long err) { return err == -ENOENT || err == -ENOTDIR || err == -EISDIR || err == -ELOOP; }
 
 int path_access(const Path &p, int mode) {
-  if (!p.ok) return -ENAMETOOLONG;
+  if (!p.ok()) return -ENAMETOOLONG;
   return int(result(syscall(SYS_faccessat, AT_FDCWD, p.buf, mode)));
 }
 
 bool path_exists(const Path &p) { return path_access(p, F_OK) == 0; }
 
 static int open_flags(const Path &p, int flags) {
-  if (!p.ok) return -ENAMETOOLONG;
+  if (!p.ok()) return -ENAMETOOLONG;
   return int(result(syscall(SYS_openat, AT_FDCWD, p.buf, flags)));
 }
 
@@ -101,7 +80,7 @@ ssize_t read_small(const Path &p, char *buf, size_t cap) {
 }
 
 ssize_t read_link(const Path &p, char *buf, size_t cap) {
-  if (!p.ok) return -ENAMETOOLONG;
+  if (!p.ok()) return -ENAMETOOLONG;
   if (cap < 2) return -EINVAL;
   ssize_t n = result(syscall(SYS_readlinkat, AT_FDCWD, p.buf, buf, cap - 1));
   if (n < 0) return n;
@@ -209,7 +188,7 @@ int stat_fd(int fd, FileFacts *out) {
 }
 
 int stat_path(const Path &p, FileFacts *out) {
-  if (!p.ok) return -ENAMETOOLONG;
+  if (!p.ok()) return -ENAMETOOLONG;
   KernelStat st;
   long r = result(syscall(kNrFstatat, AT_FDCWD, p.buf, &st, 0));
   if (r < 0) return int(r);

@@ -18,20 +18,21 @@
 
 namespace ucxtls {
 
-// A path under the optional sysroot, built in a fixed buffer. `ok` turns false (and stays false)
-// when the path would not fit; every call on such a path then fails with ENAMETOOLONG, which the
-// probes read as "cannot tell", never as "not there". 512 bytes: the sysroot (at most kSysrootMax)
-// plus the longest sysfs path the probe builds, and the constructor's stack stays small.
+// A path under the optional sysroot, written by a Text into a fixed buffer. When the path would
+// not fit, the text is cut (ok() turns false, and stays false); every call on such a path then
+// fails with ENAMETOOLONG, which the probes read as "cannot tell", never as "not there". 512
+// bytes: the sysroot (at most kSysrootMax) plus the longest sysfs path the probe builds, and the
+// constructor's stack stays small.
 struct Path {
   char buf[512];
-  size_t len = 0;
-  bool ok = true;
+  Text text;  // writes into buf
   Path(const char *sysroot, const char *abs);  // sysroot may be NULL
-  Path(const Path &o);                         // copy the used bytes only, not all 4 KiB
+  Path(const Path &o);                         // copy the used bytes only, not all of buf
   Path &operator=(const Path &o);
-  Path &add(const char *s);
-  Path &add(const char *s, size_t n);
-  Path &add_num(long v);
+  Path &add(const char *s) { return text.add(s, __builtin_strlen(s)), *this; }
+  Path &add(const char *s, size_t n) { return text.add(s, n), *this; }
+  Path &add_num(long v) { return text.add((long long)v), *this; }
+  bool ok() const { return !text.truncated; }
 };
 
 // Every call below returns a negative errno on failure, so that the probes can tell "not there"

@@ -1,5 +1,5 @@
 // Unit tests of the environment edit (shim/environ_edit.h) and of unknown UCXTLS_* variables
-// (shim/unknown.h): table rows over plain arrays and names.
+// (shim/options.h, shim/lines.h): table rows over plain arrays and names.
 #include <doctest/doctest.h>
 #include <string.h>
 
@@ -8,7 +8,8 @@
 
 #include "core.h"
 #include "environ_edit.h"
-#include "unknown.h"
+#include "lines.h"
+#include "options.h"
 
 using namespace ucxtls;
 

@@ -1,0 +1,174 @@
+// `ucxtls explain [--json]`: the decision for this environment and machine, with the evidence
+// behind it, as text for a person or one JSON document for a program.
+#include <stdio.h>
+#include <string.h>
+
+#include <memory>
+#include <string>
+
+#include "report.h"
+#include "sys.h"
+
+namespace ucxtls {
+namespace cli {
+namespace {
+
+// JSON string: quotes, backslashes and control bytes escaped; bytes that are not valid UTF-8
+// (environment values can hold anything) become U+FFFD so the document always parses.
+std::string json_str(const char *s) {
+  if (!s) return "null";
+  std::string o = "\"";
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned char c = *p;
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += char(c);
+      p++;
+    } else if (c < 0x20 || c == 0x7f) {
+      char u[8];
+      snprintf(u, sizeof u, "\\u%04x", c);
+      o += u;
+      p++;
+    } else if (c < 0x80) {
+      o += char(c);
+      p++;
+    } else {
+      int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+      bool ok = len > 0;
+      for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xc0) == 0x80;
+      // Overlong 3/4-byte forms, surrogates and code points above U+10FFFF are not UTF-8.
+      if (ok && len == 3) ok = !(c == 0xe0 && p[1] < 0xa0) && !(c == 0xed && p[1] >= 0xa0);
+      if (ok && len == 4) ok = !(c == 0xf0 && p[1] < 0x90) && !(c == 0xf4 && p[1] >= 0x90);
+      if (ok) {
+        o.append((const char *)p, size_t(len));
+        p += len;
+      } else {
+        o += "\\ufffd";
+        p++;
+      }
+    }
+  }
+  return o + "\"";
+}
+
+const char *json_tri(Tri t) { return t == Tri::yes ? "true" : t == Tri::no ? "false" : "null"; }
+
+const char *tri_word(Tri t, int error = 0) {
+  return t == Tri::yes ? "yes" : t == Tri::no ? "no" : error ? "unknown" : "not probed";
+}
+
+const Family kShown[] = {Family::cuda, Family::rocm, Family::ze};
+
+void explain_text(const Report &r) {
+  const Decision &d = r.d;
+  const char *value = effective_value(r.in, d);
+  printf("action    %s\n", action_name(d.action));
+  if (d.action == Action::set)
+    printf("UCX_TLS   %s (written with UCXTLS_DERIVED)\n", value);
+  else if (d.action == Action::clear)
+    printf("UCX_TLS   unset (the inherited UCX_TLS and UCXTLS_DERIVED are removed)\n");
+  else if (value)
+    printf("UCX_TLS   %s (left as it is)\n", value);
+  else if (r.f.ucx_conf == Tri::yes)
+    printf("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf_evidence);
+  else
+    printf("UCX_TLS   unset (UCX uses its default, all)\n");
+  printf("family    %s (%s)\n", family_name(r.family),
+         r.family_decided ? "the value is composed for it"
+                          : "what the probe sees; the decision did not need it");
+  printf("template  %s (%s)\n", r.s.tmpl, r.s.template_from_user ? "UCXTLS_TEMPLATE" : "default");
+  printf("reasons\n");
+  for (int i = 0; i < d.nreasons; i++) printf("  - %s\n", d.reasons[i]);
+  if (r.in.secure) return;  // nothing else was read
+  printf("evidence\n");
+  printf("  rdma      %-10s %s\n", r.f.rdma == Tri::yes ? rdma_transports(rdma_kind(r.f)) : tri_word(r.f.rdma, r.f.rdma_error),
+         r.f.rdma_evidence);
+  printf("  ucx.conf  %-10s %s\n", r.f.ucx_conf == Tri::yes ? "UCX_TLS" : tri_word(r.f.ucx_conf, r.f.ucx_conf_error),
+         r.f.ucx_conf_evidence);
+  if (r.s.tier == ProbeTier::driver)
+    printf("  driver    %-10s %s\n", r.f.driver.ran == Tri::yes ? "saved" : "none", r.f.driver.evidence);
+  if (r.s.tier == ProbeTier::driver && r.f.driver.ran != Tri::yes)  // how to create it
+    printf("            `ucxtls probe --save` asks the drivers and saves their answer for this node (docs/driver-probe.md)\n");
+  for (Family fam : kShown) {
+    const FamilyFact &ff = r.f.family[int(fam)];
+    printf("  %-9s %-10s %s\n", family_name(fam),
+           ff.visible == Tri::yes ? "visible" : ff.visible == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
+           ff.evidence);
+  }
+  printf("variables\n");
+  for (int v = 0; v < kVarCount; v++) {
+    const char *val = r.in.get(Var(v));
+    if (val) printf("  %s=%s\n", kOptions[v].name, shell_quote(val).c_str());
+    else if (v < kOwnVarCount && strcmp(kOptions[v].def, "-") && strcmp(kOptions[v].def, "unset"))
+      printf("  %s unset (default %s)\n", kOptions[v].name, kOptions[v].def);
+    else
+      printf("  %s unset\n", kOptions[v].name);
+  }
+  char unknown[kUnknownLineMax];  // the library's line for a misspelt UCXTLS_* variable
+  size_t nu = format_unknown_line(r.in, r.s, unknown, sizeof unknown);
+  printf("library line\n%s%.*s  %s", nu ? "  " : "", int(nu), unknown, library_line(r).c_str());
+}
+
+void explain_json(const Report &r) {
+  const Decision &d = r.d;
+  std::string o = "{";
+  o += "\"action\":" + json_str(action_name(d.action));
+  o += ",\"value\":" + json_str(effective_value(r.in, d));
+  o += ",\"family\":" + json_str(family_name(r.family));
+  o += std::string(",\"family_decided\":") + (r.family_decided ? "true" : "false");
+  o += ",\"reasons\":[";
+  for (int i = 0; i < d.nreasons; i++) o += (i ? "," : "") + json_str(d.reasons[i]);
+  o += "],\"error\":" + (d.error ? json_str(d.reasons[0]) : std::string("null"));
+  o += std::string(",\"secure\":") + (r.in.secure ? "true" : "false");
+  o += ",\"template\":" + json_str(r.s.tmpl);
+  o += std::string(",\"template_from_user\":") + (r.s.template_from_user ? "true" : "false");
+  o += ",\"probe\":" + json_str(r.s.tier == ProbeTier::driver ? "driver" : "kernel");
+  std::string line = library_line(r);
+  line.pop_back();  // the newline
+  o += ",\"line\":" + json_str(line.c_str());
+  o += ",\"evidence\":{";
+  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.f.rdma)) + ",\"transports\":" +
+       json_str(rdma_transports(rdma_kind(r.f))) + ",\"error\":" + json_str(r.f.rdma_error ? errno_name(r.f.rdma_error) : nullptr) +
+       ",\"evidence\":" + json_str(r.f.rdma_evidence) + "}";
+  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.f.ucx_conf)) +
+       ",\"evidence\":" + json_str(r.f.ucx_conf_evidence) + "}";
+  if (r.s.tier == ProbeTier::driver)
+    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.f.driver.ran)) +
+         ",\"evidence\":" + json_str(r.f.driver.evidence) + "}";
+  for (Family fam : kShown) {
+    const FamilyFact &ff = r.f.family[int(fam)];
+    o += ",\"" + std::string(family_name(fam)) + "\":{\"visible\":" + json_tri(ff.visible) +
+         ",\"present\":" + std::to_string(ff.present) + ",\"visible_count\":" + std::to_string(ff.visible_n) +
+         ",\"error\":" + json_str(ff.error ? errno_name(ff.error) : nullptr) +
+         ",\"evidence\":" + json_str(ff.evidence) + "}";
+  }
+  o += "},\"variables\":{";
+  for (int v = 0; v < kVarCount; v++) o += (v ? "," : "") + json_str(kOptions[v].name) + ":" + json_str(r.in.get(Var(v)));
+  o += "}}\n";
+  fputs(o.c_str(), stdout);
+}
+
+}  // namespace
+
+int cmd_explain(int argc, char **argv) {
+  bool json = false;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) json = true;
+    else return fail(kUsage, std::string("explain: unknown option '") + argv[i] + "' (try ucxtls --help)");
+  }
+  auto r = std::make_unique<Report>();
+  evaluate(r.get());
+  if (json) explain_json(*r);
+  else explain_text(*r);
+  // An invalid setting is reported in full above, and as the library's own stderr line.
+  if (r->d.error) {
+    fputs(library_line(*r).c_str(), stderr);
+    return kFailed;
+  }
+  return 0;
+}
+
+
+}  // namespace cli
+}  // namespace ucxtls

@@ -1,0 +1,143 @@
+// What the `ucxtls` commands share (see report.h).
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+#ifndef UCXTLS_BIN_TO_LIB
+#define UCXTLS_BIN_TO_LIB "../lib"
+#endif
+
+namespace ucxtls {
+namespace cli {
+
+int fail(int status, const std::string &msg) {
+  fprintf(stderr, "ucxtls: %s\n", msg.c_str());
+  return status;
+}
+
+void Environment::load() {
+  int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const bool whole = read_all(fd, &raw);
+    close(fd);
+    if (whole) {
+      for (size_t i = 0; i < raw.size(); i += strlen(&raw[i]) + 1)
+        if (raw[i]) vars.push_back(&raw[i]);
+      vars.push_back(nullptr);
+      return;
+    }
+    raw.clear();
+  }
+  for (char **e = environ; *e; e++) vars.push_back(*e);
+  vars.push_back(nullptr);
+}
+
+namespace {
+
+bool fact_known(const Facts &f, Need n) {
+  switch (n) {
+    case Need::rdma: return f.rdma != Tri::unknown || f.rdma_error;
+    case Need::ucx_conf: return f.ucx_conf != Tri::unknown || f.ucx_conf_error;
+    case Need::driver: return f.driver.ran != Tri::unknown;
+    case Need::cuda: return f.family[int(Family::cuda)].visible != Tri::unknown || f.family[int(Family::cuda)].error;
+    case Need::rocm: return f.family[int(Family::rocm)].visible != Tri::unknown || f.family[int(Family::rocm)].error;
+    case Need::ze: return f.family[int(Family::ze)].visible != Tri::unknown || f.family[int(Family::ze)].error;
+    default: return true;
+  }
+}
+
+}  // namespace
+
+void evaluate(Report *r, const char *tmpl) {
+  r->env.load();
+  // Secure execution: like the library, read nothing.
+  r->in.secure = getauxval(AT_SECURE) != 0;
+  if (!r->in.secure) read_inputs(r->env.envp(), &r->in);
+  if (tmpl) {
+    r->in.var[kTemplate] = tmpl;
+    r->in.var[kUcxTls] = r->in.var[kDerived] = nullptr;
+  }
+  parse_settings(r->in, &r->s);
+  // Exhaustive listing changes what is counted for the evidence, never the answer (the
+  // enumeration bounds only stop early once the answer is known).
+  ProbeOptions all;
+  all.exhaustive = true;
+  run_ladder(r->in, r->s, all, &r->f, &r->d);
+  if (r->in.secure) return;
+  // Evidence for the facts the ladder did not need; the decision above is final.
+  const Need rest[] = {Need::rdma, Need::ucx_conf, Need::driver, Need::cuda, Need::rocm, Need::ze};
+  for (Need n : rest) {
+    if (n == Need::driver && r->s.tier != ProbeTier::driver) continue;
+    if (!fact_known(r->f, n)) probe(n, r->in, r->s, all, &r->f);
+  }
+  // The family: the decision's, or, when it did not need one (UCX_TLS already set, no RDMA with
+  // the default template, a ucx.conf, the library off, an invalid setting), the core's answer to
+  // the family question alone on this machine (display only: the decision stands as made).
+  r->family_decided = r->d.family_known;
+  if (r->d.family_known) {
+    r->family = r->d.family;
+  } else {
+    auto f = std::make_unique<Facts>(r->f);
+    r->family = probe_family(r->in, r->s, all, f.get());
+  }
+}
+
+std::string library_line(const Report &r) {
+  char line[kLineMax];
+  size_t n = format_line(r.in, r.d, line, sizeof line);
+  return std::string(line, n);
+}
+
+bool read_all(int fd, std::string *out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) out->append(buf, size_t(n));
+    else if (n == 0) return true;
+    else if (errno != EINTR) return false;
+  }
+}
+
+std::string shell_quote(const char *s) {
+  std::string o = "'";
+  for (; *s; s++) {
+    if (*s == '\'') o += "'\\''";
+    else o += *s;
+  }
+  return o + "'";
+}
+
+std::vector<std::string> split(const char *list, const char *seps) {
+  std::vector<std::string> out;
+  Items items(list, seps);
+  const char *item;
+  size_t n;
+  while (items.next(&item, &n)) out.emplace_back(item, n);
+  return out;
+}
+
+bool own_directory(std::string *dir) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = '\0';
+  const char *slash = strrchr(exe, '/');
+  *dir = !slash ? "." : slash == exe ? "/" : std::string(exe, size_t(slash - exe));
+  return true;
+}
+
+void install_candidates(const std::string &dir, const char *name, std::string out[2]) {
+  out[0] = dir + "/" + name;
+  out[1] = dir + "/" UCXTLS_BIN_TO_LIB "/" + name;
+}
+
+}  // namespace cli
+}  // namespace ucxtls

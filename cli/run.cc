@@ -1,0 +1,88 @@
+// `ucxtls run [--] COMMAND [ARGS...]`: exec COMMAND with libucxtls.so, the one installed with this
+// command, in front of LD_PRELOAD.
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "report.h"
+
+namespace ucxtls {
+namespace cli {
+namespace {
+
+// The library installed with this command: beside it (build tree), then in libdir (install tree).
+bool find_library(std::string *out, std::string *looked) {
+  std::string dir;
+  if (!own_directory(&dir)) {
+    *looked = "/proc/self/exe (unreadable)";
+    return false;
+  }
+  std::string candidates[2];
+  install_candidates(dir, "libucxtls.so", candidates);
+  for (const std::string &c : candidates) {
+    looked->append(looked->empty() ? "" : ", ").append(c);
+    char real[PATH_MAX];
+    if (access(c.c_str(), R_OK) == 0 && realpath(c.c_str(), real)) {
+      *out = real;
+      return true;
+    }
+  }
+  return false;
+}
+
+// LD_PRELOAD entries are separated by spaces or colons.
+bool preload_has(const char *list, const std::string &lib) {
+  for (const std::string &entry : split(list, ": "))
+    if (entry == lib) return true;
+  return false;
+}
+
+}  // namespace
+
+int cmd_run(int argc, char **argv) {
+  int i = 0;
+  if (i < argc && !strcmp(argv[i], "--")) i++;
+  if (i >= argc) return fail(kUsage, "run: no command given (ucxtls run [--] COMMAND [ARGS...])");
+  std::string lib, looked;
+  if (!find_library(&lib, &looked))
+    return fail(kUsage, "run: libucxtls.so not found beside this command (looked at " + looked + ")");
+  if (lib.find_first_of(": ") != std::string::npos)
+    return fail(kUsage, "run: the library path " + lib + " has a space or colon, which LD_PRELOAD cannot hold");
+
+  // The caller's environment as it was at exec (see Environment), with the library in front of
+  // any LD_PRELOAD entries already there.
+  Environment env;
+  env.load();
+  std::vector<char *> envp;
+  std::string preload = "LD_PRELOAD=" + lib;
+  bool had = false;
+  for (char *const *e = env.envp(); *e; e++) {
+    if (!strncmp(*e, "LD_PRELOAD=", 11)) {
+      if (had) continue;  // ld.so reads the first; a duplicate would only confuse
+      had = true;
+      const char *old = *e + 11;
+      if (preload_has(old, lib)) preload = *e;
+      else if (*old) preload += std::string(":") + old;
+      envp.push_back(&preload[0]);
+    } else {
+      envp.push_back(*e);
+    }
+  }
+  if (!had) envp.push_back(&preload[0]);
+  envp.push_back(nullptr);
+  fflush(stdout);
+  execvpe(argv[i], argv + i, envp.data());
+  int err = errno;
+  // 127 for a command not found, 126 for one that cannot run: as shells report them.
+  return fail(err == ENOENT ? 127 : 126, std::string("run: cannot run '") + argv[i] + "': " + strerror(err));
+}
+
+
+}  // namespace cli
+}  // namespace ucxtls

@@ -1,0 +1,65 @@
+// The loop that runs the ladder: decide, probe the fact the decision asks for, decide again
+// (run_ladder), and the same loop for the family question alone (probe_family). See probe.h.
+#include "probe.h"
+#include "sys.h"
+
+namespace ucxtls {
+
+namespace {
+
+// Its own frame (a Path), entered once per process at most: not on every path's stack.
+__attribute__((noinline)) bool is_directory(const char *path) {
+  return path_exists(Path(nullptr, path).add("/."));  // "/." fails on a file
+}
+
+// The probe loop the ladder and the family question share: ask which fact is missing, probe it,
+// ask again, until nothing is. Each pass fills one fact; there are only so many facts, so the
+// loop is bounded. The sysroot's last rule (a directory: options.h sysroot_problem) is checked
+// once, just before the first probe, so the paths that probe nothing (UCX_TLS set, disabled) stay
+// free of system calls; a sysroot that is not usable marks the settings invalid, and ask() is
+// asked again.
+template <typename Ask>
+void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, Facts *f) {
+  bool sysroot_checked = !s->sysroot;
+  for (int pass = 0; pass < 16; pass++) {
+    const Need need = ask(*s);
+    if (need == Need::nothing) return;
+    if (!sysroot_checked) {
+      sysroot_checked = true;
+      if (const char *why = sysroot_problem(s->sysroot, true, is_directory(s->sysroot))) {
+        mark_invalid(s, kSysroot, why);
+        continue;
+      }
+    }
+    probe(need, in, *s, o, f);
+  }
+}
+
+}  // namespace
+
+void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
+  Settings checked = s;
+  d->quiet = !o.evidence;  // one switch: no evidence, no reasons (but an error's line)
+  probe_until(
+      [&](const Settings &cs) {
+        decide(in, cs, *f, d);
+        return d->action == Action::need ? d->need : Need::nothing;
+      },
+      in, &checked, o, f);
+}
+
+Family probe_family(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+  Settings checked = s;
+  checked.invalid = false;  // asked whatever else the settings say, but on a usable sysroot
+  FamilyAnswer a;
+  probe_until(
+      [&](const Settings &cs) {
+        if (cs.invalid) return Need::nothing;
+        a = which_family(cs, *f);
+        return a.cannot_tell ? Need::nothing : a.need;
+      },
+      in, &checked, o, f);
+  return checked.invalid || a.cannot_tell || a.need != Need::nothing ? Family::none : a.family;
+}
+
+}  // namespace ucxtls

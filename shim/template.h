@@ -1,0 +1,41 @@
+// The template: what UCXTLS_TEMPLATE may hold, and the UCX_TLS value it composes to for a GPU
+// family and the node's RDMA. The families and the transports they name live here too: the
+// placeholders are their only use. Pure (see core.h).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "text.h"
+
+namespace ucxtls {
+
+// Families and their copy transports.
+enum class Family : uint8_t { none, cuda, rocm, ze };
+const char *family_name(Family f);            // "none", "cuda", "rocm", "ze"
+const char *copy_transport(Family f);         // "cuda_copy", "rocm_copy", "ze_copy", ""
+// The family's intra-node GPU transport: "cuda_ipc", "rocm_ipc"; "" for ze (no released UCX has
+// ze_ipc: naming it makes UCX warn on stdout) and none.
+const char *ipc_transport(Family f);
+constexpr int kFamilies = 4;
+
+// What the node's RDMA devices let UCX run (see probe_rdma): nothing, rc_verbs alone (Broadcom,
+// Intel RoCE, rxe, Omni-Path), or the mlx5 transports as well (a ConnectX driven by mlx5_core).
+enum class Rdma : uint8_t { none, rc, mlx5 };
+const char *rdma_transports(Rdma r);  // "", "rc", "rc_x,rc,dc_x,dc"
+
+extern const char kDefaultTemplate[];  // "{rdma},{copy}"
+constexpr size_t kValueMax = 4096;     // the value the library writes: at most kValueMax - 1 bytes
+// The longest template: room for its placeholders to grow into the longest value.
+constexpr size_t kTemplateMax = kValueMax - 512;
+
+// Placeholders: `{copy}` the family's copy transport, `{ipc}` its intra-node GPU transport,
+// `{rdma}` what the node's RDMA runs (rdma_transports). Each becomes its text, or disappears with
+// one adjacent comma when that is empty. Returns false (with *why) for an invalid template.
+bool template_valid(const char *tmpl, const char **why);
+bool template_uses_copy(const char *tmpl);  // {copy} or {ipc}: the family matters
+bool template_uses_rdma(const char *tmpl);  // {rdma}
+// Writes the value into out (cap bytes). Returns false if it does not fit.
+bool compose(const char *tmpl, Family f, Rdma r, char *out, size_t cap);
+
+}  // namespace ucxtls
