@@ -183,7 +183,7 @@ def main():
     # --- help, version, errors.
     p = cli(["--help"], env_for(None, preload=False))
     out = p.stdout.decode()
-    names = re.findall(r'^\s*\{"([A-Z_]+)",', open(os.path.join(SOURCE_DIR, "shim", "core.cc")).read(), re.M)
+    names = re.findall(r'^\s*\{"([A-Z_]+)",', open(os.path.join(SOURCE_DIR, "shim", "options.cc")).read(), re.M)
     t.check("--help lists every variable of the kOptions table (%d)" % len(names),
             p.returncode == 0 and len(names) >= 8 and all(re.search(r"^  %s\b" % n, out, re.M) for n in names), out)
     # The README's variable table and --help come from the same table: names and defaults agree.
