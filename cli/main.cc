@@ -1,6 +1,10 @@
-// ucxtls: the command beside libucxtls.so (explain, env, run, doctor, probe): the dispatch, --help
-// and --version. Each command lives in its own file (report.h lists them); every answer comes
+// ucxtls: the command beside libucxtls.so (explain, env, run, doctor, probe): the dispatch, --help,
+// --man and --version. Each command lives in its own file (report.h lists them); every answer comes
 // from the library's own code (shim/core.h), so the command and the library cannot disagree.
+//
+// One table of commands and one of exit statuses drive the dispatch, `--help` and the man page
+// (`--man` prints ucxtls(1), which the build writes and installs); the variables come from the
+// options table (shim/options.cc), as the README's table does.
 #include <stdio.h>
 #include <string.h>
 
@@ -17,27 +21,88 @@ using namespace ucxtls::cli;
 
 namespace {
 
-// The variables come from the options table (shim/options.cc), as the man page's and the
-// documentation's do.
+struct Command {
+  const char *name;
+  const char *args;     // after the name
+  const char *summary;  // --help's lines, '\n' between them
+  const char *details;  // the man page's paragraph (the summary when NULL)
+  int (*run)(int argc, char **argv);
+};
+
+const Command kCommands[] = {
+    {"explain", "[--json]", "the decision for this environment and machine, with evidence",
+     "Prints the decision the library makes in a process started from this shell on this machine: "
+     "the action, the value, the reasons, the RDMA devices, the ucx.conf findings, each GPU family's "
+     "devices (visibility variables applied), every variable read, and the library's own one-line "
+     "summary. --json prints the same as one JSON object.",
+     cmd_explain},
+    {"env", "[--format=sh|slurm]",
+     "shell text for eval \"$(ucxtls env)\": export or unset UCX_TLS;\n"
+     "slurm: the unquoted export/unset lines a Slurm TaskProlog prints",
+     "Prints export (or unset) lines for UCX_TLS and UCXTLS_DERIVED, for launch scripts that do not "
+     "preload the library; nothing when the environment is already right. --format=slurm prints "
+     "unquoted export NAME=value lines and one unset NAME per line, the form a Slurm TaskProlog's "
+     "output takes.",
+     cmd_env},
+    {"run", "[--] COMMAND...", "exec COMMAND with libucxtls.so added to LD_PRELOAD",
+     "Execs COMMAND with the library installed beside this command prepended to LD_PRELOAD (other "
+     "entries are kept). The exit status is COMMAND's.",
+     cmd_run},
+    {"doctor", "[--value V | --template T]",
+     "check that the local UCX (ucx_info -d) serves every transport of\n"
+     "the value in effect, of V, or of what template T composes to here\n"
+     "({copy}, {ipc}, {rdma}); exit 1 if one is missing",
+     "Runs the local ucx_info -d, expands UCX's transport aliases, and reports every name of the "
+     "value in effect (or of V, or of what template T composes to on this node) that this UCX "
+     "cannot serve; UCX would print a \"not available\" warning on stdout in every process.",
+     cmd_doctor},
+    {"probe", "[--save]",
+     "ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"
+     "which devices there are; --save stores the answer for this node,\n"
+     "which UCXTLS_PROBE=driver reads",
+     "Runs the helper ucxtls-probe (installed beside the library) as a child, bounded by "
+     "UCXTLS_PROBE_TIMEOUT_MS, and prints the CUDA driver API's and the Level Zero loader's answer "
+     "per family with the devices they identified. --save stores it for this node (see "
+     "UCXTLS_CACHE_DIR); processes with UCXTLS_PROBE=driver read it instead of asking a driver.",
+     cmd_probe},
+};
+
+struct ExitStatus {
+  const char *status;
+  const char *meaning;
+};
+
+const ExitStatus kExitStatuses[] = {
+    {"0", "success"},
+    {"1", "a check failed (doctor: a transport is missing; probe: no usable answer), or a setting "
+          "of ours is invalid"},
+    {"2", "a usage or environment error (unknown command or option, no ucx_info, no library)"},
+    {"126, 127", "run: COMMAND cannot be executed, or is not found"},
+    {"other", "run: COMMAND's own exit status"},
+};
+
 void help() {
   printf(
       "usage: ucxtls COMMAND [ARGS]\n"
       "\n"
       "The command beside libucxtls.so: it answers through the library's own decision code.\n"
       "\n"
-      "commands:\n"
-      "  explain [--json]        the decision for this environment and machine, with evidence\n"
-      "  env [--format=sh|slurm] shell text for eval \"$(ucxtls env)\": export or unset UCX_TLS;\n"
-      "                          slurm: the unquoted export/unset lines a Slurm TaskProlog prints\n"
-      "  run [--] COMMAND...     exec COMMAND with libucxtls.so added to LD_PRELOAD\n"
-      "  doctor [--value V | --template T]\n"
-      "                          check that the local UCX (ucx_info -d) serves every transport of\n"
-      "                          the value in effect, of V, or of what template T composes to here\n"
-      "                          ({copy}, {ipc}, {rdma}); exit 1 if one is missing\n"
-      "  probe [--save]          ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"
-      "                          which devices there are; --save stores the answer for this node,\n"
-      "                          which UCXTLS_PROBE=driver reads\n"
-      "  --help, --version\n"
+      "commands:\n");
+  for (const Command &c : kCommands) {
+    std::string head = std::string(c.name) + " " + c.args;
+    const char *text = c.summary;
+    bool first = true;
+    if (head.size() > 23) printf("  %s\n", head.c_str()), head.clear();
+    while (*text) {
+      const char *nl = strchr(text, '\n');
+      size_t n = nl ? size_t(nl - text) : strlen(text);
+      printf("  %-23s %.*s\n", first ? head.c_str() : "", int(n), text);
+      first = false;
+      text += n + (nl ? 1 : 0);
+    }
+  }
+  printf(
+      "  --help, --version, --man\n"
       "\n"
       "variables of ucxtls (the library and this command read the same):\n");
   for (int v = 0; v < kVarCount; v++) {
@@ -48,6 +113,59 @@ void help() {
   }
 }
 
+// Text for roff: backslashes and hyphens escaped, and no line may start with a control character.
+std::string roff(const char *s) {
+  std::string o;
+  for (; *s; s++) {
+    if (*s == '\\') o += "\\e";
+    else if (*s == '-') o += "\\-";
+    else if (*s == '\n') o += ' ';
+    else o += *s;
+  }
+  if (!o.empty() && (o[0] == '.' || o[0] == '\'')) o.insert(0, "\\&");
+  return o;
+}
+
+// ucxtls(1), from the tables above and the options table.
+void man() {
+  printf(".TH UCXTLS 1 \"\" \"ucxtls %s\" \"User Commands\"\n", UCXTLS_VERSION);
+  printf(".SH NAME\nucxtls \\- explain, check and apply the UCX_TLS value libucxtls.so derives\n");
+  printf(".SH SYNOPSIS\n");
+  for (const Command &c : kCommands) printf(".B ucxtls %s\n%s\n.br\n", c.name, roff(c.args).c_str());
+  printf(".B ucxtls\n\\-\\-help | \\-\\-version | \\-\\-man\n");
+  printf(".SH DESCRIPTION\n%s\n.PP\n%s\n",
+         roff("libucxtls.so is an LD_PRELOAD library: before main runs, and only when nobody has "
+              "configured UCX_TLS, it sets UCX_TLS to a transport list with the device-memory copy "
+              "transport of the GPUs the process can use (cuda_copy, rocm_copy, ze_copy). "
+              "Preload it with LD_PRELOAD=<libdir>/libucxtls.so.").c_str(),
+         roff("ucxtls is the command installed beside it. It answers through the library's own "
+              "decision code, so what it says is what a process started from the same shell gets.")
+             .c_str());
+  printf(".SH COMMANDS\n");
+  for (const Command &c : kCommands) {
+    printf(".TP\n.B %s\n%s\n", (std::string(c.name) + " " + roff(c.args)).c_str(),
+           roff(c.details ? c.details : c.summary).c_str());
+  }
+  printf(".SH EXIT STATUS\n");
+  for (const ExitStatus &e : kExitStatuses) printf(".TP\n.B %s\n%s\n", e.status, roff(e.meaning).c_str());
+  printf(".SH ENVIRONMENT\nVariables of ucxtls (the library and this command read the same):\n");
+  for (int v = 0; v < kVarCount; v++) {
+    if (v == kOwnVarCount) printf(".PP\nVariables it reads as well:\n");
+    const Option &o = kOptions[v];
+    printf(".TP\n.B %s\n%s", o.name, roff(o.meaning).c_str());
+    if (v < kOwnVarCount && strcmp(o.def, "-")) printf(" (default: %s)", roff(o.def).c_str());
+    printf("\n");
+  }
+  printf(".SH FILES\n.TP\n.I <libdir>/libucxtls.so\nthe preload library\n"
+         ".TP\n.I <libdir>/ucxtls\\-probe\nthe driver\\-probe helper that ucxtls probe runs\n"
+         ".TP\n.I $XDG_RUNTIME_DIR/ucxtls/driver, /run/ucxtls/driver\n"
+         "the driver's answer saved by ucxtls probe \\-\\-save (see UCXTLS_CACHE_DIR)\n");
+  printf(".SH SEE ALSO\n%s\n",
+         roff("The documentation in the source tree: README.md, docs/how-it-decides.md, "
+              "docs/recipes.md, docs/driver-probe.md, docs/command.md.")
+             .c_str());
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -56,14 +174,10 @@ int main(int argc, char **argv) {
     return kUsage;
   }
   const char *cmd = argv[1];
-  int n = argc - 2;
-  char **rest = argv + 2;
-  if (!strcmp(cmd, "explain")) return cmd_explain(n, rest);
-  if (!strcmp(cmd, "env")) return cmd_env(n, rest);
-  if (!strcmp(cmd, "run")) return cmd_run(n, rest);
-  if (!strcmp(cmd, "doctor")) return cmd_doctor(n, rest);
-  if (!strcmp(cmd, "probe")) return cmd_probe(n, rest);  // cli/probe.cc
+  for (const Command &c : kCommands)
+    if (!strcmp(cmd, c.name)) return c.run(argc - 2, argv + 2);
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return help(), 0;
   if (!strcmp(cmd, "--version")) return printf("ucxtls %s\n", UCXTLS_VERSION), 0;
+  if (!strcmp(cmd, "--man")) return man(), 0;
   return fail(kUsage, std::string("unknown command '") + cmd + "' (try ucxtls --help)");
 }
