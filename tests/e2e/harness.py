@@ -19,7 +19,6 @@ tests of each script select every case exactly once.
 """
 import atexit
 import os
-import re
 import shutil
 import subprocess
 import sys

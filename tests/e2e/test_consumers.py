@@ -9,7 +9,6 @@
 - Python: the trainer's os.environ.setdefault path, and a subprocess child that inherits it.
 """
 import os
-import shutil
 import socket
 import subprocess
 import sys
