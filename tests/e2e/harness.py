@@ -129,6 +129,7 @@ class Checks:
 SKIPPED = 77  # the exit status CTest's SKIP_RETURN_CODE names (set on every Python test)
 CASES = []  # (name, function, args): run in this order
 ARGS = []  # the script's own arguments (positional), once main() has taken -k and --list
+SELECTED = []  # the names of the cases main() runs (known when `start` is called)
 
 
 def add_case(name, fn, *args):
@@ -217,6 +218,7 @@ def main(title, start=None):
     if not selected:
         sys.stderr.write("no case matches -k %s; --list shows the names\n" % " -k ".join(repr(e) for e in exprs))
         sys.exit(2)
+    SELECTED.extend(name for name, _, _ in selected)
     t = start() if start else Checks(title)
     outcome = {"failed": [], "skipped": []}
     for name, fn, args in selected:
