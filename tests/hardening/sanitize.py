@@ -200,6 +200,7 @@ for _step in STEPS:
 
 if __name__ == "__main__":
     # `sanitize.py STEP [CMAKE]` runs that step (what CTest runs); -k and --list work as elsewhere.
-    if len(sys.argv) > 1 and sys.argv[1] in STEPS:
-        sys.argv[1:2] = ["-k", sys.argv[1]]
-    main("sanitizers: " + " ".join(a for a in sys.argv[1:] if not a.startswith("-")))
+    step = next((i for i, a in enumerate(sys.argv) if i and a in STEPS and sys.argv[i - 1] != "-k"), None)
+    if step:
+        sys.argv[step:step + 1] = ["-k", sys.argv[step]]
+    main("sanitizers: " + " ".join(sys.argv[i] for i in range(2, len(sys.argv)) if sys.argv[i - 1] == "-k"))
