@@ -3,19 +3,20 @@
 Every test script is run by CTest with UCXTLS_LIB (the built library), UCXTLS_BUILD_DIR and
 UCXTLS_SOURCE_DIR in its environment (run by hand from the source tree, they default to build/).
 A script is a list of named cases (`@case("name")` or `add_case(name, fn, *args)`), run by
-`main(title)`. Output: "-- NAME" before each case, one line per check ("ok", "FAIL" or "SKIP" with
-the reason) and a closing "N passed, N failed, N skipped" line. Exit status: 1 on any failure, 77
-(CTest's SKIP_RETURN_CODE: shown as "Skipped") when every selected case was skipped, else 0.
+`main(title)`; the work of a case runs only when it is selected. Output: "-- NAME" before each
+case, one line per check ("ok", "FAIL" or "SKIP" with the reason), then "N cases; N passed,
+N failed, N skipped". Exit status: 1 on any failure, 77 (CTest's SKIP_RETURN_CODE: shown as
+"Skipped") when every selected case was skipped, else 0. A case that raises fails alone.
 
-Run one case, or a few (the names are matched as substrings, case-insensitively):
-    python3 tests/e2e/test_fixtures.py --list              the case names, one a line
-    python3 tests/e2e/test_fixtures.py -k intel-xe         only the cases whose name has intel-xe
+Run one case, or a few (names are matched as substrings, case-insensitively):
+    python3 tests/e2e/test_fixtures.py --list                      the case names, one a line
+    python3 tests/e2e/test_fixtures.py -k intel-xe                 the cases whose name has intel-xe
     python3 tests/e2e/test_fixtures.py -k 'dgx and not UCX_TLS'    and / or / not, as pytest's -k
-    ctest --test-dir build -N                              the CTest tests (a script, or a part of one)
-    ctest --test-dir build -R '^fixtures$' -V              one CTest test with its output
+    ctest --test-dir build -N                       the CTest tests (a script, or a part of one)
+    ctest --test-dir build -R '^fixtures$' -V       one CTest test with its output
 A part of a script that can be skipped (a missing tool, not root, opt-in) is a CTest test of its
-own, so that `ctest` prints "Skipped" for it; the `case_partition` test checks that the CTest
-tests of each script select every case exactly once.
+own (`-k` in tests/*/CMakeLists.txt), so that `ctest` prints "Skipped" for it; the case_partition
+test checks that the CTest tests of each script select every case exactly once.
 """
 import atexit
 import os
