@@ -268,10 +268,10 @@ def threads(t):
 
 
 def env_api(t, memcheck):
-    prog = programs(t)
-    if memcheck and not have("valgrind"):
+    if memcheck and not have("valgrind"):  # before the programs: their compile checks would pass
         t.skip("host environment calls under memcheck", "valgrind not installed")
         return
+    prog = programs(t)
     for case, machine, inherited in [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
                                      ("stale marker", "dgx", {"UCXTLS_DERIVED": Z}),
                                      ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z})]:
