@@ -8,13 +8,14 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from harness import LIB, SOURCE_DIR, Checks, env_for, run, sh_value  # noqa: E402
+from harness import LIB, SOURCE_DIR, Checks, add_case, case, env_for, main, run, sh_value  # noqa: E402
 import test_fixtures  # noqa: E402  (its ROWS: the machine/variable table)
 
 CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 ACTIONS = {"set", "keep", "skip", "clear"}
 FAMILIES = {"cuda", "rocm", "ze", "none"}
 COPY = {"cuda": "cuda_copy", "rocm": "rocm_copy", "ze": "ze_copy"}
+STALE = {"UCX_TLS": "a", "UCXTLS_DERIVED": "a"}  # an inherited pair of ours
 
 
 def cli(args, env, **kw):
@@ -38,52 +39,104 @@ def library_action(env):
     return (m.group(1) if m else "skip"), (None if tls == "<unset>" else tls), err
 
 
-def check_shape(t, label, j):
-    ok = (isinstance(j, dict) and j.get("action") in ACTIONS and j.get("family") in FAMILIES
+def shape_ok(j):
+    return bool(isinstance(j, dict) and j.get("action") in ACTIONS and j.get("family") in FAMILIES
           and (j.get("value") is None or isinstance(j.get("value"), str))
           and isinstance(j.get("reasons"), list) and j["reasons"]
           and all(isinstance(r, str) and r for r in j["reasons"])
           and isinstance(j.get("family_decided"), bool)
           and set(j.get("evidence", {})) >= {"rdma", "ucx_conf", "cuda", "rocm", "ze"}
           and isinstance(j.get("variables"), dict) and isinstance(j.get("line"), str))
-    return t.check(label + ": JSON shape (action, value, family, reasons, evidence, variables)", ok,
+
+
+def options_table():
+    """The variable names of the kOptions table, from the shim source that defines it."""
+    shim = os.path.join(SOURCE_DIR, "shim")
+    for name in sorted(os.listdir(shim)):
+        if name.endswith((".cc", ".c", ".h")):
+            text = open(os.path.join(shim, name), encoding="utf-8").read()
+            m = re.search(r"^const Option kOptions\[[^]]*\] = \{\n(.*?)^\};", text, re.M | re.S)
+            if m:
+                return re.findall(r'^\s*\{"([A-Z_]+)",', m.group(1), re.M)
+    return []
+
+
+def check_shape(t, label, j):
+    return t.check(label + ": JSON shape (action, value, family, reasons, evidence, variables)", shape_ok(j),
                    json.dumps(j, indent=1))
 
 
-def main():
+def start():
     t = Checks("the ucxtls command")
     if not os.access(CLI, os.X_OK):
         t.check("the command is built", False, CLI)
         t.exit()
+    return t
 
-    # --- explain agrees with the library on every fixture row, plus re-derivation rows.
-    rows = list(test_fixtures.ROWS)
-    for machine in ("dgx", "no-rdma", "intel-xe", "no-gpu"):
-        stale = "rc_x,rc,dc_x,dc,rocm_copy"  # written on another node
-        rows.append((machine, {"UCX_TLS": stale, "UCXTLS_DERIVED": stale}, None))
-        rows.append((machine, {"UCXTLS_ACCEL": "bogus"}, None))
-    shapes_ok = agree = 0
-    for machine, extra, _ in rows:
+
+# --- explain agrees with the library on every fixture row, plus re-derivation rows.
+ROWS = [(machine, extra) for machine, extra, _ in test_fixtures.ROWS]
+for _machine in ("dgx", "no-rdma", "intel-xe", "no-gpu"):
+    _stale = "rc_x,rc,dc_x,dc,rocm_copy"  # written on another node
+    ROWS.append((_machine, {"UCX_TLS": _stale, "UCXTLS_DERIVED": _stale}))
+    ROWS.append((_machine, {"UCXTLS_ACCEL": "bogus"}))
+_compared = {}
+
+
+def compared(machine, extra):
+    """(explain's JSON or None, its process, the library's action, UCX_TLS, stderr) for a row; each
+    row runs once per process (the agreement case reuses what the row cases ran)."""
+    key = (machine, tuple(sorted(extra.items())))
+    if key not in _compared:
         env = env_for(machine, preload=False, **extra)
-        label = "%s %s" % (machine, " ".join("%s=%r" % kv for kv in extra.items()) or "(defaults)")
-        j, p = explain_json(t, label, env)
-        if j is None:
-            continue
-        shapes_ok += check_shape(t, label, j)
-        action, value, err = library_action(env_for(machine, **extra))
-        agree += t.equal(label + ": explain == library (action, UCX_TLS)", (j["action"], j["value"]),
-                         (action, value), "library: " + err + "\nexplain: " + j["line"])
-        # family: the value is composed for it when decided; otherwise what the probe sees.
-        if j["action"] == "set" and j["family_decided"] and j["family"] != "none":
-            t.check(label + ": family's copy transport is in the value", COPY[j["family"]] in j["value"].split(","),
-                    json.dumps(j))
-        if j["action"] == "set":
-            t.check(label + ": the library line is explain's line", err.startswith("ucxtls: set UCX_TLS=" + j["value"]),
-                    err + "\n" + j["line"])
-        want_rc = 1 if j["error"] else 0
-        t.equal(label + ": exit status", p.returncode, want_rc, p.stderr.decode())
-    t.check("explain agreed with the library on all %d rows" % len(rows), agree == len(rows) == shapes_ok)
+        p = cli(["explain", "--json"], env)
+        try:
+            j = json.loads(p.stdout.decode())
+        except ValueError:
+            j = None
+        _compared[key] = (j, p) + library_action(env_for(machine, **extra))
+    return _compared[key]
 
+
+def row_label(machine, extra):
+    return "%s %s" % (machine, " ".join("%s=%r" % kv for kv in extra.items()) or "(defaults)")
+
+
+def explain_row(t, machine, extra):
+    label = row_label(machine, extra)
+    j, p, action, value, err = compared(machine, extra)
+    if j is None:
+        t.check(label + ": explain --json parses", False, "%r\n%r" % (p.stdout, p.stderr))
+        return
+    check_shape(t, label, j)
+    t.equal(label + ": explain == library (action, UCX_TLS)", (j["action"], j["value"]),
+            (action, value), "library: " + err + "\nexplain: " + j["line"])
+    # family: the value is composed for it when decided; otherwise what the probe sees.
+    if j["action"] == "set" and j["family_decided"] and j["family"] != "none":
+        t.check(label + ": family's copy transport is in the value", COPY[j["family"]] in j["value"].split(","),
+                json.dumps(j))
+    if j["action"] == "set":
+        t.check(label + ": the library line is explain's line", err.startswith("ucxtls: set UCX_TLS=" + j["value"]),
+                err + "\n" + j["line"])
+    want_rc = 1 if j["error"] else 0
+    t.equal(label + ": exit status", p.returncode, want_rc, p.stderr.decode())
+
+
+for _machine, _extra in ROWS:
+    add_case("explain == library: " + row_label(_machine, _extra), explain_row, _machine, _extra)
+
+
+@case("explain == library on every row (the count)")
+def explain_all_rows(t):
+    results = [compared(machine, extra) for machine, extra in ROWS]
+    shapes_ok = sum(1 for r in results if r[0] is not None and shape_ok(r[0]))
+    agree = sum(1 for j, _, action, value, _ in results if j is not None and (j["action"], j["value"]) == (action, value))
+    t.check("explain agreed with the library on all %d rows" % len(ROWS), agree == len(ROWS) == shapes_ok,
+            "%d rows agree, %d have the JSON shape" % (agree, shapes_ok))
+
+
+@case("explain: family when the decision did not need it")
+def family_undecided(t):
     # family when the decision did not need it (UCX_TLS set by the user, no RDMA): the probe's.
     for machine, extra, fam in [("dgx", {"UCX_TLS": "tcp"}, "cuda"), ("intel-xe", {"UCX_TLS": "tcp"}, "ze"),
                                 ("no-rdma", {}, "cuda"), ("hybrid-laptop", {}, "cuda"),
@@ -95,6 +148,9 @@ def main():
             t.equal("%s %s: family %s shown, family_decided false" % (machine, extra, fam),
                     (j["family"], j["family_decided"]), (fam, False))
 
+
+@case("explain: evidence of every family, and a visibility variable applied")
+def evidence(t):
     # Evidence: every family listed, exhaustively (the library stops at the first GPU).
     j, _ = explain_json(t, "dgx", env_for("dgx", preload=False))
     if j:
@@ -109,6 +165,9 @@ def main():
                 j["evidence"]["cuda"]["visible_count"] == 2 and "CUDA_VISIBLE_DEVICES" in j["evidence"]["cuda"]["evidence"],
                 json.dumps(j["evidence"]["cuda"]))
 
+
+@case("explain (text): the sections an operator reads")
+def explain_text(t):
     # Text explain: the sections an operator reads.
     p = cli(["explain"], env_for("mi300x", preload=False))
     out = p.stdout.decode()
@@ -117,6 +176,9 @@ def main():
             and "family    rocm" in out and "KFD GPU node" in out and "UCXTLS_SYSROOT=" in out
             and "ucxtls: set UCX_TLS=rc_x,rc,dc_x,dc,rocm_copy" in out, out + p.stderr.decode())
 
+
+@case("explain --json: strings escaped")
+def json_escapes(t):
     # JSON strings escaped: quotes, backslashes, control bytes, UTF-8, invalid bytes.
     weird = "a\"b\\c\nd\te\x01f ü€😀"
     j, _ = explain_json(t, "weird", env_for("dgx", preload=False, UCX_TLS=weird))
@@ -129,23 +191,32 @@ def main():
         v = "not JSON: %s" % e
     t.equal("JSON replaces bytes that are not UTF-8 with U+FFFD", v, "x\ufffd\ufffdy")
 
+
+@case("explain under the preloaded library")
+def explain_preloaded(t):
     # Under the preloaded library the command still explains the caller's environment (the
     # constructor changed the command's own environ first).
-    stale = {"UCX_TLS": "a", "UCXTLS_DERIVED": "a"}
-    j, _ = explain_json(t, "preloaded", env_for("no-rdma", **stale))
+    j, _ = explain_json(t, "preloaded", env_for("no-rdma", **STALE))
     t.check("explain under LD_PRELOAD=libucxtls.so reports clear for an inherited value on a no-RDMA node",
             j is not None and j["action"] == "clear" and j["value"] is None, json.dumps(j))
 
+
+@case("env: eval in /bin/sh gives what the library gives")
+def env_eval(t):
     # --- env: eval in /bin/sh gives what the library gives.
     show = 'eval "$("$0" env)" && printf "%s|%s" "${UCX_TLS-<unset>}" "${UCXTLS_DERIVED-<unset>}"'
-    for machine, extra in [("dgx", {}), ("intel-xe", {}), ("no-rdma", {}), ("no-rdma", stale), ("dgx", {"UCX_TLS": "it's mine"}),
+    for machine, extra in [("dgx", {}), ("intel-xe", {}), ("no-rdma", {}), ("no-rdma", STALE), ("dgx", {"UCX_TLS": "it's mine"}),
                            ("no-gpu", {"UCXTLS_TEMPLATE": "\\tcp,self,{copy}"}), ("dgx", {"UCXTLS_DISABLE": "1"}),
                            ("mi300x", {"UCXTLS_TEMPLATE": "^cuda_ipc,{copy}:aux"})]:
         p = run(["/bin/sh", "-c", show, CLI], env_for(machine, preload=False, **extra))
         tls, derived, err = sh_value(env_for(machine, **extra))
         t.equal("env: eval \"$(ucxtls env)\" on %s %s == library" % (machine, extra),
                 p.stdout.decode(), "%s|%s" % (tls, derived), p.stderr.decode())
-    p = cli(["env"], env_for("no-rdma", preload=False, **stale))
+
+
+@case("env: unset, nothing, errors")
+def env_prints(t):
+    p = cli(["env"], env_for("no-rdma", preload=False, **STALE))
     t.equal("env prints unset for an inherited value that must go", p.stdout.decode(), "unset UCX_TLS UCXTLS_DERIVED\n")
     p = cli(["env"], env_for("dgx", preload=False, UCX_TLS="tcp"))
     t.equal("env prints nothing when UCX_TLS is the user's", (p.stdout, p.returncode), (b"", 0))
@@ -154,7 +225,7 @@ def main():
             p.stdout == b"" and p.returncode == 1 and p.stderr.decode().startswith("ucxtls: UCXTLS_ACCEL=")
             and p.stderr.count(b"\n") == 1, repr(p))
 
-    p = cli(["env"], env_for("intel-xe", preload=False, UCXTLS_ACCEL="foo", **stale))
+    p = cli(["env"], env_for("intel-xe", preload=False, UCXTLS_ACCEL="foo", **STALE))
     t.check("env with an invalid setting and an inherited value: unset on stdout (as the library removes it), exit 1",
             p.stdout == b"unset UCX_TLS UCXTLS_DERIVED\n" and p.returncode == 1, repr(p))
     p = cli(["env"], env_for("dgx", preload=False))
@@ -162,6 +233,9 @@ def main():
     p = cli(["env"], env_for("dgx", preload=False, UCX_TLS=derived, UCXTLS_DERIVED=derived))
     t.equal("env prints nothing when the shell already has the value it would derive", (p.stdout, p.returncode), (b"", 0))
 
+
+@case("run: the library from beside the command")
+def run_command(t):
     # --- run: the library from beside the command, LD_PRELOAD kept, status passed through.
     p = cli(["run", "sh", "-c", 'printf "%s|%s" "$UCX_TLS" "$LD_PRELOAD"'], env_for("intel-xe", preload=False))
     t.equal("run: the command gets the library's value and LD_PRELOAD", p.stdout.decode(),
@@ -180,18 +254,30 @@ def main():
                 p.returncode == rc and p.stdout == b"" and p.stderr.count(b"\n") == 1 and p.stderr.startswith(b"ucxtls: "),
                 repr(p))
 
+
+@case("--help: every variable of the options table")
+def help_variables(t):
     # --- help, version, errors.
     p = cli(["--help"], env_for(None, preload=False))
     out = p.stdout.decode()
-    names = re.findall(r'^\s*\{"([A-Z_]+)",', open(os.path.join(SOURCE_DIR, "shim", "options.cc")).read(), re.M)
+    names = options_table()
     t.check("--help lists every variable of the kOptions table (%d)" % len(names),
             p.returncode == 0 and len(names) >= 8 and all(re.search(r"^  %s\b" % n, out, re.M) for n in names), out)
+
+
+@case("README variable table == --help")
+def readme_table(t):
+    out = cli(["--help"], env_for(None, preload=False)).stdout.decode()
     # The README's variable table and --help come from the same table: names and defaults agree.
     readme = open(os.path.join(SOURCE_DIR, "README.md")).read()
     table = dict(re.findall(r"^\| `(UCXTLS_[A-Z_]+)` \| ([^|]+) \|", readme, re.M))
     shown = dict(re.findall(r"^  (UCXTLS_[A-Z_]+)\s+default (\S+)$", out, re.M))
     norm = {k: v.strip().strip("`").replace("—", "-") for k, v in table.items()}
     t.equal("README variable table == --help (names and defaults)", norm, shown)
+
+
+@case("--version, and errors: one stderr line")
+def version_errors(t):
     version = re.search(r"project\(ucxtls VERSION (\S+)", open(os.path.join(SOURCE_DIR, "CMakeLists.txt")).read()).group(1)
     p = cli(["--version"], env_for(None, preload=False))
     t.equal("--version prints the project version", (p.stdout.decode(), p.returncode), ("ucxtls %s\n" % version, 0))
@@ -199,8 +285,7 @@ def main():
         p = cli(args, env_for(None, preload=False))
         t.check("%s: non-zero exit, one stderr line, nothing on stdout" % (args or "no command"),
                 p.returncode != 0 and p.stdout == b"" and p.stderr.count(b"\n") == 1, repr(p))
-    t.exit()
 
 
 if __name__ == "__main__":
-    main()
+    main("the ucxtls command", start)

@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from harness import LIB, Checks, env_for, have, run  # noqa: E402
+from harness import LIB, add_case, case, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
@@ -31,13 +31,23 @@ def ucx_unavailable(value):
     return names, text
 
 
-def main():
-    t = Checks("ucxtls doctor against the real ucx_info")
-    if not have("ucx_info"):
-        t.skip("doctor", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
-        t.exit()
-    env = env_for(None, preload=False)
+def needs_ucx_info(fn):
+    """Every case compares with the real ucx_info: without it, the case SKIPs."""
+    def run_case(t, *args):
+        if not have("ucx_info"):
+            t.skip("doctor", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
+            return
+        fn(t, *args)
+    return run_case
 
+
+HERE_ENV = env_for(None, preload=False)
+
+
+@case("a ze value fails, tcp,self passes")
+@needs_ucx_info
+def ze_and_tcp(t):
+    env = HERE_ENV
     p, out, missing = doctor(["--value", "rc_x,rc,dc_x,dc,ze_copy"], env)
     err = p.stderr.decode()
     t.check("a ze value fails: exit 1, ze_copy MISSING, one stderr line naming it",
@@ -47,24 +57,49 @@ def main():
             p.returncode == 0 and not missing and p.stderr == b"" and re.search(r"^ok +tcp$", out, re.M), out + p.stderr.decode())
     t.check("the transports come from ucx_info -d", re.search(r"^this UCX .*\btcp\b.*\(ucx_info -d\)$", out, re.M), out)
 
+
+
+@case("the value in effect, derived on fixture machines")
+@needs_ucx_info
+def derived_value(t):
     # The value in effect, as explain derives it (a template so that it is written without RDMA).
     tmpl = "tcp,self,{copy}"
     for machine, rc, want_missing in (("intel-xe", 1, {"ze_copy"}), ("mi300x", 1, {"rocm_copy"}), ("no-gpu", 0, set())):
         p, out, missing = doctor([], env_for(machine, preload=False, UCXTLS_TEMPLATE=tmpl))
         t.check("doctor on %s checks the derived value: exit %d, missing %s" % (machine, rc, sorted(want_missing)),
                 p.returncode == rc and missing == want_missing and "(derived by ucxtls)" in out, out + p.stderr.decode())
+
+
+@case("UCX_TLS stays unset: nothing to check")
+@needs_ucx_info
+def nothing_to_check(t):
     p, out, _ = doctor([], env_for("no-rdma", preload=False))
     t.check("UCX_TLS stays unset (no RDMA): nothing to check, exit 0",
             p.returncode == 0 and "nothing to check" in out, out + p.stderr.decode())
+
+
+@case("a ucx.conf assigns UCX_TLS: the doctor names the file")
+@needs_ucx_info
+def ucx_conf(t):
     with tempfile.TemporaryDirectory() as conf:
         with open(os.path.join(conf, "ucx.conf"), "w") as f:
             f.write("UCX_TLS=tcp\n")
         p, out, _ = doctor([], env_for("dgx", preload=False, UCX_CONFIG_DIR=conf))
         t.check("a ucx.conf assigns UCX_TLS: the doctor names the file instead of checking the environment",
                 p.returncode == 0 and os.path.join(conf, "ucx.conf") in out and "--value" in out, out)
+
+
+@case("the user's UCX_TLS is checked")
+@needs_ucx_info
+def users_value(t):
     p, out, missing = doctor([], env_for("dgx", preload=False, UCX_TLS="sm,self"))
     t.check("the user's UCX_TLS=sm,self is checked and passes (sm -> posix, sysv, cma)",
             p.returncode == 0 and "(UCX_TLS as set)" in out and re.search(r"^ok +sm -> .*posix", out, re.M), out)
+
+
+@case("templates composed as the library would")
+@needs_ucx_info
+def templates(t):
     # Templates: doctor composes them for this machine (or a replayed one) as the library would.
     for machine, tmpl, value, want_missing in [
             (None, "{rdma},tcp,sm,self,{ipc},{copy}", "tcp,sm,self", set()),
@@ -82,27 +117,43 @@ def main():
             t.check("doctor %s %r on %s: composes %s and checks it" % (args[0], tmpl, machine or "this machine", value),
                     ok, out + p.stderr.decode())
 
+
+
+@case("an empty value fails")
+@needs_ucx_info
+def empty_value(t):
+    env = HERE_ENV
     p, out, _ = doctor(["--value", ""], env)
     t.check("an empty value fails (UCX: 'The TLs list is empty')", p.returncode == 1 and "empty" in out, out)
 
-    # Name by name, the doctor's verdict is UCX's own: aliases (sm, shm, mm, ib, ud, rc_x, cuda,
-    # rocm, ze, gga), \exact names, :aux, and a deny list (UCX 1.13 warns about denied names too).
-    values = ["tcp,self", "sm,self", "shm,tcp", "mm,tcp", "tcp,ze_copy", "tcp,ze", "tcp,cuda", "tcp,rocm",
-              "tcp,cuda_copy,rocm_copy", "tcp,rc_x,rc,dc_x,dc", "tcp,ib,ud", "tcp,\\sm", "tcp,\\posix",
-              "tcp,posix:aux", "tcp,knem,xpmem,cma", "tcp,gga", "^ze_copy", "^cuda_ipc,tcp"]
-    for value in values:
-        ucx, text = ucx_unavailable(value)
-        p, out, missing = doctor(["--value", value], env)
-        t.equal("doctor == UCX on %r (names UCX calls 'not available')" % value, sorted(missing), sorted(ucx),
-                "ucx_info -e:\n" + text + "\ndoctor:\n" + out)
-        t.equal("doctor %r exits 1 exactly when a name is missing" % value, p.returncode, 1 if ucx else 0)
+# Name by name, the doctor's verdict is UCX's own: aliases (sm, shm, mm, ib, ud, rc_x, cuda,
+# rocm, ze, gga), \exact names, :aux, and a deny list (UCX 1.13 warns about denied names too).
+VALUES = ["tcp,self", "sm,self", "shm,tcp", "mm,tcp", "tcp,ze_copy", "tcp,ze", "tcp,cuda", "tcp,rocm",
+          "tcp,cuda_copy,rocm_copy", "tcp,rc_x,rc,dc_x,dc", "tcp,ib,ud", "tcp,\\sm", "tcp,\\posix",
+          "tcp,posix:aux", "tcp,knem,xpmem,cma", "tcp,gga", "^ze_copy", "^cuda_ipc,tcp"]
 
+
+@needs_ucx_info
+def same_as_ucx(t, value):
+    ucx, text = ucx_unavailable(value)
+    p, out, missing = doctor(["--value", value], HERE_ENV)
+    t.equal("doctor == UCX on %r (names UCX calls 'not available')" % value, sorted(missing), sorted(ucx),
+            "ucx_info -e:\n" + text + "\ndoctor:\n" + out)
+    t.equal("doctor %r exits 1 exactly when a name is missing" % value, p.returncode, 1 if ucx else 0)
+
+
+for _value in VALUES:
+    add_case("doctor == UCX on %s" % _value, same_as_ucx, _value)
+
+
+@case("no ucx_info in PATH")
+@needs_ucx_info
+def no_ucx_info(t):
     # Errors: no ucx_info in PATH.
     p = run([CLI, "doctor", "--value", "tcp"], env_for(None, preload=False, PATH="/nonexistent"))
     t.check("no ucx_info in PATH: exit 2, one stderr line naming ucx_info, nothing on stdout",
             p.returncode == 2 and p.stdout == b"" and p.stderr.count(b"\n") == 1 and b"ucx_info" in p.stderr, repr(p))
-    t.exit()
 
 
 if __name__ == "__main__":
-    main()
+    main("ucxtls doctor against the real ucx_info")

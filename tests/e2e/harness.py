@@ -1,9 +1,22 @@
 """Shared helpers for the end-to-end tests: run real processes with the real libucxtls.so.
 
 Every test script is run by CTest with UCXTLS_LIB (the built library), UCXTLS_BUILD_DIR and
-UCXTLS_SOURCE_DIR in its environment. Output: one line per check ("ok", "FAIL" or "SKIP" with
-the reason) and a closing "N passed, N failed, N skipped" line; the exit status is 1 on any
-failure.
+UCXTLS_SOURCE_DIR in its environment (run by hand from the source tree, they default to build/).
+A script is a list of named cases (`@case("name")` or `add_case(name, fn, *args)`), run by
+`main(title)`; the work of a case runs only when it is selected. Output: "-- NAME" before each
+case, one line per check ("ok", "FAIL" or "SKIP" with the reason), then "N cases; N passed,
+N failed, N skipped". Exit status: 1 on any failure, 77 (CTest's SKIP_RETURN_CODE: shown as
+"Skipped") when every selected case was skipped, else 0. A case that raises fails alone.
+
+Run one case, or a few (names are matched as substrings, case-insensitively):
+    python3 tests/e2e/test_fixtures.py --list                      the case names, one a line
+    python3 tests/e2e/test_fixtures.py -k intel-xe                 the cases whose name has intel-xe
+    python3 tests/e2e/test_fixtures.py -k 'dgx and not UCX_TLS'    and / or / not, as pytest's -k
+    ctest --test-dir build -N                       the CTest tests (a script, or a part of one)
+    ctest --test-dir build -R '^fixtures$' -V       one CTest test with its output
+A part of a script that can be skipped (a missing tool, not root, opt-in) is a CTest test of its
+own (`-k` in tests/*/CMakeLists.txt), so that `ctest` prints "Skipped" for it; the case_partition
+test checks that the CTest tests of each script select every case exactly once.
 """
 import atexit
 import os
@@ -11,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("UCXTLS_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
@@ -70,12 +84,18 @@ def sh_value(env, cwd=None):
     return tls, derived, p.stderr.decode()
 
 
+class EndCase(Exception):
+    """Raised by Checks.exit() inside a case: the rest of that case is not run."""
+
+
 class Checks:
-    """Counts and prints results; `exit()` prints the closing line and sets the status."""
+    """Counts and prints results. Inside a case (run by main) `exit()` ends the case; outside it
+    prints the closing line and sets the status."""
 
     def __init__(self, title):
         self.title = title
         self.passed = self.failed = self.skipped = 0
+        self.in_case = False
         print("== " + title, flush=True)
 
     def check(self, name, ok, detail=""):
@@ -94,9 +114,139 @@ class Checks:
         self.skipped += 1
         print("SKIP %s: %s" % (name, why), flush=True)
 
+    def status(self):
+        """1 on any failure; 77 (SKIP_RETURN_CODE) when nothing passed and something was skipped."""
+        if self.failed:
+            return 1
+        return SKIPPED if self.skipped and not self.passed else 0
+
     def exit(self):
+        if self.in_case:
+            raise EndCase()
         print("%d passed, %d failed, %d skipped" % (self.passed, self.failed, self.skipped), flush=True)
-        sys.exit(1 if self.failed else 0)
+        sys.exit(self.status())
+
+
+SKIPPED = 77  # the exit status CTest's SKIP_RETURN_CODE names (set on every Python test)
+CASES = []  # (name, function, args): run in this order
+ARGS = []  # the script's own arguments (positional), once main() has taken -k and --list
+SELECTED = []  # the names of the cases main() runs (known when `start` is called)
+
+
+def add_case(name, fn, *args):
+    """Registers fn(t, *args) as the case `name` (names are unique within a script). Only the cases
+    of the script run as __main__ run: another script may import one for its tables (ROWS)."""
+    _register(sys._getframe(1).f_globals.get("__name__"), name, fn, args)
+
+
+def case(name):
+    """Decorator: registers fn(t) as the case `name`."""
+    module = sys._getframe(1).f_globals.get("__name__")
+
+    def register(fn):
+        _register(module, name, fn, ())
+        return fn
+    return register
+
+
+def _register(module, name, fn, args):
+    if module != "__main__":
+        return
+    if any(name == c[0] for c in CASES):
+        raise ValueError("two cases named %r" % name)
+    CASES.append((name, fn, args))
+
+
+def matcher(expr):
+    """A predicate on case names for a -k expression: substrings (case-insensitive) joined with
+    `and`, `or` and `not` (not binds first, then and, then or), as pytest's -k without parentheses
+    (case names may hold them). Words between keywords form one substring: -k 'dgx (defaults)'."""
+    alternatives = [[]]  # or-list of and-lists of [negated, substring]
+    expect_term, neg = True, False
+    for word in expr.split():
+        if word == "not" and expect_term:
+            neg = not neg
+        elif word in ("and", "or") and not expect_term:
+            if word == "or":
+                alternatives.append([])
+            expect_term = True
+        elif expect_term:
+            alternatives[-1].append([neg, word.lower()])
+            expect_term, neg = False, False
+        else:  # a further word of the same substring
+            alternatives[-1][-1][1] += " " + word.lower()
+    if expect_term:
+        raise ValueError("-k %r: a term is missing" % expr)
+    return lambda name: any(all((sub in name.lower()) != neg for neg, sub in conj) for conj in alternatives)
+
+
+USAGE = """usage: %s [--list] [-k EXPRESSION] [ARG...]
+  --list          print the names of the cases (those -k selects, with -k) and exit
+  -k EXPRESSION   run only the cases whose name contains EXPRESSION (case-insensitive);
+                  words joined with and / or / not, as pytest's -k; -k may be repeated (all must hold)
+"""
+
+
+def main(title, start=None):
+    """Runs the selected cases of this script with one Checks and exits with its status. start:
+    a function that returns the Checks (the launcher tests enter their namespace there); it is
+    called only when a case is to run."""
+    argv = sys.argv[1:]
+    exprs, listing = [], False
+    while argv:
+        a = argv.pop(0)
+        if a == "--list":
+            listing = True
+        elif a == "-k" and argv:
+            exprs.append(argv.pop(0))
+        elif a.startswith("-k") and len(a) > 2:
+            exprs.append(a[2:])
+        elif a in ("-h", "--help"):
+            sys.stdout.write(USAGE % os.path.basename(sys.argv[0]))
+            sys.exit(0)
+        else:
+            ARGS.append(a)
+    try:
+        preds = [matcher(e) for e in exprs]
+    except ValueError as e:
+        sys.stderr.write("%s\n" % e)
+        sys.exit(2)
+    selected = [c for c in CASES if all(p(c[0]) for p in preds)]
+    if listing:
+        for name, _, _ in selected:
+            print(name, flush=True)
+        sys.exit(0)
+    if not selected:
+        sys.stderr.write("no case matches -k %s; --list shows the names\n" % " -k ".join(repr(e) for e in exprs))
+        sys.exit(2)
+    SELECTED.extend(name for name, _, _ in selected)
+    t = start() if start else Checks(title)
+    outcome = {"failed": [], "skipped": []}
+    for name, fn, args in selected:
+        print("-- " + name, flush=True)
+        before = (t.passed, t.failed, t.skipped)
+        t.in_case = True
+        try:
+            fn(t, *args)
+        except EndCase:
+            pass
+        except Exception:  # a broken case fails alone; the other cases still run
+            t.check(name + ": runs to its end", False, traceback.format_exc())
+        finally:
+            t.in_case = False
+        passed, failed, skipped = (t.passed - before[0], t.failed - before[1], t.skipped - before[2])
+        if not (passed or failed or skipped):
+            t.check(name + ": makes a check", False, "the case ran no check and skipped nothing")
+            failed = 1
+        if failed:
+            outcome["failed"].append(name)
+        elif skipped and not passed:
+            outcome["skipped"].append(name)
+    for what in ("skipped", "failed"):
+        if outcome[what]:
+            print("cases %s: %s" % (what, "; ".join(outcome[what])), flush=True)
+    print("%d cases; %d passed, %d failed, %d skipped" % (len(selected), t.passed, t.failed, t.skipped), flush=True)
+    sys.exit(t.status())
 
 
 def have(tool):

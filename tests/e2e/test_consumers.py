@@ -9,14 +9,13 @@
 - Python: the trainer's os.environ.setdefault path, and a subprocess child that inherits it.
 """
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-from harness import Checks, env_for, have, run
+from harness import add_case, case, env_for, have, main, run
 
 HARDCODED = "rc_x,rc,dc_x,dc,cuda_copy"
 
@@ -29,78 +28,107 @@ def free_port():
     return port
 
 
-def main():
-    t = Checks("real consumers: ucx_info, a UCX client/server, Python")
+def no_ucx_info(t):
+    """True (after a SKIP) when ucx_info is missing."""
+    if have("ucx_info"):
+        return False
+    t.skip("ucx_info", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
+    return True
 
-    if not have("ucx_info"):
-        t.skip("ucx_info", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
-    else:
-        for machine, want in (("dgx", HARDCODED), ("intel-xe", "rc_x,rc,dc_x,dc,ze_copy"),
-                              ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"), ("no-gpu", "rc_x,rc,dc_x,dc")):
-            p = run(["ucx_info", "-c"], env_for(machine))
-            lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
-            t.equal("ucx_info -c on %s prints the derived UCX_TLS" % machine, lines, ["UCX_TLS=" + want])
 
-        # A real context with a value the library wrote (template tcp,self,{copy}).
-        p = run(["ucx_info", "-e", "-u", "t"], env_for("no-gpu", UCXTLS_TEMPLATE="tcp,self,{copy}"))
-        out = p.stdout.decode()
-        t.check("ucx_info -e creates a UCP endpoint with UCX_TLS=tcp,self written by the library",
-                p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out, out + p.stderr.decode())
+def ucx_info_config(t, machine, want):
+    if no_ucx_info(t):
+        return
+    p = run(["ucx_info", "-c"], env_for(machine))
+    lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
+    t.equal("ucx_info -c on %s prints the derived UCX_TLS" % machine, lines, ["UCX_TLS=" + want])
 
-        # Values composed from placeholder templates: a portable template on this machine (no RDMA,
-        # no GPU: {rdma}, {ipc} and {copy} all empty) gives UCX a list it serves without a warning...
-        portable = "{rdma},tcp,sm,self,{ipc},{copy}"
-        p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_TEMPLATE=portable, UCXTLS_DEBUG="1"))
-        out = p.stdout.decode()
-        t.check("ucx_info -e with %s composed on this machine (tcp,sm,self): endpoint, no WARN" % portable,
-                p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out
-                and "set UCX_TLS=tcp,sm,self:" in p.stderr.decode(), out + p.stderr.decode())
-        # ...and on a Broadcom RoCE replay ({rdma} = rc, {ipc} = cuda_ipc) UCX's own parser reads
-        # exactly the composed list (this UCX has neither RDMA nor CUDA, so it warns about those).
-        p = run(["ucx_info", "-c"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
-        lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
-        t.equal("ucx_info -c on broadcom-roce with %s" % portable, lines, ["UCX_TLS=rc,tcp,sm,self,cuda_ipc,cuda_copy"])
-        p = run(["ucx_info", "-e", "-u", "t"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
-        out = p.stdout.decode()
-        t.check("ucx_info -e on broadcom-roce's composed value: a context over tcp, and UCX names rc, cuda_ipc, cuda_copy unavailable",
-                p.returncode == 0 and "UCP endpoint" in out and "not available" in out and "'rc'" in out, out)
 
-        # This machine: no RDMA, so the library leaves UCX_TLS unset and UCX's default works...
-        p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_DEBUG="1"))
-        out = p.stdout.decode()
-        t.check("on this machine (no RDMA) UCX_TLS stays unset and a UCP endpoint is created",
-                p.returncode == 0 and "UCP endpoint" in out and "skip" in p.stderr.decode(),
-                out + p.stderr.decode())
-        # ...where the hard-coded trainer value fails outright (why the RDMA rule exists).
-        p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCX_TLS=HARDCODED))
-        out = p.stdout.decode() + p.stderr.decode()
-        t.check("the hard-coded %s fails here with 'no usable transports'" % HARDCODED,
-                "no usable transports" in out, out)
+for _machine, _want in (("dgx", HARDCODED), ("intel-xe", "rc_x,rc,dc_x,dc,ze_copy"),
+                        ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"), ("no-gpu", "rc_x,rc,dc_x,dc")):
+    add_case("ucx_info -c on %s" % _machine, ucx_info_config, _machine, _want)
 
+
+@case("ucx_info -e: a UCP endpoint with a value the library wrote")
+def ucx_info_endpoint(t):
+    if no_ucx_info(t):
+        return
+    # A real context with a value the library wrote (template tcp,self,{copy}).
+    p = run(["ucx_info", "-e", "-u", "t"], env_for("no-gpu", UCXTLS_TEMPLATE="tcp,self,{copy}"))
+    out = p.stdout.decode()
+    t.check("ucx_info -e creates a UCP endpoint with UCX_TLS=tcp,self written by the library",
+            p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out, out + p.stderr.decode())
+
+
+@case("ucx_info: the portable template composed here and on broadcom-roce")
+def ucx_info_portable(t):
+    if no_ucx_info(t):
+        return
+    # Values composed from placeholder templates: a portable template on this machine (no RDMA,
+    # no GPU: {rdma}, {ipc} and {copy} all empty) gives UCX a list it serves without a warning...
+    portable = "{rdma},tcp,sm,self,{ipc},{copy}"
+    p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_TEMPLATE=portable, UCXTLS_DEBUG="1"))
+    out = p.stdout.decode()
+    t.check("ucx_info -e with %s composed on this machine (tcp,sm,self): endpoint, no WARN" % portable,
+            p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out
+            and "set UCX_TLS=tcp,sm,self:" in p.stderr.decode(), out + p.stderr.decode())
+    # ...and on a Broadcom RoCE replay ({rdma} = rc, {ipc} = cuda_ipc) UCX's own parser reads
+    # exactly the composed list (this UCX has neither RDMA nor CUDA, so it warns about those).
+    p = run(["ucx_info", "-c"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
+    lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
+    t.equal("ucx_info -c on broadcom-roce with %s" % portable, lines, ["UCX_TLS=rc,tcp,sm,self,cuda_ipc,cuda_copy"])
+    p = run(["ucx_info", "-e", "-u", "t"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
+    out = p.stdout.decode()
+    t.check("ucx_info -e on broadcom-roce's composed value: a context over tcp, and UCX names rc, cuda_ipc, cuda_copy unavailable",
+            p.returncode == 0 and "UCP endpoint" in out and "not available" in out and "'rc'" in out, out)
+
+
+@case("ucx_info -e on this machine (no RDMA): unset works, the hard-coded value fails")
+def ucx_info_here(t):
+    if no_ucx_info(t):
+        return
+    # This machine: no RDMA, so the library leaves UCX_TLS unset and UCX's default works...
+    p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_DEBUG="1"))
+    out = p.stdout.decode()
+    t.check("on this machine (no RDMA) UCX_TLS stays unset and a UCP endpoint is created",
+            p.returncode == 0 and "UCP endpoint" in out and "skip" in p.stderr.decode(),
+            out + p.stderr.decode())
+    # ...where the hard-coded trainer value fails outright (why the RDMA rule exists).
+    p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCX_TLS=HARDCODED))
+    out = p.stdout.decode() + p.stderr.decode()
+    t.check("the hard-coded %s fails here with 'no usable transports'" % HARDCODED,
+            "no usable transports" in out, out)
+
+
+@case("ucp_client_server: UCX's example exchanges a message")
+def client_server(t):
     example = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
     if not (os.path.exists(example) and have("gcc")):
         t.skip("ucp_client_server", "UCX examples not installed (Debian libucx-dev); scripts/test.sh installs them")
-    else:
-        with tempfile.TemporaryDirectory() as d:
-            exe = os.path.join(d, "ucp_client_server")
-            subprocess.run(["gcc", "-o", exe, example, "-I" + os.path.dirname(example), "-lucp", "-lucs"], check=True)
-            port = str(free_port())
-            env = env_for("no-gpu", UCXTLS_TEMPLATE="tcp,{copy}")
-            server = subprocess.Popen([exe, "-p", port], env=env, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            try:
-                client = None
-                for _ in range(50):  # wait for the server to listen
-                    time.sleep(0.1)
-                    client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=d, timeout=30)
-                    if client.returncode == 0:
-                        break
-                out = client.stdout.decode()
-                t.check("ucp_client_server exchanges a message over UCX_TLS=tcp written by the library",
-                        client.returncode == 0 and "ABCDEFGHIJKLMNO" in out, out + client.stderr.decode())
-            finally:
-                server.kill()
-                server.wait()
+        return
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "ucp_client_server")
+        subprocess.run(["gcc", "-o", exe, example, "-I" + os.path.dirname(example), "-lucp", "-lucs"], check=True)
+        port = str(free_port())
+        env = env_for("no-gpu", UCXTLS_TEMPLATE="tcp,{copy}")
+        server = subprocess.Popen([exe, "-p", port], env=env, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            client = None
+            for _ in range(50):  # wait for the server to listen
+                time.sleep(0.1)
+                client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=d, timeout=30)
+                if client.returncode == 0:
+                    break
+            out = client.stdout.decode()
+            t.check("ucp_client_server exchanges a message over UCX_TLS=tcp written by the library",
+                    client.returncode == 0 and "ABCDEFGHIJKLMNO" in out, out + client.stderr.decode())
+        finally:
+            server.kill()
+            server.wait()
 
+
+@case("python: a trainer's setdefault and a subprocess child")
+def python(t):
     # Python: the trainer's setdefault sees the library's value; a child inherits it.
     py = sys.executable
     trainer = ("import os\n"
@@ -116,8 +144,7 @@ def main():
     p = run([py, "-c", child], env_for("intel-xe"))
     t.equal("a python subprocess child inherits the value", p.stdout.decode().strip(), "rc_x,rc,dc_x,dc,ze_copy",
             p.stderr.decode())
-    t.exit()
 
 
 if __name__ == "__main__":
-    main()
+    main("real consumers: ucx_info, a UCX client/server, Python")

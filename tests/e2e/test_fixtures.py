@@ -5,9 +5,10 @@ Each row: a machine (tests/fixtures/machines.py), the variables a user or launch
 the UCX_TLS that /bin/sh must see (or <unset>).
 """
 import os
+import shutil
 import tempfile
 
-from harness import Checks, env_for, fixture, sh_value
+from harness import add_case, case, env_for, fixture, have, main, run, sh_value
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 R = "rc_x,rc,dc_x,dc,rocm_copy"
@@ -117,56 +118,91 @@ ROWS = [
 ]
 
 
-def main():
-    t = Checks("fixture machines through the real library in /bin/sh")
-    for machine, extra, want in ROWS:
-        tls, derived, err = sh_value(env_for(machine, **extra))
-        label = "%s %s" % (machine, " ".join("%s=%r" % kv for kv in extra.items()) or "(defaults)")
-        t.equal(label, tls, want, "stderr: " + err)
-        if want not in (UNSET,) and "UCX_TLS" not in extra:
-            t.equal(label + ": UCXTLS_DERIVED marks the value", derived, want)
-        t.equal(label + ": stderr silent without UCXTLS_DEBUG", err, "")
+def label_of(machine, extra):
+    """A row's name: the machine and the variables set (the case name, and the check names)."""
+    return "%s %s" % (machine, " ".join("%s=%r" % kv for kv in extra.items()) or "(defaults)")
 
-    # Invalid settings: one line on stderr naming the variable; nothing written.
-    for var, value in [("UCXTLS_ACCEL", "foo"), ("UCXTLS_TEMPLATE", "rc, {copy}"),
-                       ("UCXTLS_TEMPLATE", "all,{copy}"), ("UCXTLS_PROBE", "nvml"),
-                       ("UCXTLS_PROBE_TIMEOUT_MS", "5s"), ("UCXTLS_TEMPLATE", "rc,,tcp")]:
-        tls, derived, err = sh_value(env_for("dgx", **{var: value}))
-        t.equal("invalid %s=%r leaves UCX_TLS unset" % (var, value), tls, UNSET)
-        lines = err.splitlines()
-        t.check("invalid %s=%r: one stderr line naming it" % (var, value),
-                len(lines) == 1 and lines[0].startswith("ucxtls: " + var + "="), repr(err))
 
+def row(t, machine, extra, want):
+    tls, derived, err = sh_value(env_for(machine, **extra))
+    label = label_of(machine, extra)
+    t.equal(label, tls, want, "stderr: " + err)
+    if want not in (UNSET,) and "UCX_TLS" not in extra:
+        t.equal(label + ": UCXTLS_DERIVED marks the value", derived, want)
+    t.equal(label + ": stderr silent without UCXTLS_DEBUG", err, "")
+
+
+for _machine, _extra, _want in ROWS:
+    add_case(label_of(_machine, _extra), row, _machine, _extra, _want)
+
+
+# Invalid settings: one line on stderr naming the variable; nothing written.
+def invalid(t, var, value):
+    tls, derived, err = sh_value(env_for("dgx", **{var: value}))
+    t.equal("invalid %s=%r leaves UCX_TLS unset" % (var, value), tls, UNSET)
+    lines = err.splitlines()
+    t.check("invalid %s=%r: one stderr line naming it" % (var, value),
+            len(lines) == 1 and lines[0].startswith("ucxtls: " + var + "="), repr(err))
+
+
+for _var, _value in [("UCXTLS_ACCEL", "foo"), ("UCXTLS_TEMPLATE", "rc, {copy}"), ("UCXTLS_TEMPLATE", "all,{copy}"),
+                     ("UCXTLS_PROBE", "nvml"), ("UCXTLS_PROBE_TIMEOUT_MS", "5s"), ("UCXTLS_TEMPLATE", "rc,,tcp")]:
+    add_case("invalid %s=%r" % (_var, _value), invalid, _var, _value)
+
+
+@case("invalid setting with a value inherited from another node")
+def invalid_inherited(t):
     # An invalid setting where the value was inherited from another node: the stale value goes.
     tls, derived, err = sh_value(env_for("intel-xe", UCX_TLS=C, UCXTLS_DERIVED=C, UCXTLS_ACCEL="bad"))
     t.equal("invalid setting with a value inherited from a CUDA node: both variables removed", (tls, derived), (UNSET, UNSET), err)
     t.check("... and one stderr line naming UCXTLS_ACCEL", err.count("\n") == 1 and err.startswith("ucxtls: UCXTLS_ACCEL="), repr(err))
 
-    # A sysroot that does not exist (or is relative) is an error, not an empty machine.
-    for root in ("/nonexistent/ucxtls-machine", "relative/dir", "/etc/hostname"):
-        tls, _, err = sh_value(env_for(None, UCXTLS_SYSROOT=root))
-        t.check("UCXTLS_SYSROOT=%s: UCX_TLS unset and one line naming UCXTLS_SYSROOT" % root,
-                tls == UNSET and err.count("\n") == 1 and err.startswith("ucxtls: UCXTLS_SYSROOT="), repr(err))
+
+# A sysroot that does not exist (or is relative) is an error, not an empty machine.
+def bad_sysroot(t, root):
+    tls, _, err = sh_value(env_for(None, UCXTLS_SYSROOT=root))
+    t.check("UCXTLS_SYSROOT=%s: UCX_TLS unset and one line naming UCXTLS_SYSROOT" % root,
+            tls == UNSET and err.count("\n") == 1 and err.startswith("ucxtls: UCXTLS_SYSROOT="), repr(err))
+
+
+for _root in ("/nonexistent/ucxtls-machine", "relative/dir", "/etc/hostname"):
+    add_case("invalid UCXTLS_SYSROOT=%s" % _root, bad_sysroot, _root)
+
+
+@case("debug line names the replayed sysroot")
+def debug_sysroot(t):
     _, _, err = sh_value(env_for("dgx", UCXTLS_DEBUG="1"))
     t.check("the debug line names the replayed sysroot", "UCXTLS_SYSROOT=" in err and "a replayed machine" in err, err)
 
-    # Why UCX_TLS stays unset, in a user's words.
-    for machine, words in [("aws-p5", "EFA has no RC transport"), ("connectx-down", "every port is DOWN"),
-                           ("connectx-init", "INIT"), ("iwarp", "iWARP"), ("no-rdma", "no /dev/infiniband/uverbs* node")]:
-        _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1"))
-        t.check("UCXTLS_DEBUG=1 on %s says why: %r" % (machine, words),
-                err.count("\n") == 1 and err.startswith("ucxtls: skip") and words in err, err)
 
-    # UCXTLS_DEBUG: exactly one line with the action and the reasons.
-    for machine, extra, action in [("dgx", {}, "set UCX_TLS=" + C), ("no-rdma", {}, "skip"),
-                                   ("dgx", {"UCX_TLS": "tcp"}, "keep"),
-                                   ("dgx", {"UCXTLS_DISABLE": "1"}, "skip")]:
-        _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1", **extra))
-        lines = err.splitlines()
-        t.check("UCXTLS_DEBUG=1 on %s %s: one line, '%s'" % (machine, extra, action),
-                len(lines) == 1 and lines[0].startswith("ucxtls: " + action), repr(err))
+# Why UCX_TLS stays unset, in a user's words.
+def says_why(t, machine, words):
+    _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1"))
+    t.check("UCXTLS_DEBUG=1 on %s says why: %r" % (machine, words),
+            err.count("\n") == 1 and err.startswith("ucxtls: skip") and words in err, err)
 
-    # ucx.conf in each place UCX reads it: UCX_TLS stays unset so that UCX reads the file.
+
+for _machine, _words in [("aws-p5", "EFA has no RC transport"), ("connectx-down", "every port is DOWN"),
+                         ("connectx-init", "INIT"), ("iwarp", "iWARP"), ("no-rdma", "no /dev/infiniband/uverbs* node")]:
+    add_case("debug line on %s says why UCX_TLS stays unset" % _machine, says_why, _machine, _words)
+
+
+# UCXTLS_DEBUG: exactly one line with the action and the reasons.
+def debug_line(t, machine, extra, action):
+    _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1", **extra))
+    lines = err.splitlines()
+    t.check("UCXTLS_DEBUG=1 on %s %s: one line, '%s'" % (machine, extra, action),
+            len(lines) == 1 and lines[0].startswith("ucxtls: " + action), repr(err))
+
+
+for _machine, _extra, _action in [("dgx", {}, "set UCX_TLS=" + C), ("no-rdma", {}, "skip"),
+                                  ("dgx", {"UCX_TLS": "tcp"}, "keep"), ("dgx", {"UCXTLS_DISABLE": "1"}, "skip")]:
+    add_case("debug line: %s: one line, '%s'" % (label_of(_machine, _extra), _action.split("=")[0]), debug_line,
+             _machine, _extra, _action)
+
+
+# ucx.conf in each place UCX reads it: UCX_TLS stays unset so that UCX reads the file.
+def ucx_conf(t, label):
     with tempfile.TemporaryDirectory() as d:
         conf_dir = os.path.join(d, "confdir")
         home = os.path.join(d, "home")
@@ -174,46 +210,52 @@ def main():
         for p in (conf_dir, home, cwd):
             os.makedirs(p)
         root = os.path.join(d, "root")
-        import shutil
         shutil.copytree(fixture("dgx"), root, symlinks=True)
         os.makedirs(os.path.join(root, "etc/ucx"))
         line = "[Grace Hopper]\nCPU model=Grace\nUCX_TLS=rc,cuda_copy\n"
-        cases = [
-            ("/etc/ucx/ucx.conf (under UCXTLS_SYSROOT)", os.path.join(root, "etc/ucx/ucx.conf"), {}),
-            ("$HOME/ucx.conf", os.path.join(home, "ucx.conf"), {"HOME": home}),
-            ("$UCX_CONFIG_DIR/ucx.conf", os.path.join(conf_dir, "ucx.conf"), {"UCX_CONFIG_DIR": conf_dir}),
-            ("./ucx.conf", os.path.join(cwd, "ucx.conf"), {}),
-        ]
-        for label, path, extra in cases:
-            with open(path, "w") as f:
-                f.write(line)
-            env = env_for(None, UCXTLS_SYSROOT=root, **extra)
-            tls, _, err = sh_value(env, cwd=cwd)
-            t.equal("ucx.conf at %s assigning UCX_TLS: left unset" % label, tls, UNSET, err)
-            with open(path, "w") as f:
-                f.write("# UCX_TLS=rc\nUCX_TLS_EXTRA=1\nUCX_IB_GPU_DIRECT_RDMA=y\n")
-            tls, _, err = sh_value(env, cwd=cwd)
-            t.equal("ucx.conf at %s without a UCX_TLS line: value set" % label, tls, C, err)
-            os.unlink(path)
+        path, extra = {
+            "/etc/ucx/ucx.conf (under UCXTLS_SYSROOT)": (os.path.join(root, "etc/ucx/ucx.conf"), {}),
+            "$HOME/ucx.conf": (os.path.join(home, "ucx.conf"), {"HOME": home}),
+            "$UCX_CONFIG_DIR/ucx.conf": (os.path.join(conf_dir, "ucx.conf"), {"UCX_CONFIG_DIR": conf_dir}),
+            "./ucx.conf": (os.path.join(cwd, "ucx.conf"), {}),
+        }[label]
+        with open(path, "w") as f:
+            f.write(line)
+        env = env_for(None, UCXTLS_SYSROOT=root, **extra)
+        tls, _, err = sh_value(env, cwd=cwd)
+        t.equal("ucx.conf at %s assigning UCX_TLS: left unset" % label, tls, UNSET, err)
+        with open(path, "w") as f:
+            f.write("# UCX_TLS=rc\nUCX_TLS_EXTRA=1\nUCX_IB_GPU_DIRECT_RDMA=y\n")
+        tls, _, err = sh_value(env, cwd=cwd)
+        t.equal("ucx.conf at %s without a UCX_TLS line: value set" % label, tls, C, err)
 
+
+for _label in ("/etc/ucx/ucx.conf (under UCXTLS_SYSROOT)", "$HOME/ucx.conf", "$UCX_CONFIG_DIR/ucx.conf", "./ucx.conf"):
+    add_case("ucx.conf at " + _label, ucx_conf, _label)
+
+
+@case("strace: a ./ucx.conf that links to a device or a procfs stream is never opened")
+def ucx_conf_links(t):
     # A ./ucx.conf that is a link to a device or a procfs stream is never opened: opening /dev/ptmx
     # allocates a pty in the host, reading /proc/kmsg takes the kernel log from its reader.
-    from harness import have, run
     if not have("strace"):
         t.skip("./ucx.conf -> /dev/ptmx is never opened", "strace not installed (scripts/test.sh installs it)")
-    else:
-        with tempfile.TemporaryDirectory() as cwd:
-            for target in ("/dev/ptmx", "/proc/kmsg", "/dev/zero"):
-                link = os.path.join(cwd, "ucx.conf")
-                if os.path.lexists(link):
-                    os.unlink(link)
-                os.symlink(target, link)
-                p = run(["strace", "-f", "-e", "trace=openat,open", "/bin/true"], env_for("dgx"), cwd=cwd)
-                trace = p.stderr.decode()
-                opened = [l for l in trace.splitlines() if "ucx.conf" in l or target in l]
-                t.check("./ucx.conf -> %s: never opened (strace), the value still written" % target,
-                        p.returncode == 0 and not opened and sh_value(env_for("dgx"), cwd=cwd)[0] == C, "\n".join(opened))
+        return
+    with tempfile.TemporaryDirectory() as cwd:
+        for target in ("/dev/ptmx", "/proc/kmsg", "/dev/zero"):
+            link = os.path.join(cwd, "ucx.conf")
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(target, link)
+            p = run(["strace", "-f", "-e", "trace=openat,open", "/bin/true"], env_for("dgx"), cwd=cwd)
+            trace = p.stderr.decode()
+            opened = [l for l in trace.splitlines() if "ucx.conf" in l or target in l]
+            t.check("./ucx.conf -> %s: never opened (strace), the value still written" % target,
+                    p.returncode == 0 and not opened and sh_value(env_for("dgx"), cwd=cwd)[0] == C, "\n".join(opened))
 
+
+@case("a value exported to another node is derived again")
+def across_nodes(t):
     # Across nodes: a value derived on an NVIDIA node, exported to an Intel node, is derived again.
     tls, derived, _ = sh_value(env_for("dgx"))
     exported = {"UCX_TLS": tls, "UCXTLS_DERIVED": derived}
@@ -223,8 +265,7 @@ def main():
     t.equal("exported value on the same kind of node: unchanged", sh_value(env_for("dgx", **exported))[:2], (C, C))
     t.equal("a user value that differs from the marker is kept",
             sh_value(env_for("intel-xe", UCX_TLS="tcp", UCXTLS_DERIVED=C))[0], "tcp")
-    t.exit()
 
 
 if __name__ == "__main__":
-    main()
+    main("fixture machines through the real library in /bin/sh")

@@ -9,7 +9,7 @@
 import re
 import subprocess
 
-from harness import LIB, Checks, env_for, run
+from harness import LIB, add_case, case, env_for, main, run
 
 
 def tool(argv):
@@ -20,8 +20,8 @@ def version_key(v):
     return tuple(int(x) for x in v.split("."))
 
 
-def main():
-    t = Checks("hygiene of " + LIB)
+@case("build rules of the built file")
+def build_rules(t):
     dyn = tool(["readelf", "-d", "-W", LIB])
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn)
     t.equal("NEEDED is libc.so.6 alone", needed, ["libc.so.6"])
@@ -43,23 +43,26 @@ def main():
     forbidden = [s for s in undefined if re.match(r"(dlopen|dlsym|fopen|printf|fprintf|malloc.+|calloc|realloc|free$|pthread_|stat$|__xstat|fstatat|opendir|_Z|__cxa_throw|__gxx)", s)]
     t.equal("imports none of dlopen/stdio/calloc/realloc/free/pthread/stat/opendir/C++ runtime", forbidden, [], " ".join(undefined))
 
-    # stdout is the host's: byte-identical with and without the library.
-    for argv in (["true"], ["ls", "/"], ["ls", "-la", "/etc/ld.so.conf.d"], ["sh", "-c", "echo hello; exit 3"]):
-        for machine, extra in ((None, {}), ("dgx", {}), ("dgx", {"UCXTLS_DEBUG": "1"}),
-                               ("no-rdma", {"UCXTLS_DEBUG": "1"}), ("dgx", {"UCXTLS_ACCEL": "bad"})):
-            plain = run(argv, env_for(machine, preload=False, **extra))
-            pre = run(argv, env_for(machine, **extra))
-            label = "%s on %s %s" % (" ".join(argv), machine or "this machine", extra or "")
-            t.check(label + ": stdout identical", pre.stdout == plain.stdout,
-                    "with: %r\nwithout: %r" % (pre.stdout[:200], plain.stdout[:200]))
-            t.equal(label + ": exit status identical", pre.returncode, plain.returncode)
-            if extra.get("UCXTLS_DEBUG") or extra.get("UCXTLS_ACCEL"):
-                t.check(label + ": one ucxtls line on stderr",
-                        pre.stderr.decode().count("ucxtls: ") == 1, pre.stderr.decode())
-            else:
-                t.equal(label + ": stderr identical", pre.stderr, plain.stderr)
-    t.exit()
+# stdout is the host's: byte-identical with and without the library.
+def stdout_identical(t, argv):
+    for machine, extra in ((None, {}), ("dgx", {}), ("dgx", {"UCXTLS_DEBUG": "1"}),
+                           ("no-rdma", {"UCXTLS_DEBUG": "1"}), ("dgx", {"UCXTLS_ACCEL": "bad"})):
+        plain = run(argv, env_for(machine, preload=False, **extra))
+        pre = run(argv, env_for(machine, **extra))
+        label = "%s on %s %s" % (" ".join(argv), machine or "this machine", extra or "")
+        t.check(label + ": stdout identical", pre.stdout == plain.stdout,
+                "with: %r\nwithout: %r" % (pre.stdout[:200], plain.stdout[:200]))
+        t.equal(label + ": exit status identical", pre.returncode, plain.returncode)
+        if extra.get("UCXTLS_DEBUG") or extra.get("UCXTLS_ACCEL"):
+            t.check(label + ": one ucxtls line on stderr",
+                    pre.stderr.decode().count("ucxtls: ") == 1, pre.stderr.decode())
+        else:
+            t.equal(label + ": stderr identical", pre.stderr, plain.stderr)
+
+
+for _argv in (["true"], ["ls", "/"], ["ls", "-la", "/etc/ld.so.conf.d"], ["sh", "-c", "echo hello; exit 3"]):
+    add_case("stdout, status and stderr of `%s` with and without the library" % " ".join(_argv), stdout_identical, _argv)
 
 
 if __name__ == "__main__":
-    main()
+    main("hygiene of " + LIB)

@@ -7,8 +7,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 
-from harness import (BASE_ENV, BUILD_DIR, EMPTY_HOME, LIB, SOURCE_DIR, Checks, env_for,  # noqa: E402,F401
-                     fixture, have, machines, run)
+from harness import (BASE_ENV, BUILD_DIR, EMPTY_HOME, LIB, SOURCE_DIR, ARGS, Checks, add_case, case,  # noqa: E402,F401
+                     env_for, fixture, have, machines, main, run)
 
 SAN_DIR = os.path.join(BUILD_DIR, "sanitize")
 SAN_SKIP = os.path.join(SAN_DIR, "SKIPPED")

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import SAN_DIR, SAN_SKIP, SOURCE_DIR, Checks, env_for
+from common import ARGS, SAN_DIR, SAN_SKIP, SOURCE_DIR, add_case, env_for, main
 
 SAN_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1",
@@ -184,22 +184,23 @@ def fuzz(t):
                     p.returncode == 0 and not crashes, detail)
 
 
-def main():
-    step = sys.argv[1]
-    cmake = sys.argv[2] if len(sys.argv) > 2 else "cmake"
-    t = Checks("sanitizers: " + step)
+STEPS = {"build": build, "unit": unit, "fixtures": fixtures, "fuzz": fuzz}
+
+
+def step_case(t, step):
     if step == "build":
-        build(t, cmake)
-    elif step == "unit":
-        unit(t)
-    elif step == "fixtures":
-        fixtures(t)
-    elif step == "fuzz":
-        fuzz(t)
+        build(t, ARGS[0] if ARGS else "cmake")
     else:
-        t.check("known step " + step, False)
-    t.exit()
+        STEPS[step](t)
+
+
+for _step in STEPS:
+    add_case(_step, step_case, _step)
 
 
 if __name__ == "__main__":
-    main()
+    # `sanitize.py STEP [CMAKE]` runs that step (what CTest runs); -k and --list work as elsewhere.
+    step = next((i for i, a in enumerate(sys.argv) if i and a in STEPS and sys.argv[i - 1] != "-k"), None)
+    if step:
+        sys.argv[step:step + 1] = ["-k", sys.argv[step]]
+    main("sanitizers: " + " ".join(sys.argv[i] for i in range(2, len(sys.argv)) if sys.argv[i - 1] == "-k"))

@@ -14,13 +14,14 @@
 
 SKIP with the reason where a toolchain is missing.
 """
+import atexit
 import os
 import re
+import shutil
 import subprocess
-import sys
 import tempfile
 
-from common import BUILD_DIR, LIB, SOURCE_DIR, Checks, compile_c, env_for, have
+from common import ARGS, BUILD_DIR, LIB, SOURCE_DIR, case, compile_c, env_for, have, main
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -42,7 +43,16 @@ def lines(b):
     return b.decode(errors="replace").splitlines()
 
 
-def static_binary(t, work):
+def work_dir():
+    """A scratch directory for this case's programs (removed when the process ends)."""
+    d = tempfile.mkdtemp(prefix="ucxtls-foreign-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+@case("static binary")
+def static_binary(t):
+    work = work_dir()
     exe, err = compile_c(work, "static", PROGRAM, flags=["-static"])
     if exe is None:
         t.skip("static binary", "gcc -static failed (libc.a missing?): " + err.splitlines()[-1] if err else "")
@@ -54,7 +64,9 @@ def static_binary(t, work):
     t.equal("static: stderr identical (silent)", pre.stderr, plain.stderr)
 
 
-def musl_binary(t, work):
+@case("musl program")
+def musl_binary(t):
+    work = work_dir()
     if not have("musl-gcc"):
         t.skip("musl program", "musl-gcc not installed (Debian: musl-tools)")
         return
@@ -86,11 +98,19 @@ def artifact_rules(t, lib, label):
     t.equal(label + ": nothing exported", defined, [])
 
 
-def bits32(t, work, cmake):
-    exe32, err = compile_c(work, "prog32", PROGRAM, flags=["-m32"])
+def program32(t):
+    """A 32-bit program, or None after a SKIP."""
+    exe32, err = compile_c(work_dir(), "prog32", PROGRAM, flags=["-m32"])
     if exe32 is None:
         t.skip("32-bit process", "gcc -m32 cannot build a program (Debian: gcc-multilib): " + (err.splitlines()[-1] if err else ""))
+    return exe32
+
+
+@case("32-bit: a copy of the library built with -m32 passes the artifact rules")
+def library32(t):
+    if program32(t) is None:
         return
+    cmake = ARGS[0] if ARGS else "cmake"
     m32 = os.path.join(BUILD_DIR, "m32")
     cfg = subprocess.run([cmake, "-S", SOURCE_DIR, "-B", m32, "-DUCXTLS_TESTS=OFF", "-DCMAKE_C_FLAGS=-m32",
                           "-DCMAKE_CXX_FLAGS=-m32", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
@@ -105,6 +125,12 @@ def bits32(t, work, cmake):
     t.check("the 32-bit copy is ELFCLASS32", "ELF32" in subprocess.run(["readelf", "-h", lib32], stdout=subprocess.PIPE).stdout.decode())
     artifact_rules(t, lib32, "32-bit copy")
 
+
+@case("32-bit: a 32-bit program given the 64-bit library")
+def program32_lib64(t):
+    exe32 = program32(t)
+    if exe32 is None:
+        return
     try:
         run([exe32], env_for(None, preload=False))
     except OSError as e:
@@ -118,15 +144,5 @@ def bits32(t, work, cmake):
             "wrong ELF class" in pre.stderr.decode() and len(lines(pre.stderr)) == 1, pre.stderr.decode())
 
 
-def main():
-    cmake = sys.argv[1] if len(sys.argv) > 1 else "cmake"
-    t = Checks("static, musl and 32-bit processes")
-    with tempfile.TemporaryDirectory(prefix="ucxtls-foreign-") as work:
-        static_binary(t, work)
-        musl_binary(t, work)
-        bits32(t, work, cmake)
-    t.exit()
-
-
 if __name__ == "__main__":
-    main()
+    main("static, musl and 32-bit processes")

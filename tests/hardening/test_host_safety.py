@@ -19,14 +19,16 @@
    unknown variable, a broken-pipe line).
 5. An unknown UCXTLS_* variable: one stderr line with the closest name; the library carries on.
 """
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 
-from common import Checks, compile_c, env_for, have, run
+from common import case, compile_c, env_for, have, main, run
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"
@@ -211,6 +213,25 @@ class Programs:
         return path
 
 
+_built = []
+
+
+def programs(t):
+    """The test programs, compiled once per process (the compile checks print where they are
+    built); a case ends here without gcc (SKIP) or when one does not compile (FAIL)."""
+    if not have("gcc"):
+        t.skip("all", "gcc not installed")
+        t.exit()
+    if not _built:
+        work = tempfile.mkdtemp(prefix="ucxtls-safety-")
+        atexit.register(shutil.rmtree, work, True)
+        _built.append(Programs(t, work))
+    if not _built[0].ok:
+        t.check("the test programs compiled", False, "see the compile lines above")
+        t.exit()
+    return _built[0]
+
+
 def crashes(host, lib, machine, inherited, runs):
     """(runs that died by a signal, first unexpected output or None)."""
     dead, odd = 0, None
@@ -227,7 +248,9 @@ def crashes(host, lib, machine, inherited, runs):
     return dead, odd
 
 
-def threads(t, prog):
+@case("threads: a getenv thread in the host while the library edits the environment")
+def threads(t):
+    prog = programs(t)
     for case, machine, inherited, want in [("set", "dgx", {}, C),
                                            ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, C),
                                            ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "<unset>")]:
@@ -244,10 +267,11 @@ def threads(t, prog):
               "%d of %d runs died by a signal (a race; not asserted)" % (dead, RUNS), flush=True)
 
 
-def env_api(t, prog):
-    memcheck = have("valgrind")
-    if not memcheck:
-        t.skip("host environment calls under memcheck", "valgrind not installed; run without it")
+def env_api(t, memcheck):
+    if memcheck and not have("valgrind"):  # before the programs: their compile checks would pass
+        t.skip("host environment calls under memcheck", "valgrind not installed")
+        return
+    prog = programs(t)
     for case, machine, inherited in [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
                                      ("stale marker", "dgx", {"UCXTLS_DERIVED": Z}),
                                      ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z})]:
@@ -260,8 +284,18 @@ def env_api(t, prog):
         t.equal("host setenv/unsetenv/putenv/clearenv after the library, %s: exit 0%s"
                 % (case, " under memcheck, no error" if memcheck else ""), p.returncode, 0,
                 out + p.stderr.decode()[-3000:])
-        t.check("host environment calls, %s: each took effect" % case,
+        t.check("host environment calls, %s: each took effect%s" % (case, " (memcheck)" if memcheck else ""),
                 "after UCX_TLS=host,again DERIVED=unset PUT=1" in out and "end AFTER_CLEARENV=1 UCX_TLS=unset" in out, out)
+
+
+@case("the host's own environment calls after the library")
+def env_api_plain(t):
+    env_api(t, False)
+
+
+@case("memcheck: the host's own environment calls after the library")
+def env_api_memcheck(t):
+    env_api(t, True)
 
 
 def broken_pipe_run(argv, env, preexec=None):
@@ -283,7 +317,10 @@ def block_and_raise_pipe():
     os.kill(os.getpid(), signal.SIGPIPE)  # pending across exec: the host's own
 
 
-def signals(t, prog, work):
+@case("signals: the stderr line cannot kill or stop the host")
+def signals(t):
+    prog = programs(t)
+    work = prog.work
     lines = [("debug line", "dgx", {"UCXTLS_DEBUG": "1"}),
              ("invalid setting", "dgx", {"UCXTLS_ACCEL": "foo"}),
              ("unknown variable", "dgx", {"UCXTLS_ACCELL": "ze"})]
@@ -334,7 +371,9 @@ def signals(t, prog, work):
         t.check("tostop pty: the line is printed on the terminal", "ucxtls: set UCX_TLS=" + C in pre["tty"], repr(pre))
 
 
-def errno_paths(t, prog):
+@case("errno as the host left it")
+def errno_paths(t):
+    prog = programs(t)
     paths = [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
              ("keep", "dgx", {"UCX_TLS": "tcp"}), ("skip: disabled", "dgx", {"UCXTLS_DISABLE": "1"}),
              ("skip: no RDMA", "no-rdma", {}), ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
@@ -354,6 +393,7 @@ def errno_paths(t, prog):
             p.stdout.decode())
 
 
+@case("an unknown UCXTLS_ variable: one line, the library carries on")
 def unknown_variables(t):
     line = "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n"
     p = run(["/bin/sh", "-c", 'printf %s "$UCX_TLS"'], env_for("dgx", UCXTLS_ACCELL="ze"))
@@ -368,22 +408,5 @@ def unknown_variables(t):
             and lines[1].startswith("ucxtls: set UCX_TLS="), p.stderr.decode())
 
 
-def main():
-    t = Checks("no host is hurt: threads, the host's own environment calls, signals, errno, unknown variables")
-    if not have("gcc"):
-        t.skip("all", "gcc not installed")
-        t.exit()
-    with tempfile.TemporaryDirectory(prefix="ucxtls-safety-") as work:
-        prog = Programs(t, work)
-        if not prog.ok:
-            t.exit()
-        unknown_variables(t)
-        errno_paths(t, prog)
-        signals(t, prog, work)
-        env_api(t, prog)
-        threads(t, prog)
-    t.exit()
-
-
 if __name__ == "__main__":
-    main()
+    main("no host is hurt: threads, the host's own environment calls, signals, errno, unknown variables")

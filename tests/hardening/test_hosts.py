@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 
-from common import Checks, env_for, run
+from common import add_case, env_for, main, run
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"  # another node's value (an Intel node), inherited
@@ -53,7 +53,7 @@ def python_binary():
 
 
 def hosts():
-    """(label, argv or None, why missing)."""
+    """(label, argv or None, why missing), in the order of HOSTS."""
     out = []
     for label, name, extra in [("bash", "bash", []), ("dash", "dash", []), ("zsh", "zsh", []),
                                ("mksh", "mksh", []), ("ksh93", "ksh93", []), ("busybox sh", "busybox", ["sh"])]:
@@ -79,28 +79,33 @@ def child_view(text):
     return tls, derived, n, any(l.startswith("LD_PRELOAD=") for l in lines)
 
 
-def main():
-    t = Checks("hosts started directly with the library: the host and a child without it see the decision")
-    for label, argv, why in hosts():
-        if argv is None:
-            t.skip(label, why)
-            continue
-        for case, machine, inherited, want in CASES:
-            p = run(argv, env_for(machine, **inherited))
-            out = p.stdout.decode(errors="replace")
-            err = p.stderr.decode(errors="replace")
-            first, _, rest = out.partition("\n")
-            detail = "stdout:\n%s\nstderr:\n%s" % (out[:2000], err[:1000])
-            if not t.equal("%s, %s: exit status" % (label, case), p.returncode, 0, detail):
-                continue
-            t.equal("%s, %s: the host's own view" % (label, case), tuple(first.split("|")), want, detail)
-            tls, derived, n, preload = child_view(rest)
-            t.equal("%s, %s: a child started without the library" % (label, case), (tls, derived), want, detail)
-            t.check("%s, %s: the child has no LD_PRELOAD and UCX_TLS at most once" % (label, case),
-                    not preload and n <= 1, detail)
-            t.equal("%s, %s: stderr empty" % (label, case), err, "")
-    t.exit()
+def host_case(t, label, index, case, machine, inherited, want):
+    name, argv, why = hosts()[index]
+    if name != label:
+        raise AssertionError("hosts() and HOSTS differ at %d: %s, %s" % (index, name, label))
+    if argv is None:
+        t.skip(label, why)
+        return
+    p = run(argv, env_for(machine, **inherited))
+    out = p.stdout.decode(errors="replace")
+    err = p.stderr.decode(errors="replace")
+    first, _, rest = out.partition("\n")
+    detail = "stdout:\n%s\nstderr:\n%s" % (out[:2000], err[:1000])
+    if not t.equal("%s, %s: exit status" % (label, case), p.returncode, 0, detail):
+        return
+    t.equal("%s, %s: the host's own view" % (label, case), tuple(first.split("|")), want, detail)
+    tls, derived, n, preload = child_view(rest)
+    t.equal("%s, %s: a child started without the library" % (label, case), (tls, derived), want, detail)
+    t.check("%s, %s: the child has no LD_PRELOAD and UCX_TLS at most once" % (label, case),
+            not preload and n <= 1, detail)
+    t.equal("%s, %s: stderr empty" % (label, case), err, "")
+
+
+HOSTS = ["bash", "dash", "zsh", "mksh", "ksh93", "busybox sh", "perl", "python3"]  # the order of hosts()
+for _index, _label in enumerate(HOSTS):
+    for _case, _machine, _inherited, _want in CASES:
+        add_case("%s: %s" % (_label, _case), host_case, _label, _index, _case, _machine, _inherited, _want)
 
 
 if __name__ == "__main__":
-    main()
+    main("hosts started directly with the library: the host and a child without it see the decision")

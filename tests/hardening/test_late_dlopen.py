@@ -13,7 +13,7 @@
 import subprocess
 import tempfile
 
-from common import LIB, Checks, compile_c, env_for
+from common import LIB, case, compile_c, env_for, main
 
 PY = r"""
 import ctypes, os, subprocess, sys, threading, time
@@ -76,8 +76,8 @@ C = "rc_x,rc,dc_x,dc,cuda_copy"
 RUNS = 10
 
 
-def main():
-    t = Checks("late dlopen with threads running")
+@case("python: ctypes.CDLL with threads running")
+def python_dlopen(t):
     env = env_for("dgx", preload=False)
     outs = set()
     crashes = []
@@ -96,6 +96,10 @@ def main():
     t.equal("a child with the inherited environment (env=None) sees it", seen.get("child(env=None)"), C)
     t.equal("a child given env=dict(os.environ) does not", seen.get("child(env=dict(os.environ))"), "<unset>")
 
+
+@case("C host: dlopen from a small-stack thread while threads call getenv")
+def c_dlopen(t):
+    env = env_for("dgx", preload=False)
     with tempfile.TemporaryDirectory(prefix="ucxtls-dlopen-") as work:
         host, err = compile_c(work, "host", C_HOST, flags=["-pthread", "-ldl"])
         if t.check("compile the C host", host is not None, err or ""):
@@ -106,8 +110,7 @@ def main():
                     bad.append("rc %d: %r %r" % (p.returncode, p.stdout, p.stderr[-300:]))
             t.equal("C host: dlopen from a 64 KiB-stack thread while 3 threads call getenv, %d runs: "
                     "loaded, value set, no crash" % RUNS, bad, [])
-    t.exit()
 
 
 if __name__ == "__main__":
-    main()
+    main("late dlopen with threads running")

@@ -10,11 +10,12 @@ broken/empty machines and the driver tier: no saved answer, and the answer `ucxt
 saved (with the fake drivers of tests/driver) read, parsed in place and narrowed by the visibility
 variables.
 """
+import atexit
 import os
 import re
 import tempfile
 
-from common import BUILD_DIR, LIB, Checks, Timer, env_for, have, run
+from common import BUILD_DIR, LIB, Timer, add_case, env_for, have, main, run
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 ROWS = [
@@ -45,35 +46,49 @@ def saved_driver_answer():
     return cache if run([ucxtls, "probe", "--save"], env).returncode == 0 else None
 
 
-def main():
-    t = Checks("valgrind memcheck of the constructor")
+_saved = []
+
+
+def saved_once():
+    if not _saved:
+        _saved.append(saved_driver_answer())
+    return _saved[0]
+
+
+def memcheck(t, machine, extra):
     if not have("valgrind"):
         t.skip("valgrind", "valgrind not installed (Debian: valgrind; scripts/test.sh installs it)")
-        t.exit()
-    timer = Timer()
-    cache = saved_driver_answer()
-    if cache:
-        for cvd in (None, "GPU-10111213,0", "1,7"):
-            ROWS.append(("dgx", {"UCXTLS_PROBE": "driver", "UCXTLS_DEBUG": "1", "UCXTLS_CACHE_DIR": cache,
-                                 "CUDA_VISIBLE_DEVICES": cvd}))
-    else:
-        t.check("ucxtls probe --save (fake drivers) saved an answer for the driver tier's rows", False,
-                "build the ucxtls command and tests/driver's fakes")
-    for machine, extra in ROWS:
-        label = "%s %s" % (machine, " ".join("%s=%s" % kv for kv in extra.items() if kv[1] is not None) or "(defaults)")
-        env = env_for(machine, **extra)
-        show = ["/bin/sh", "-c", 'printf "%s" "${UCX_TLS-<unset>}"']
-        plain = run(show, env)
-        p = timer.run(label, ["valgrind", "--tool=memcheck", "--error-exitcode=99", "--leak-check=no",
-                              "--trace-children=no"] + show, env, timeout=120)
-        err = p.stderr.decode(errors="replace")
-        summary = re.findall(r"ERROR SUMMARY: (\d+) errors", err)
-        t.check(label + ": memcheck reports 0 errors", p.returncode == 0 and summary and
-                all(s == "0" for s in summary), "rc %d\n%s" % (p.returncode, err[-3000:]))
-        t.equal(label + ": the guest saw UCX_TLS=%s" % plain.stdout.decode(), p.stdout, plain.stdout)
-    timer.report()
-    t.exit()
+        return
+    if extra.get("UCXTLS_CACHE_DIR") == "saved":
+        cache = saved_once()
+        if not cache:
+            t.check("ucxtls probe --save (fake drivers) saved an answer for the driver tier's rows", False,
+                    "build the ucxtls command and tests/driver's fakes")
+            return
+        extra = dict(extra, UCXTLS_CACHE_DIR=cache)
+    label = "%s %s" % (machine, " ".join("%s=%s" % kv for kv in extra.items() if kv[1] is not None) or "(defaults)")
+    env = env_for(machine, **extra)
+    show = ["/bin/sh", "-c", 'printf "%s" "${UCX_TLS-<unset>}"']
+    plain = run(show, env)
+    p = TIMER.run(label, ["valgrind", "--tool=memcheck", "--error-exitcode=99", "--leak-check=no",
+                          "--trace-children=no"] + show, env, timeout=120)
+    err = p.stderr.decode(errors="replace")
+    summary = re.findall(r"ERROR SUMMARY: (\d+) errors", err)
+    t.check(label + ": memcheck reports 0 errors", p.returncode == 0 and summary and
+            all(s == "0" for s in summary), "rc %d\n%s" % (p.returncode, err[-3000:]))
+    t.equal(label + ": the guest saw UCX_TLS=%s" % plain.stdout.decode(), p.stdout, plain.stdout)
+
+
+TIMER = Timer()
+atexit.register(TIMER.report)
+# The driver tier: the answer `ucxtls probe --save` saved (made once, when a case needs it).
+for _cvd in (None, "GPU-10111213,0", "1,7"):
+    ROWS.append(("dgx", {"UCXTLS_PROBE": "driver", "UCXTLS_DEBUG": "1", "UCXTLS_CACHE_DIR": "saved",
+                         "CUDA_VISIBLE_DEVICES": _cvd}))
+for _machine, _extra in ROWS:
+    add_case("memcheck %s %s" % (_machine, " ".join("%s=%s" % kv for kv in _extra.items() if kv[1] is not None)
+                                 or "(defaults)"), memcheck, _machine, _extra)
 
 
 if __name__ == "__main__":
-    main()
+    main("valgrind memcheck of the constructor")

@@ -19,15 +19,18 @@ trainer list makes the same launch fail, which shows the ranks' UCX honours UCX_
 Open MPI 4.1's UCX PML only selects itself where UCX offers an RDMA transport on an mlx* device
 (pml_ucx_tls, pml_ucx_devices); with no RDMA here, `--mca pml_ucx_tls any --mca pml_ucx_devices any`
 lets it run over tcp/shared memory (without them: "PML ucx cannot be selected")."""
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import recipes as R  # noqa: E402
-from harness import LIB, env_for, fixture, have, run  # noqa: E402
+import harness  # noqa: E402
+from harness import LIB, Checks, case, env_for, fixture, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
@@ -77,70 +80,118 @@ def mpirun(args, env):
     return p, out, ranks, warns
 
 
-def main():
-    t = R.start("mpirun recipes: Open MPI over UCX, ranks with the library", optional=True)
+TITLE = "mpirun recipes: Open MPI over UCX, ranks with the library"
+_prog = []
+
+
+def start():
+    # The README blocks need the namespace (root); the other cases need none: a run of those alone
+    # does not enter one where it cannot (and so does not print the namespace's SKIP).
+    if os.geteuid() == 0 or any(n.startswith("as root:") for n in harness.SELECTED):
+        return R.start(TITLE, optional=True)
+    t = Checks(TITLE)
+    t.ns = False
+    return t
+
+
+def program(t):
+    """The MPI program, built once per process; SKIP (and the case ends) without Open MPI's UCX PML."""
     if not have("mpirun") or not have("mpicc"):
         t.skip("mpirun", "Open MPI not installed (Debian openmpi-bin libopenmpi-dev); scripts/test.sh installs it")
         t.exit()
-    info = subprocess.run(["ompi_info"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT).stdout.decode()
-    if not re.search(r"MCA pml: ucx", info):
-        t.skip("mpirun", "this Open MPI has no UCX PML (ompi_info lists no 'MCA pml: ucx')")
-        t.exit()
-    lib = os.path.realpath(LIB)
-    with tempfile.TemporaryDirectory() as d:
+    if not _prog:
+        info = subprocess.run(["ompi_info"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT).stdout.decode()
+        d = tempfile.mkdtemp(prefix="ucxtls-mpirun-")
+        atexit.register(shutil.rmtree, d, True)
         prog = os.path.join(d, "ranks")
         src = prog + ".c"
         with open(src, "w") as f:
             f.write(PROGRAM)
         p = subprocess.run(["mpicc", "-std=c99", "-o", prog, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        if not t.check("the MPI program builds (mpicc)", p.returncode == 0, p.stdout.decode()):
-            t.exit()
-        if t.ns and R.install_opt(t):
-            readme_blocks(t, d, prog)
-        env = env_for(None, preload=False)  # mpirun itself runs without the library
-        pre = ["-x", "LD_PRELOAD=" + lib, "-x", "UCXTLS_TEMPLATE=tcp,self,{copy}"]
+        _prog.append((re.search(r"MCA pml: ucx", info), d, prog, p))
+    has_pml, d, prog, p = _prog[0]
+    if not has_pml:
+        t.skip("mpirun", "this Open MPI has no UCX PML (ompi_info lists no 'MCA pml: ucx')")
+        t.exit()
+    if not t.check("the MPI program builds (mpicc)", p.returncode == 0, p.stdout.decode()):
+        t.exit()
+    return d, prog
 
-        # 1. MPMD: two ranks given different machine fixtures, so different values. Open MPI 4.1
-        # applies an -x to its own app context only (measured: given once, before the first
-        # context, the second rank got nothing), so each context repeats them.
-        p, out, ranks, warns = mpirun(["-np", "1"] + pre + ["-x", "UCXTLS_SYSROOT=" + fixture("no-gpu"), prog, ":",
-                                       "-np", "1"] + pre + ["-x", "UCXTLS_SYSROOT=" + fixture("intel-xe"), prog], env)
-        t.check("MPMD launch over the UCX PML succeeds, the token crosses", p.returncode == 0 and
-                ranks.get(1, {}).get("token") == 42, out)
-        t.equal("rank 0 (no-gpu fixture) derived UCX_TLS", ranks.get(0, {}).get("tls"), "tcp,self", out)
-        t.equal("rank 1 (intel-xe fixture) derived UCX_TLS", ranks.get(1, {}).get("tls"), "tcp,self,ze_copy", out)
-        t.check("each rank was launched with the library", all(r.get("preload") == lib for r in ranks.values())
-                and len(ranks) == 2, out)
-        t.equal("UCX read each rank's value: only rank 1 warns, about ze_copy alone", warns, {1: {"ze_copy"}}, out)
 
-        # 2. Both ranks on one fixture with shared memory first: a clean run, no UCX warning.
-        p, out, ranks, warns = mpirun(["-x", "LD_PRELOAD=" + lib, "-x", "UCXTLS_TEMPLATE=sm,self,tcp,{copy}",
-                                       "-x", "UCXTLS_SYSROOT=" + fixture("no-gpu"), "-np", "2", prog], env)
-        t.check("-np 2 on the no-gpu fixture: both ranks UCX_TLS=sm,self,tcp, token crosses, no UCX warning",
-                p.returncode == 0 and {r: v["tls"] for r, v in ranks.items()} == {0: "sm,self,tcp", 1: "sm,self,tcp"}
-                and ranks[1]["token"] == 42 and not warns, out)
+@case("as root: the README's mpirun blocks, as printed")
+def readme_case(t):
+    if not t.ns:  # before the program: its build check would pass
+        t.skip("the README's recipes as printed", "no private mount/PID namespace (needs root)")
+        return
+    d, prog = program(t)
+    if R.install_opt(t):
+        readme_blocks(t, d, prog)
 
-        # 3. `ucxtls run mpirun ...`: mpirun gets the value for its own machine (no-gpu); the
-        # ranks inherit it marked as derived and derive again for theirs (-x UCXTLS_SYSROOT).
-        if not os.access(CLI, os.X_OK):
-            t.skip("ucxtls run mpirun", "the command is not built")
-        else:
-            env3 = env_for("no-gpu", preload=False, UCXTLS_TEMPLATE="tcp,self,{copy}")
-            argv = [CLI, "run", "mpirun", "--oversubscribe", "--tag-output"] + PML + \
-                ["-x", "UCXTLS_SYSROOT=" + fixture("mi300x"), "-np", "2", prog]
-            if os.geteuid() == 0:
-                argv.insert(3, "--allow-run-as-root")
-            p = run(argv, env3, timeout=120)
-            out = p.stdout.decode() + p.stderr.decode()
-            got = dict(re.findall(r"rank=(\d+) token=\d+ UCX_TLS=(\S*)", out))
-            t.equal("ucxtls run mpirun: ranks re-derive for their own fixture (mi300x)", got,
-                    {"0": "tcp,self,rocm_copy", "1": "tcp,self,rocm_copy"}, out)
 
-        # 4. Control: the hard-coded trainer list (no library) makes the UCX PML fail here.
-        p, out, ranks, _ = mpirun(["-x", "UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy", "-np", "2", prog], env)
-        t.check("control: UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy fails the UCX PML ('no usable transports')",
-                p.returncode != 0 and "no usable transports" in out and not ranks, out)
-    t.exit()
+@case("MPMD: two ranks on two fixtures derive different values")
+def mpmd(t):
+    d, prog = program(t)
+    lib = os.path.realpath(LIB)
+    env = env_for(None, preload=False)  # mpirun itself runs without the library
+    pre = ["-x", "LD_PRELOAD=" + lib, "-x", "UCXTLS_TEMPLATE=tcp,self,{copy}"]
+    # 1. MPMD: two ranks given different machine fixtures, so different values. Open MPI 4.1
+    # applies an -x to its own app context only (measured: given once, before the first
+    # context, the second rank got nothing), so each context repeats them.
+    p, out, ranks, warns = mpirun(["-np", "1"] + pre + ["-x", "UCXTLS_SYSROOT=" + fixture("no-gpu"), prog, ":",
+                                   "-np", "1"] + pre + ["-x", "UCXTLS_SYSROOT=" + fixture("intel-xe"), prog], env)
+    t.check("MPMD launch over the UCX PML succeeds, the token crosses", p.returncode == 0 and
+            ranks.get(1, {}).get("token") == 42, out)
+    t.equal("rank 0 (no-gpu fixture) derived UCX_TLS", ranks.get(0, {}).get("tls"), "tcp,self", out)
+    t.equal("rank 1 (intel-xe fixture) derived UCX_TLS", ranks.get(1, {}).get("tls"), "tcp,self,ze_copy", out)
+    t.check("each rank was launched with the library", all(r.get("preload") == lib for r in ranks.values())
+            and len(ranks) == 2, out)
+    t.equal("UCX read each rank's value: only rank 1 warns, about ze_copy alone", warns, {1: {"ze_copy"}}, out)
+
+
+
+@case("-np 2 on one fixture, shared memory first: no UCX warning")
+def shared_memory(t):
+    d, prog = program(t)
+    lib = os.path.realpath(LIB)
+    env = env_for(None, preload=False)
+    # 2. Both ranks on one fixture with shared memory first: a clean run, no UCX warning.
+    p, out, ranks, warns = mpirun(["-x", "LD_PRELOAD=" + lib, "-x", "UCXTLS_TEMPLATE=sm,self,tcp,{copy}",
+                                   "-x", "UCXTLS_SYSROOT=" + fixture("no-gpu"), "-np", "2", prog], env)
+    t.check("-np 2 on the no-gpu fixture: both ranks UCX_TLS=sm,self,tcp, token crosses, no UCX warning",
+            p.returncode == 0 and {r: v["tls"] for r, v in ranks.items()} == {0: "sm,self,tcp", 1: "sm,self,tcp"}
+            and ranks[1]["token"] == 42 and not warns, out)
+
+
+
+@case("ucxtls run mpirun: ranks derive again for their own fixture")
+def ucxtls_run_mpirun(t):
+    d, prog = program(t)
+    # 3. `ucxtls run mpirun ...`: mpirun gets the value for its own machine (no-gpu); the
+    # ranks inherit it marked as derived and derive again for theirs (-x UCXTLS_SYSROOT).
+    if not os.access(CLI, os.X_OK):
+        t.skip("ucxtls run mpirun", "the command is not built")
+    else:
+        env3 = env_for("no-gpu", preload=False, UCXTLS_TEMPLATE="tcp,self,{copy}")
+        argv = [CLI, "run", "mpirun", "--oversubscribe", "--tag-output"] + PML + \
+            ["-x", "UCXTLS_SYSROOT=" + fixture("mi300x"), "-np", "2", prog]
+        if os.geteuid() == 0:
+            argv.insert(3, "--allow-run-as-root")
+        p = run(argv, env3, timeout=120)
+        out = p.stdout.decode() + p.stderr.decode()
+        got = dict(re.findall(r"rank=(\d+) token=\d+ UCX_TLS=(\S*)", out))
+        t.equal("ucxtls run mpirun: ranks re-derive for their own fixture (mi300x)", got,
+                {"0": "tcp,self,rocm_copy", "1": "tcp,self,rocm_copy"}, out)
+
+
+
+@case("control: the hard-coded trainer list fails the UCX PML")
+def control(t):
+    d, prog = program(t)
+    env = env_for(None, preload=False)
+    # 4. Control: the hard-coded trainer list (no library) makes the UCX PML fail here.
+    p, out, ranks, _ = mpirun(["-x", "UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy", "-np", "2", prog], env)
+    t.check("control: UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy fails the UCX PML ('no usable transports')",
+            p.returncode != 0 and "no usable transports" in out and not ranks, out)
 
 
 def readme_blocks(t, d, prog):
@@ -184,4 +235,4 @@ def readme_blocks(t, d, prog):
 
 
 if __name__ == "__main__":
-    main()
+    main(TITLE, start)

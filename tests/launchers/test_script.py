@@ -12,6 +12,7 @@ mount namespace, whose /etc is an overlay (recipes.overlay_etc): the machine's o
 written. A program started with no LD_PRELOAD then maps the library from the path the line names
 ($LIB expanded by ld.so) and gets the value.
 """
+import atexit
 import os
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import recipes as R  # noqa: E402
-from harness import env_for, fixture  # noqa: E402
+from harness import case, env_for, main  # noqa: E402
 
 
 
@@ -93,22 +94,37 @@ def ld_so_preload(t, scratch):
             os.unlink("/etc/ld.so.preload")
 
 
-def main():
-    t = R.start("plain launch scripts and /etc/ld.so.preload, as printed in README.md")
-    if not R.install_opt(t):
-        t.exit()
-    scratch = tempfile.mkdtemp(prefix="ucxtls-script-")
-    try:
+TITLE = "plain launch scripts and /etc/ld.so.preload, as printed in README.md"
+_job = []
+
+
+def installed(t):
+    """The README's install into the namespace's /opt and a job directory with train.py, once per
+    process; ends the case when the install failed."""
+    if not _job:
+        if not R.install_opt(t):
+            t.exit()
+        scratch = tempfile.mkdtemp(prefix="ucxtls-script-")
+        atexit.register(shutil.rmtree, scratch, True)
         job = os.path.join(scratch, "job")
         os.makedirs(job)
         with open(os.path.join(job, "train.py"), "w") as f:
             f.write(R.REPORT_PY)
-        launch_scripts(t, job, R.build_other_preload(scratch))
-        ld_so_preload(t, scratch)  # last: every later process of the namespace would load it
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    t.exit()
+        _job.append((scratch, job))
+    return _job[0]
+
+
+@case("launch scripts as printed")
+def launch_scripts_case(t):
+    scratch, job = installed(t)
+    launch_scripts(t, job, R.build_other_preload(scratch))
+
+
+@case("/etc/ld.so.preload lines as printed")
+def ld_so_preload_case(t):
+    scratch, _ = installed(t)
+    ld_so_preload(t, scratch)  # last: every later process of the namespace would load it
 
 
 if __name__ == "__main__":
-    main()
+    main(TITLE, lambda: R.start(TITLE))

@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import recipes as R  # noqa: E402
 import slurm_cluster  # noqa: E402
-from harness import env_for, fixture  # noqa: E402
+from harness import case, env_for, fixture, main  # noqa: E402
 
 NODE_MACHINE = {"n1": "dgx", "n2": "intel-xe"}
 WANT = {"n1": R.CUDA, "n2": R.ZE}
@@ -135,11 +135,27 @@ def format_checks(t):
             and "UCXTLS_ACCEL" in err, repr((rc, out, err)))
 
 
-def main():
-    t = R.start("Slurm recipes, as printed in README.md, on a two-node Slurm cluster")
-    if not R.install_opt(t):
+TITLE = "Slurm recipes, as printed in README.md, on a two-node Slurm cluster"
+_installed = []
+
+
+def installed(t):
+    """The README's install into the namespace's /opt, once per process (or the case ends)."""
+    if not _installed:
+        _installed.append(R.install_opt(t))
+    if not _installed[0]:
         t.exit()
+
+
+@case("ucxtls env --format=slurm")
+def format_case(t):
+    installed(t)
     format_checks(t)
+
+
+@case("Slurm cluster: the README's recipes on two nodes")
+def cluster_case(t):
+    installed(t)
     missing = slurm_cluster.missing_tools()
     if missing:
         t.skip("Slurm cluster", "not installed: %s (Debian slurm-wlm munge; scripts/test.sh installs them)"
@@ -177,7 +193,6 @@ def main():
         print("     Slurm part took %.1f s" % (time.monotonic() - t0), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    t.exit()
 
 
 def run_all(t, s, blocks, srun_lines):
@@ -294,4 +309,4 @@ def run_all(t, s, blocks, srun_lines):
 
 
 if __name__ == "__main__":
-    main()
+    main(TITLE, lambda: R.start(TITLE))

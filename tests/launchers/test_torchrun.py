@@ -17,7 +17,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import recipes as R  # noqa: E402
-from harness import Checks, env_for  # noqa: E402
+from harness import Checks, case, env_for, main  # noqa: E402
 
 TITLE = "torchrun recipe, as printed in README.md (Debian python3-torch)"
 
@@ -37,7 +37,8 @@ def torch_version():
     return p.stdout.decode().strip(), None
 
 
-def main():
+def start():
+    """Opt-in and torch present (else SKIP, all of it), then the namespace (recipes.start)."""
     if os.environ.get("UCXTLS_TEST_TORCH") != "1":
         t = Checks(TITLE)
         t.skip("torchrun", "opt-in: set UCXTLS_TEST_TORCH=1 (needs Debian python3-torch, about 1 GB installed)")
@@ -47,7 +48,12 @@ def main():
         t = Checks(TITLE)
         t.skip("torchrun", why)
         t.exit()
-    t = R.start(TITLE)
+    return R.start(TITLE)
+
+
+@case("torchrun recipe: 8 workers each derive their own value")
+def torchrun(t):
+    version, _ = torch_version()
     if not R.install_opt(t):
         t.exit()
     try:
@@ -87,8 +93,7 @@ def main():
                     p.returncode != 0 and b"unrecognized arguments" in p.stdout, p.stdout.decode(errors="replace"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    t.exit()
 
 
 if __name__ == "__main__":
-    main()
+    main(TITLE, start)

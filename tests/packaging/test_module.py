@@ -26,7 +26,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-from harness import BUILD_DIR, Checks, env_for, have  # noqa: E402
+from harness import BUILD_DIR, case, env_for, have, main  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLS_CPACK", "cpack")
@@ -119,8 +119,8 @@ def load_unload_case(t, scratch, modules, lib, label, preload):
     return before, after
 
 
-def main():
-    t = Checks("Lmod modulefile: load, a program, unload, the environment compared")
+@case("the modulefile under Lmod: load, a program, unload")
+def modulefile(t):
     if not os.path.isfile(LMOD_INIT) or not have("bash"):
         t.skip("the modulefile under Lmod", "%s missing (Debian package lmod; scripts/test.sh installs it)" % LMOD_INIT)
         t.exit()
@@ -216,8 +216,7 @@ def main():
                             lmod_leftovers(*r)[1], [])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    t.exit()
 
 
 if __name__ == "__main__":
-    main()
+    main("Lmod modulefile: load, a program, unload, the environment compared")

@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import LIB, Checks, env_for, fixture, have, run, sh_value  # noqa: E402
+from harness import LIB, Checks, add_case, case, env_for, fixture, have, main, run, sh_value  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLS_EMPTY_LIB", "")
 SETENV = os.environ.get("UCXTLS_SETENV_LIB", "")
@@ -131,96 +131,186 @@ def saved_driver_answer():
     return cache if p.returncode == 0 else None
 
 
-def main():
+def start():
     t = Checks("performance budgets of " + LIB)
     if not EMPTY or not os.path.exists(EMPTY):
         t.skip("all budgets", "UCXTLS_EMPTY_LIB (the empty preload library) is not built")
         t.exit()
-    cache = saved_driver_answer()
-    driver = {"UCXTLS_PROBE": "driver", "UCXTLS_CACHE_DIR": cache or ""}
-    if cache:
-        SYSCALL_ROWS.append(("driver tier: the answer saved for this node", "dgx", driver, Z, 24 + DRIVER_TIER_EXTRA))
-        INSTRUCTION_ROWS.append(("driver tier: the answer saved for this node", "dgx", driver, 1.25))
-    else:
+    return t
+
+
+_saved = []
+DRIVER_ROW = "driver tier: the answer saved for this node"
+
+
+def row_env(t, name, extra):
+    """The row's variables; for the driver tier's rows, the cache `ucxtls probe --save` wrote (made
+    once per process), or None after a failed check."""
+    if name != DRIVER_ROW:
+        return extra
+    if not _saved:
+        _saved.append(saved_driver_answer())
+    if not _saved[0]:
         t.check("ucxtls probe --save (fake drivers) saved an answer for the driver tier's budgets", False,
                 "build the ucxtls command and tests/driver's fakes")
+        return None
+    return dict(extra, UCXTLS_CACHE_DIR=_saved[0])
 
-    # The measured paths decide what they should.
-    for name, machine, extra, want, _ in SYSCALL_ROWS:
-        tls, _, err = sh_value(env_for(machine, **extra))
-        t.equal("%s: /bin/sh sees UCX_TLS=%s" % (name, want), tls, want, err)
 
+DRIVER = {"UCXTLS_PROBE": "driver"}
+SYSCALL_ROWS.append((DRIVER_ROW, "dgx", DRIVER, Z, 24 + DRIVER_TIER_EXTRA))
+INSTRUCTION_ROWS.append((DRIVER_ROW, "dgx", DRIVER, 1.25))
+
+
+# The measured paths decide what they should.
+def decides(t, name, machine, extra, want):
+    extra = row_env(t, name, extra)
+    if extra is None:
+        return
+    tls, _, err = sh_value(env_for(machine, **extra))
+    t.equal("%s: /bin/sh sees UCX_TLS=%s" % (name, want), tls, want, err)
+
+
+for _name, _machine, _extra, _want, _ in SYSCALL_ROWS:
+    add_case("decides: " + _name, decides, _name, _machine, _extra, _want)
+
+
+@case("imports: the symbols the loader binds")
+def imports(t):
     # Each import is bound by the loader in every process (the instruction budget's main cost).
-    if have("nm"):
-        p = subprocess.run(["nm", "-D", "--undefined-only", LIB], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        strong = sorted(l.split()[-1] for l in p.stdout.decode().splitlines() if l.split()[:1] == ["U"])
-        t.check("%d symbols imported (budget <= %d): %s" % (len(strong), IMPORT_BUDGET, " ".join(strong)),
-                len(strong) <= IMPORT_BUDGET)
+    if not have("nm"):
+        t.skip("imports", "nm is not installed (Debian binutils)")
+        return
+    p = subprocess.run(["nm", "-D", "--undefined-only", LIB], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    strong = sorted(l.split()[-1] for l in p.stdout.decode().splitlines() if l.split()[:1] == ["U"])
+    t.check("%d symbols imported (budget <= %d): %s" % (len(strong), IMPORT_BUDGET, " ".join(strong)),
+            len(strong) <= IMPORT_BUDGET)
 
+
+_traced = {}
+
+
+def no_strace(t):
+    """True (after a SKIP) where strace is missing or cannot trace."""
     if not have("strace"):
         t.skip("syscall budgets", "strace is not installed (apt-get install strace)")
-    else:
-        works, table = strace_total(EMPTY, env_for("dgx", preload=False))
-        if works is None:
-            t.skip("syscall budgets", "strace cannot trace here (ptrace not permitted?): " + table.strip()[:200])
-        else:
-            added_by = {}
-            for name, machine, extra, _, budget in SYSCALL_ROWS:
-                env = env_for(machine, preload=False, **extra)
-                total, lib_table = strace_total(LIB, env)
-                floor_here, floor_table = strace_total(EMPTY, env)
-                if total is None or floor_here is None:
-                    t.check("%s: strace ran" % name, False, lib_table)
-                    continue
-                added = added_by[name] = total - floor_here
-                t.check("%s: %d syscalls added by the constructor (budget <= %d)" % (name, added, budget),
-                        added <= budget,
-                        "with libucxtls.so:\n%s\nwith the empty library:\n%s" % (lib_table, floor_table))
-                if extra.get("UCXTLS_PROBE") == "driver":
-                    made = re.findall(r"^.*\b(clone3?|v?fork)\s*$", lib_table, re.M)
-                    t.check("%s: no process created (strace -f: no clone, clone3, fork, vfork)" % name, not made, lib_table)
-            kernel, drv = added_by.get("busy node: derive and set"), added_by.get("driver tier: the answer saved for this node")
-            if kernel is not None and drv is not None:
-                t.check("driver tier: %d syscalls more than the kernel tier on the same node (budget <= %d)"
-                        % (drv - kernel, DRIVER_TIER_EXTRA), drv - kernel <= DRIVER_TIER_EXTRA)
+        return True
+    if "works" not in _traced:
+        _traced["works"] = strace_total(EMPTY, env_for("dgx", preload=False))
+    works, table = _traced["works"]
+    if works is None:
+        t.skip("syscall budgets", "strace cannot trace here (ptrace not permitted?): " + table.strip()[:200])
+        return True
+    return False
 
-    if not have("valgrind"):
-        t.skip("instruction budgets", "valgrind is not installed (apt-get install valgrind)")
+
+def syscalls_added(name, machine, extra):
+    """(syscalls the constructor adds or None, table with the library, table with the empty one),
+    measured once per row and process."""
+    if name not in _traced:
+        env = env_for(machine, preload=False, **extra)
+        total, lib_table = strace_total(LIB, env)
+        floor_here, floor_table = strace_total(EMPTY, env)
+        added = None if total is None or floor_here is None else total - floor_here
+        _traced[name] = (added, lib_table, floor_table)
+    return _traced[name]
+
+
+def syscall_budget(t, name, machine, extra, budget):
+    if no_strace(t):
+        return
+    extra = row_env(t, name, extra)
+    if extra is None:
+        return
+    added, lib_table, floor_table = syscalls_added(name, machine, extra)
+    if added is None:
+        t.check("%s: strace ran" % name, False, lib_table)
+        return
+    t.check("%s: %d syscalls added by the constructor (budget <= %d)" % (name, added, budget),
+            added <= budget,
+            "with libucxtls.so:\n%s\nwith the empty library:\n%s" % (lib_table, floor_table))
+    if extra.get("UCXTLS_PROBE") == "driver":
+        made = re.findall(r"^.*\b(clone3?|v?fork)\s*$", lib_table, re.M)
+        t.check("%s: no process created (strace -f: no clone, clone3, fork, vfork)" % name, not made, lib_table)
+
+
+for _name, _machine, _extra, _, _budget in SYSCALL_ROWS:
+    add_case("strace: syscalls: " + _name, syscall_budget, _name, _machine, _extra, _budget)
+
+
+@case("strace: syscalls: the driver tier against the kernel tier on the same node")
+def driver_tier_extra(t):
+    if no_strace(t):
+        return
+    rows = {r[0]: r for r in SYSCALL_ROWS}
+    kernel_row, driver_env = rows["busy node: derive and set"], row_env(t, DRIVER_ROW, DRIVER)
+    if driver_env is None:
+        return
+    kernel = syscalls_added(*kernel_row[:3])[0]
+    drv = syscalls_added(DRIVER_ROW, "dgx", driver_env)[0]
+    if t.check("strace measured both tiers", kernel is not None and drv is not None):
+        t.check("driver tier: %d syscalls more than the kernel tier on the same node (budget <= %d)"
+                % (drv - kernel, DRIVER_TIER_EXTRA), drv - kernel <= DRIVER_TIER_EXTRA)
+
+
+def no_valgrind(t, what):
+    if have("valgrind"):
+        return False
+    t.skip(what, "valgrind is not installed (apt-get install valgrind)")
+    return True
+
+
+def instruction_budget(t, name, machine, extra, budget):
+    if no_valgrind(t, "instruction budgets"):
+        return
+    if not OPTIMISED:
+        t.skip("%s: instructions" % name, "a %s build: the budget is for an optimised one"
+               % (os.environ.get("UCXTLS_BUILD_TYPE") or "unoptimised"))
+        return
+    extra = row_env(t, name, extra)
+    if extra is None:
+        return
+    ldso = interpreter("/bin/true")
+    env = env_for(machine, preload=False, **extra)
+    floor, err1 = callgrind_total(EMPTY, env, ldso)
+    ir, err2 = callgrind_total(LIB, env, ldso)
+    if floor is None or ir is None:
+        t.skip("%s: instructions" % name, "valgrind --tool=callgrind failed: " + (err1 + err2).strip()[-300:])
+        return
+    t.check("%s: %d instructions, %.3f x the empty library's %d (budget <= %.2f)"
+            % (name, ir, ir / floor, floor, budget), ir <= budget * floor)
+
+
+for _name, _machine, _extra, _budget in INSTRUCTION_ROWS:
+    add_case("callgrind: instructions: " + _name, instruction_budget, _name, _machine, _extra, _budget)
+
+
+def heap_budget(t, name, machine, extra, floor_name):
+    if no_valgrind(t, "heap budgets"):
+        return
+    floors = {"empty": EMPTY, "setenv": SETENV}
+    if not floors[floor_name] or not os.path.exists(floors[floor_name]):
+        t.skip("%s: heap" % name, "UCXTLS_SETENV_LIB (the setenv-only preload library) is not built")
+        return
+    ldso = interpreter("/bin/true")
+    env = env_for(machine, preload=False, **extra)
+    want, _, err1 = heap_use(floors[floor_name], env, ldso)
+    got, errors, err2 = heap_use(LIB, env, ldso)
+    if want is None or got is None:
+        t.skip("%s: heap" % name, "valgrind --tool=memcheck failed: " + (err1 + err2).strip()[-300:])
+        return
+    if floor_name == "empty":
+        t.equal("%s: heap use %d allocations, %d bytes: none, as the empty floor's" % ((name,) + got),
+                got, want, err2)
     else:
-        ldso = interpreter("/bin/true")
-        for name, machine, extra, budget in INSTRUCTION_ROWS:
-            if not OPTIMISED:
-                t.skip("%s: instructions" % name, "a %s build: the budget is for an optimised one"
-                       % (os.environ.get("UCXTLS_BUILD_TYPE") or "unoptimised"))
-                continue
-            env = env_for(machine, preload=False, **extra)
-            floor, err1 = callgrind_total(EMPTY, env, ldso)
-            ir, err2 = callgrind_total(LIB, env, ldso)
-            if floor is None or ir is None:
-                t.skip("%s: instructions" % name, "valgrind --tool=callgrind failed: " + (err1 + err2).strip()[-300:])
-                continue
-            t.check("%s: %d instructions, %.3f x the empty library's %d (budget <= %.2f)"
-                    % (name, ir, ir / floor, floor, budget), ir <= budget * floor)
-        floors = {"empty": EMPTY, "setenv": SETENV}
-        for name, machine, extra, floor_name in HEAP_ROWS:
-            if not floors[floor_name] or not os.path.exists(floors[floor_name]):
-                t.skip("%s: heap" % name, "UCXTLS_SETENV_LIB (the setenv-only preload library) is not built")
-                continue
-            env = env_for(machine, preload=False, **extra)
-            want, _, err1 = heap_use(floors[floor_name], env, ldso)
-            got, errors, err2 = heap_use(LIB, env, ldso)
-            if want is None or got is None:
-                t.skip("%s: heap" % name, "valgrind --tool=memcheck failed: " + (err1 + err2).strip()[-300:])
-                continue
-            if floor_name == "empty":
-                t.equal("%s: heap use %d allocations, %d bytes: none, as the empty floor's" % ((name,) + got),
-                        got, want, err2)
-            else:
-                t.check("%s: heap use %d allocations, %d bytes: at most the setenv floor's %d, %d"
-                        % ((name,) + got + want), got[0] <= want[0] and got[1] <= want[1], err2)
-            t.equal("%s: memcheck errors" % name, errors, 0, err2)
-    t.exit()
+        t.check("%s: heap use %d allocations, %d bytes: at most the setenv floor's %d, %d"
+                % ((name,) + got + want), got[0] <= want[0] and got[1] <= want[1], err2)
+    t.equal("%s: memcheck errors" % name, errors, 0, err2)
+
+
+for _name, _machine, _extra, _floor in HEAP_ROWS:
+    add_case("memcheck: heap: " + _name, heap_budget, _name, _machine, _extra, _floor)
 
 
 if __name__ == "__main__":
-    main()
+    main("performance budgets of " + LIB, start)

@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import LIB, Checks, env_for, have  # noqa: E402
+from harness import LIB, Checks, case, env_for, have, main  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLS_EMPTY_LIB", "")
 BUDGET = 8192
@@ -96,7 +96,7 @@ def measure(host, env):
     return int(used), value.strip(), p
 
 
-def main():
+def start():
     t = Checks("the constructor's stack: measured per path, and ulimit -s 24")
     if not have("gcc"):
         t.skip("all", "gcc not installed")
@@ -104,6 +104,11 @@ def main():
     if not EMPTY or not os.path.exists(EMPTY):
         t.skip("all", "the empty preload library (UCXTLS_EMPTY_LIB) is not built; run through ctest")
         t.exit()
+    return t
+
+
+@case("the constructor's stack per path (a painted stack)")
+def painted_stack(t):
     with tempfile.TemporaryDirectory() as scratch:
         host = build(scratch)
         # The control: the paint runs before a preloaded constructor and sees what it uses.
@@ -117,6 +122,10 @@ def main():
             t.check("%s: UCX_TLS=%s, constructor stack at most %d bytes (budget < %d; the empty library: %d)" % (
                 name, value, stack, BUDGET, floor + 512), value == want and stack < BUDGET, p.stderr.decode())
 
+
+
+@case("ulimit -s 24: every run survives")
+def small_stacks(t):
     # A host under `ulimit -s 24` (an empty preload needs about 14 KiB): every run survives.
     def small_stack():
         resource.setrlimit(resource.RLIMIT_STACK, (24 * 1024, 24 * 1024))
@@ -135,8 +144,7 @@ def main():
                 machine, " ".join("%s=%s" % kv for kv in extra.items()), label,
                 " with UCX_TLS=" + want if lib == LIB else ""),
                 ok, "; ".join("rc=%d %r" % (r.returncode, r.stdout) for r in runs[:3]))
-    t.exit()
 
 
 if __name__ == "__main__":
-    main()
+    main("the constructor's stack: measured per path, and ulimit -s 24", start)
