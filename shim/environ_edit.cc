@@ -1,7 +1,10 @@
 // Editing the process environment: see environ_edit.h for the rules and why.
 #include "environ_edit.h"
 
+#include <link.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 namespace ucxtls {
@@ -20,6 +23,24 @@ bool named(const char *entry, const char *name, size_t n) {
 bool present(char *const *arr, const char *name, size_t n) {
   for (char *const *e = arr; e && *e; e++)
     if (named(*e, name, n)) return true;
+  return false;
+}
+
+// Does the program itself (not a library) define the function at `fn`? The main program's
+// segments, from its program headers in the auxiliary vector: no import beyond getauxval. When it
+// cannot tell, it answers yes (the caller then makes the call it would have made anyway).
+bool main_program_defines(const void *fn) {
+  const ElfW(Phdr) *ph = reinterpret_cast<const ElfW(Phdr) *>(getauxval(AT_PHDR));
+  const unsigned long n = getauxval(AT_PHNUM);
+  if (!ph || !n) return true;
+  uintptr_t bias = 0;
+  bool have_phdr = false;
+  for (unsigned long i = 0; i < n; i++)
+    if (ph[i].p_type == PT_PHDR) bias = uintptr_t(ph) - ph[i].p_vaddr, have_phdr = true;
+  if (!have_phdr) return true;
+  const uintptr_t a = uintptr_t(fn);
+  for (unsigned long i = 0; i < n; i++)
+    if (ph[i].p_type == PT_LOAD && a - (bias + ph[i].p_vaddr) < ph[i].p_memsz) return true;
   return false;
 }
 
@@ -73,13 +94,38 @@ int env_missing(char *const *arr, const char *const *names, int n) {
   return missing;
 }
 
+size_t env_scan(char *const *arr, const char *const *names, int n, int *missing) {
+  constexpr int kMax = 4;
+  size_t len[kMax];
+  bool have[kMax] = {};
+  for (int i = 0; i < n && i < kMax; i++) len[i] = env_name_len(names[i]);
+  size_t count = 0;
+  for (char *const *e = arr; e && *e; e++, count++)
+    for (int i = 0; i < n && i < kMax; i++)
+      if (!have[i] && named(*e, names[i], len[i])) have[i] = true;
+  *missing = 0;
+  for (int i = 0; i < n; i++) *missing += i >= kMax || !have[i];
+  return count;
+}
+
+// One pass replaces what is present (and counts), then, when something is missing, one copy.
 int env_write(char ***env, char *const *entries, int n, char **room, char **added) {
+  constexpr int kMax = 4;
   char **cur = *env;
-  const size_t size = env_count(cur);
+  size_t len[kMax];
+  bool have[kMax] = {};
+  for (int i = 0; i < n && i < kMax; i++) len[i] = env_name_len(entries[i]);
+  size_t size = 0;
+  for (char **e = cur; e && *e; e++, size++) {
+    for (int i = 0; i < n && i < kMax; i++) {
+      if (!named(*e, entries[i], len[i])) continue;
+      publish(e, entries[i]);
+      have[i] = true;
+    }
+  }
   int missing = 0;
-  for (int i = 0; i < n; i++)
-    if (!present(cur, entries[i], env_name_len(entries[i]))) added[missing++] = entries[i];
-  for (int i = 0; i < n; i++) env_replace(cur, entries[i]);
+  for (int i = 0; i < n && i < kMax; i++)
+    if (!have[i]) added[missing++] = entries[i];
   if (!missing) return 0;
   for (size_t i = 0; i < size; i++) room[i] = cur[i];
   for (int i = 0; i < missing; i++) room[size + size_t(i)] = added[i];
@@ -99,8 +145,8 @@ bool process_env_write(const char *const *names, const char *const *values, int 
   }
   // One allocation holds the new array (when a name is missing) and the "NAME=value" strings;
   // nothing ever frees it (glibc frees only arrays it allocated itself).
-  const size_t count = env_count(environ);
-  const int missing = env_missing(environ, names, n);
+  int missing = 0;
+  const size_t count = env_scan(environ, names, n, &missing);
   const size_t room_bytes = missing ? (count + size_t(missing) + 1) * sizeof(char *) : 0;
   char *block = static_cast<char *>(malloc(room_bytes + strings));
   if (!block) return false;  // nothing has changed
@@ -116,8 +162,10 @@ bool process_env_write(const char *const *names, const char *const *values, int 
   }
   int k = env_write(&environ, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr, added);
   // A host with its own variable table (bash) learns of an added variable through its own
-  // setenv. glibc's setenv finds the entry just published and replaces its pointer in place with
-  // its own copy (never freed). Not putenv: ksh93 exports its own, which crashes before main.
+  // setenv, which our call binds to when the program defines one. glibc's own setenv would only
+  // replace the pointer just published with a copy of its own (about 2,500 instructions each):
+  // it is not called. Not putenv: ksh93 exports its own, which crashes before main.
+  if (!main_program_defines(reinterpret_cast<const void *>(&setenv))) return true;
   for (int i = 0; i < k; i++)
     for (int j = 0; j < n; j++)
       if (added[i] == entries[j]) setenv(names[j], values[j], 1);

@@ -9,10 +9,11 @@
 
 namespace ucxtls {
 
-Path::Path(const char *sysroot, const char *abs) {
-  text.init(buf, sizeof buf);
-  if (sysroot) text.add(sysroot);
-  text.add(abs);
+size_t root_length(const char *sysroot) {
+  static const char *root;
+  static size_t len;
+  if (sysroot != root) root = sysroot, len = strlen(sysroot);
+  return len;
 }
 
 Path::Path(const Path &o) : text(o.text) {

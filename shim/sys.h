@@ -23,10 +23,19 @@ namespace ucxtls {
 // fails with ENAMETOOLONG, which the probes read as "cannot tell", never as "not there". 512
 // bytes: the sysroot (at most kSysrootMax) plus the longest sysfs path the probe builds, and the
 // constructor's stack stays small.
+// strlen(sysroot), remembered: a process has one sysroot, and every path starts with it.
+size_t root_length(const char *sysroot);
+
 struct Path {
   char buf[512];
   Text text;  // writes into buf
-  Path(const char *sysroot, const char *abs);  // sysroot may be NULL
+  // sysroot may be NULL. Inline, so that the length of a literal `abs` is known at compile time;
+  // the sysroot's is measured once per process (root_length).
+  Path(const char *sysroot, const char *abs) {
+    text.init(buf, sizeof buf);
+    if (sysroot) text.add(sysroot, root_length(sysroot));
+    text.add(abs, __builtin_strlen(abs));
+  }
   Path(const Path &o);                         // copy the used bytes only, not all of buf
   Path &operator=(const Path &o);
   Path &add(const char *s) { return text.add(s, __builtin_strlen(s)), *this; }

@@ -28,11 +28,6 @@ Text &Text::add(const char *s, size_t n) {
 }
 
 // A Text of no capacity takes nothing: callers that do not want the text pass no buffer.
-Text &Text::add(const char *s) {
-  if (!cap) return *this;
-  return s ? add(s, strlen(s)) : add("(null)", 6);
-}
-
 Text &Text::add(long long v) {
   if (!cap) return *this;
   char tmp[24];

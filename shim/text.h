@@ -16,7 +16,11 @@ struct Text {
   size_t len;
   bool truncated;
   void init(char *buf, size_t size);
-  Text &add(const char *s);
+  // Inline: a literal's length is known at compile time. NULL adds "(null)".
+  Text &add(const char *s) {
+    if (!cap) return *this;  // a Text of no capacity takes nothing: not even a strlen
+    return s ? add(s, __builtin_strlen(s)) : add("(null)", 6);
+  }
   Text &add(const char *s, size_t n);
   Text &add(long long v);
   // s[0..n) with control bytes shown as '?' (text read from outside stays one printable line).

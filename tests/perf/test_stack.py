@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import LIB, Checks, case, env_for, have, main  # noqa: E402
+from harness import BUILD_DIR, LIB, SOURCE_DIR, Checks, case, env_for, have, main  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLS_EMPTY_LIB", "")
 BUDGET = 8192
@@ -115,7 +115,32 @@ def painted_stack(t):
         hog, _, _ = measure(host, env_for("dgx", LD_PRELOAD=os.path.join(scratch, "libhog.so")))
         t.check("control: a preloaded constructor with a 12,000-byte frame measures %d bytes" % (hog + 512),
                 hog + 512 >= 12000)
-        for name, machine, extra, want in PATHS:
+        # The driver tier, with an answer saved for the dgx fixture by the real command and helper
+        # (a fake libcuda.so.1 reporting 8 GPUs), and with none saved.
+        fakes, cache, empty_cache = (os.path.join(scratch, d) for d in ("fakes", "cache", "empty-cache"))
+        os.makedirs(fakes)
+        os.makedirs(empty_cache, mode=0o755)
+        subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
+                        os.path.join(fakes, "libcuda.so.1"), os.path.join(SOURCE_DIR, "tests", "driver", "fake_cuda.c")],
+                       check=True)
+        saved = subprocess.run([os.path.join(BUILD_DIR, "ucxtls"), "probe", "--save"],
+                               env=env_for("dgx", preload=False, LD_LIBRARY_PATH=fakes, FAKE_CUDA_COUNT="8",
+                                           UCXTLS_CACHE_DIR=cache), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        t.check("driver tier: ucxtls probe --save stored an answer for the dgx fixture", saved.returncode == 0,
+                saved.stdout.decode())
+        paths = PATHS + [
+            ("driver tier: the saved answer, with the debug line", "dgx",
+             {"UCXTLS_PROBE": "driver", "UCXTLS_CACHE_DIR": cache, "UCXTLS_DEBUG": "1"}, C),
+            ("driver tier: no saved answer (the kernel answer stands)", "dgx",
+             {"UCXTLS_PROBE": "driver", "UCXTLS_CACHE_DIR": empty_cache, "UCXTLS_DEBUG": "1"}, C),
+        ]
+        # The driver rows took the path they name (the debug line says which).
+        said = {True: "driver API: 8 device(s)", False: "no saved answer at"}
+        for with_answer in (True, False):
+            _, _, p = measure(host, env_for("dgx", **paths[len(PATHS) + (0 if with_answer else 1)][2]))
+            t.check("driver tier, %s: the debug line says %r" % ("saved answer" if with_answer else "none saved",
+                    said[with_answer]), said[with_answer] in p.stderr.decode(), p.stderr.decode())
+        for name, machine, extra, want in paths:
             floor, _, _ = measure(host, env_for(machine, LD_PRELOAD=EMPTY, **extra))
             used, value, p = measure(host, env_for(machine, **extra))
             stack = used + 512

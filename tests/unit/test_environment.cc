@@ -84,6 +84,9 @@ TEST_CASE("env_write: present names in place; the rest in one new array, the old
     char **env = b.arr();
     CHECK(env_count(env) == r.start.size());
     CHECK(env_missing(env, names, 2) == r.added);
+    int missing = -1;
+    CHECK(env_scan(env, names, 2, &missing) == r.start.size());
+    CHECK(missing == r.added);
     std::vector<char *> room(env_count(env) + 3, reinterpret_cast<char *>(1));
     char *added[2] = {};
     CHECK(env_write(&env, entries, 2, r.added ? room.data() : nullptr, added) == r.added);
