@@ -25,12 +25,14 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #                                    directly with the library, beside bash, dash, perl and python3
 #   slurm-wlm munge                  a real Slurm cluster (slurmctld, two slurmd, munged) for the
 #                                    README's Slurm recipes (tests/launchers)
+#   man-db groff-base                `man -l` renders the generated man page ucxtls(1) (tests/cli/test_man.py)
 #   hyperfine                        (benchmark only)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
 # (UCXTLS_TEST_TORCH=1; it SKIPs and says so otherwise).
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
-          gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge)
+          gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
+          man-db groff-base)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

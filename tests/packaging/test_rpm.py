@@ -99,6 +99,8 @@ def rpm_package(t):
                 "/usr/share/doc/ucxtls/LICENSE", lua]
         t.check("the files, in RPM's layout: library and helper in /usr/lib64, command, licence, modulefile",
                 all(f in files for f in want), "\n".join(files))
+        t.check("the man page ucxtls(1) is in the RPM",
+                any(re.match(r"^/usr/share/man/man1/ucxtls\.1(\.gz)?$", f) for f in files), "\n".join(files))
         t.check("nothing in /usr/lib (no multiarch directory, no build-id links); the shared directories "
                 "/usr/share/modulefiles and /usr/share/doc are not claimed",
                 not [f for f in files if f.startswith("/usr/lib/")]

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The man page ucxtls(1): it renders, and it lists what --help and the README list.
+
+The build writes it with `ucxtls --man` (cli/main.cc) from the tables that also drive --help
+(commands, exit statuses) and from the options table (shim/options.cc) that the README's variables
+table must match. `cmake --install` puts it in share/man/man1; the .deb and the RPM tests check
+that the packages carry it.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from harness import BUILD_DIR, SOURCE_DIR, case, have, main, run, BASE_ENV  # noqa: E402
+
+CLI = os.environ.get("UCXTLS_CLI", os.path.join(BUILD_DIR, "ucxtls"))
+CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
+PAGE = os.path.join(BUILD_DIR, "ucxtls.1")
+
+
+def page_text():
+    with open(PAGE) as f:
+        return f.read()
+
+
+def man_sections(text):
+    """{section title: [lines]} of the roff source."""
+    sections, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^\.SH (.*)$", line)
+        if m:
+            cur = m.group(1).strip('"')
+            sections[cur] = []
+        elif cur:
+            sections[cur].append(line)
+    return sections
+
+
+def man_variables(text):
+    """[(name, default or None)] from ENVIRONMENT: each .TP/.B NAME, then its paragraph."""
+    lines = man_sections(text).get("ENVIRONMENT", [])
+    out = []
+    for i, line in enumerate(lines):
+        m = re.match(r"^\.B ([A-Z_]+)$", line)
+        if m:
+            para = lines[i + 1] if i + 1 < len(lines) else ""
+            d = re.search(r"\(default: (.*)\)$", para)
+            out.append((m.group(1), d.group(1).replace("\\-", "-").replace("\\e", "\\") if d else None))
+    return out
+
+
+def help_variables():
+    """[(name, default or None)] from ucxtls --help: an own variable's line is 'NAME  default X'
+    ('-': none), one it reads as well is 'NAME  meaning'."""
+    out = subprocess.run([CLI, "--help"], stdout=subprocess.PIPE).stdout.decode()
+    found = []
+    for m in re.finditer(r"^  ([A-Z][A-Z_]+) +(default (\S+)|\S.*)$", out, re.M):
+        d = m.group(3)
+        found.append((m.group(1), None if d in (None, "-") else d))
+    return found, out
+
+
+def readme_variables():
+    with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+        readme = f.read()
+    return re.findall(r"^\| `([A-Z_]+)` \| ", readme, re.M)
+
+
+@case("man -l renders ucxtls(1) without a warning")
+def renders(t):
+    if not os.path.exists(PAGE):
+        t.check("the build wrote %s" % PAGE, False)
+        return
+    if not have("man"):
+        t.skip("man -l", "man is not installed (Debian man-db; scripts/test.sh installs it)")
+        return
+    env = dict(BASE_ENV, MANWIDTH="80")  # not a terminal: man-db prints plain text
+    p = subprocess.run(["man", "--warnings", "-l", PAGE], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = p.stdout.decode()
+    t.check("man --warnings -l ucxtls.1: exit 0, nothing on stderr", p.returncode == 0 and not p.stderr, p.stderr.decode())
+    for title in ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXIT STATUS", "ENVIRONMENT", "FILES"):
+        t.check("the rendered page has the section %s" % title, re.search(r"^%s$" % title, out, re.M), out[:2000])
+
+
+@case("the variables: man page == --help == README table")
+def variables(t):
+    man = man_variables(page_text())
+    helpv, helptext = help_variables()
+    t.check("the man page lists variables", len(man) > 10, page_text())
+    t.equal("every variable, in order: the man page's == --help's", [n for n, _ in man], [n for n, _ in helpv])
+    own_man = [(n, d) for n, d in man if d is not None]
+    own_help = [(n, d) for n, d in helpv if d is not None]
+    t.equal("the library's own variables and their defaults: the man page's == --help's", own_man, own_help)
+    t.equal("the library's own variables: the man page's == the README table's",
+            [n for n, _ in man if n.startswith("UCXTLS_")], readme_variables())
+
+
+@case("the commands and exit statuses: man page == --help")
+def commands(t):
+    text = page_text()
+    syn = re.findall(r"^\.B ucxtls (\w+)$", "\n".join(man_sections(text)["SYNOPSIS"]), re.M)
+    helptext = subprocess.run([CLI, "--help"], stdout=subprocess.PIPE).stdout.decode()
+    block = helptext.split("commands:\n", 1)[1].split("\n\n", 1)[0]
+    helpcmds = re.findall(r"^  (\w+) ", block, re.M)
+    t.equal("the commands, in order: the man page's SYNOPSIS == --help's", syn, helpcmds)
+    exits = re.findall(r"^\.B (.*)$", "\n".join(man_sections(text)["EXIT STATUS"]), re.M)
+    t.check("EXIT STATUS names 0, 1, 2 and run's 126/127", exits[:3] == ["0", "1", "2"] and "126, 127" in exits, exits)
+    printed = subprocess.run([CLI, "--man"], stdout=subprocess.PIPE).stdout.decode()
+    t.equal("ucxtls --man prints the page the build installed", printed, text)
+
+
+@case("cmake --install puts the man page in share/man/man1")
+def installed(t):
+    with tempfile.TemporaryDirectory() as prefix:
+        p = subprocess.run([CMAKE, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        dest = os.path.join(prefix, "share", "man", "man1", "ucxtls.1")
+        t.check("cmake --install --prefix P: P/share/man/man1/ucxtls.1 is the page",
+                p.returncode == 0 and os.path.exists(dest) and open(dest).read() == page_text(),
+                p.stdout.decode()[-2000:])
+
+
+if __name__ == "__main__":
+    main("the man page ucxtls(1)")
