@@ -24,7 +24,7 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   zsh mksh ksh busybox             the host matrix (tests/hardening/test_hosts.py): shells exec'd
 #                                    directly with the library, beside bash, dash, perl and python3
 #   slurm-wlm munge                  a real Slurm cluster (slurmctld, two slurmd, munged) for the
-#                                    README's Slurm recipes (tests/launchers)
+#                                    Slurm recipes of README.md and docs/recipes.md (tests/launchers)
 #   man-db groff-base                `man -l` renders the generated man page ucxtls(1) (tests/cli/test_man.py)
 #   hyperfine                        (benchmark only)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test

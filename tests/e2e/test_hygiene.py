@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The library's build rules (DESIGN §2), checked on the built file, and its silence on stdout.
+"""The library's build rules (docs/design.md, "Build rules"), checked on the built file, and its silence on stdout.
 
 - NEEDED is libc.so.6 alone; nothing is exported; the highest GLIBC_ version imported is at
   most 2.17; no fortified *_chk import; BIND_NOW and RELRO are on.
@@ -38,7 +38,7 @@ def build_rules(t):
     chk = [l for l in dynsyms.splitlines() if "_chk" in l]
     t.equal("no fortified *_chk import", chk, [])
     undefined = sorted(re.findall(r"\*UND\*\s+\S+\s+(?:\S+\s+)?(\S+)$", dynsyms, re.M))
-    # malloc alone of the heap: the environment edit's one block (issue 10), in place of the
+    # malloc alone of the heap: the environment edit's one block (docs/design.md, "Editing the environment"), in place of the
     # allocations setenv made; tests/perf holds it to at most what those cost.
     forbidden = [s for s in undefined if re.match(r"(dlopen|dlsym|fopen|printf|fprintf|malloc.+|calloc|realloc|free$|pthread_|stat$|__xstat|fstatat|opendir|_Z|__cxa_throw|__gxx)", s)]
     t.equal("imports none of dlopen/stdio/calloc/realloc/free/pthread/stat/opendir/C++ runtime", forbidden, [], " ".join(undefined))

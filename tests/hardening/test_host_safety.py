@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""No host is hurt by the decision or by the line (issue 10).
+"""No host is hurt by the decision or by the line (docs/design.md, "Editing the environment").
 
 1. Threads: a program whose linked library's constructor starts a thread that calls getenv in a
    loop (constructors of linked libraries run before preloaded ones), run hundreds of times with
@@ -263,7 +263,7 @@ def threads(t):
         t.check("getenv thread, %s: every run exits 0" % case, odd is None, odd or "")
     if SETENV_LIB and os.path.exists(SETENV_LIB):
         dead, _ = crashes(prog.thread_host, SETENV_LIB, "dgx", {}, RUNS)
-        print("info control: the two setenv calls the library made before issue 10 (setenv_preload): "
+        print("info control: the two setenv calls the library once made (setenv_preload): "
               "%d of %d runs died by a signal (a race; not asserted)" % (dead, RUNS), flush=True)
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every host sees the decision (issue 10): a matrix of real hosts started directly with the library.
+"""Every host sees the decision (docs/design.md, "Editing the environment"): a matrix of real hosts started directly with the library.
 
 bash, dash, zsh, mksh, ksh93, busybox sh, perl and python3 are each exec'd by this script with
 LD_PRELOAD in their environment, nothing preloaded in front of them (a preloaded `env` or

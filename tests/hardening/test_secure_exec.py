@@ -2,7 +2,7 @@
 """Secure execution (AT_SECURE): the library is loaded into a setuid program yet does nothing.
 
 ld.so preloads a library into a setuid program only when LD_PRELOAD names it bare, it lies in a
-standard directory, and it carries the set-user-ID bit (ld.so(8); research/preload.md §2). The
+standard directory, and it carries the set-user-ID bit (ld.so(8)). The
 test installs a uniquely named set-user-ID copy of the library in the system library directory,
 makes a setuid-root copy of a small program, and runs it as `nobody` (this script drops to
 nobody between fork and exec: no setpriv, no preloaded launcher in front of it) with

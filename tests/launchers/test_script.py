@@ -94,7 +94,7 @@ def ld_so_preload(t, scratch):
             os.unlink("/etc/ld.so.preload")
 
 
-TITLE = "plain launch scripts and /etc/ld.so.preload, as printed in README.md"
+TITLE = "plain launch scripts and /etc/ld.so.preload, as printed in README.md and docs/recipes.md"
 _job = []
 
 

@@ -65,7 +65,7 @@ class Slurm:
             if r["loaded"] and node in want and want[node] and r["shell"] != pair(want[node]) and \
                     r["shell"] == pair(PAIR_FROM_CUDA_HOST["UCX_TLS"]):
                 detail += ("\n(the task's bash, the first process with the library, kept the inherited pair the "
-                           "library re-derived: bash reads main's original envp; see research/rdma.md, issue 10)")
+                           "library re-derived: bash reads main's original envp; see docs/design.md, "Editing the environment")")
                 break
         for node in sorted(want):
             r = got.get(node)
@@ -135,7 +135,7 @@ def format_checks(t):
             and "UCXTLS_ACCEL" in err, repr((rc, out, err)))
 
 
-TITLE = "Slurm recipes, as printed in README.md, on a two-node Slurm cluster"
+TITLE = "Slurm recipes, as printed in README.md and docs/recipes.md, on a two-node Slurm cluster"
 _installed = []
 
 

@@ -1,4 +1,4 @@
-/* The floor for the performance budgets (issue 5): a preload library whose constructor does
+/* The floor for the performance budgets (docs/performance.md): a preload library whose constructor does
  * nothing, built libc-only the way libucxtls.so is (NEEDED libc.so.6, -z now, relro, nothing
  * exported). Whatever libucxtls.so costs beyond this file is its own work: the constructor's
  * syscalls, its instructions, and the loader binding its imports. Built by tests/perf (CMake)

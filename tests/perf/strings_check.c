@@ -1,5 +1,5 @@
 /* shim/strings.c against libc: the library's own string functions (linked into libucxtls.so
- * instead of libc's, issue 5) must return what libc's return, on every length, alignment and
+ * instead of libc's: docs/performance.md) must return what libc's return, on every length, alignment and
  * overlap the library could hand them. Compiled from the same source under other names. */
 #define memcpy ucxtls_memcpy
 #define memmove ucxtls_memmove

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Performance budgets (issue 5) that do not depend on the machine's speed.
+"""Performance budgets (docs/performance.md) that do not depend on the machine's speed.
 
 "Added by the constructor" is a difference between two runs of /bin/true in the same
 environment: preloaded with libucxtls.so, and preloaded with an empty library built the same way
@@ -9,7 +9,7 @@ environment: preloaded with libucxtls.so, and preloaded with an empty library bu
   The loader runs as a program (`ld.so --preload LIB /bin/true`) so that valgrind's own launcher
   never runs the constructor and hands UCX_TLS down to the measured process.
 - heap: `valgrind --tool=memcheck` totals (allocations and bytes) at most those of a library
-  whose constructor makes only the two setenv calls the library made before issue 10
+  whose constructor makes only the two setenv calls the library once made
   (tests/perf/setenv_preload.c; the environment edit now allocates one block, and glibc's setenv
   only copies an added entry), and no allocation at all on the paths that write nothing.
 Each measured path is also checked to decide what it should, so a budget is never met by a path
@@ -45,7 +45,7 @@ SYSCALL_ROWS = [
     ("container given one GPU and one HCA (uverbs3)", "container-one-of-eight", {}, C, 28),
 ]
 
-# The driver tier (issue 12) reads the answer `ucxtls probe --save` stored for the node: at most
+# The driver tier (docs/driver-probe.md) reads the answer `ucxtls probe --save` stored for the node: at most
 # this many syscalls more than the kernel tier on the same machine, and no process.
 DRIVER_TIER_EXTRA = 6
 Z = "rc_x,rc,dc_x,dc,ze_copy"

@@ -1,4 +1,4 @@
-// Unit tests of the pure core: every rule of DESIGN §1 as a table row.
+// Unit tests of the pure core: every rule of docs/design.md as a table row.
 #include <doctest/doctest.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-// Unit tests of the shortcuts taken for speed (issue 5): they must not change an answer.
+// Unit tests of the shortcuts taken for speed (docs/performance.md): they must not change an answer.
 #include <doctest/doctest.h>
 
 #include <string>

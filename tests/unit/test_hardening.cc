@@ -1,4 +1,4 @@
-// Regression rows for what the hardening work (issue 6) found: each was a fuzzer crash or a
+// Regression rows for what the hardening work (docs/testing.md) found: each was a fuzzer crash or a
 // sanitizer report; the comment names the test that found it.
 #include <doctest/doctest.h>
 #include <fcntl.h>
