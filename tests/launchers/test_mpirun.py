@@ -2,8 +2,9 @@
 """The mpirun recipes, for real. The blocks `mpirun` and `mpirun-tcp` are taken from README.md
 and docs/recipes.md and run as printed (recipes.py: /opt/ucxtls installed in a private mount namespace, a
 `hosts` file with 16 slots on this machine, `./app` the MPI program below): on this machine
-without RDMA the RDMA recipe fails as the recipe says (the UCX PML cannot be selected; forced, every
-rank prints UCX's "not available" warning on stdout), and the TCP recipe runs 16 ranks over UCX.
+without RDMA the RDMA recipe fails as the recipe says (the UCX PML cannot be selected; forced past
+that, {rdma} is empty and every rank gets sm,self, with no warning), and the TCP recipe runs 16
+ranks over UCX.
 
 The rest is the mechanism behind them: Open MPI over its UCX PML, two ranks on this machine,
 each launched with the library (`mpirun -x LD_PRELOAD=... -x UCXTLS_...`), each rank's UCX context
