@@ -21,7 +21,7 @@ struct Text {
     if (!cap) return *this;  // a Text of no capacity takes nothing: not even a strlen
     return s ? add(s, __builtin_strlen(s)) : add("(null)", 6);
   }
-  Text &add(const char *s, size_t n);
+  __attribute__((noinline)) Text &add(const char *s, size_t n);  // one copy of the appending code
   Text &add(long long v);
   // s[0..n) with control bytes shown as '?' (text read from outside stays one printable line).
   Text &add_scrubbed(const char *s, size_t n);
