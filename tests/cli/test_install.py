@@ -117,6 +117,8 @@ def deb(t):
     t.check("cpack -G DEB builds one package", p.returncode == 0 and len(debs) == 1, p.stdout.decode())
     if debs:
         listing = subprocess.run(["dpkg-deb", "-c", debs[0]], stdout=subprocess.PIPE).stdout.decode()
+        t.check("the package holds its licence as usr/share/doc/ucxtls/copyright (Debian's place)",
+                re.search(r" \./usr/share/doc/ucxtls/copyright$", listing, re.M), listing)
         t.check("the package holds the man page usr/share/man/man1/ucxtls.1",
                 re.search(r" \./usr/share/man/man1/ucxtls\.1(\.gz)?$", listing, re.M), listing)
         t.check("the package holds usr/bin/ucxtls and usr/lib.../libucxtls.so",
