@@ -65,7 +65,7 @@ class Slurm:
             if r["loaded"] and node in want and want[node] and r["shell"] != pair(want[node]) and \
                     r["shell"] == pair(PAIR_FROM_CUDA_HOST["UCX_TLS"]):
                 detail += ("\n(the task's bash, the first process with the library, kept the inherited pair the "
-                           "library re-derived: bash reads main's original envp; see docs/design.md, "Editing the environment")")
+                           "library re-derived: see docs/design.md, 'Editing the environment')")
                 break
         for node in sorted(want):
             r = got.get(node)
