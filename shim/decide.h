@@ -22,6 +22,7 @@ struct FileFacts {
   unsigned mode = 0;  // st_mode: type and permission bits
   long long size = 0;
   long long mtime_ns = 0;
+  unsigned long long dev = 0, ino = 0;  // which file it is (compared, never shown)
 };
 
 // ---------------------------------------------------------------------------------------------

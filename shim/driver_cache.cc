@@ -63,9 +63,9 @@ Found use(const Inputs &in, const Settings &s, const Path &dir, char *text, size
 Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFact *out, Text &ev) {
   const int dfd = open_dir(dir);
   if (dfd < 0) {
-    if (errno == ENOENT) return Found::missing;
+    if (dfd == -ENOENT) return Found::missing;
     add_file(ev, dir);
-    ev.add(" ignored: its directory cannot be opened (errno ").add((long long)errno).add(")").add(kRemedy);
+    ev.add(" ignored: its directory cannot be opened (").add(errno_name(dfd)).add(")").add(kRemedy);
     return Found::decided;
   }
   FileFacts facts;
@@ -83,13 +83,13 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
     return ignored(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)");
   }
   const int fd = open_file_in(dfd, kCacheFileName);
-  const int open_errno = errno;
+  const int open_errno = fd < 0 ? -fd : 0;
   close_fd(dfd);
   if (fd < 0) {
     if (open_errno == ENOENT) return Found::missing;
     if (open_errno == ELOOP) return ignored(ev, dir, "it is a symbolic link");
     add_file(ev, dir);
-    ev.add(" ignored: it cannot be opened (errno ").add((long long)open_errno).add(")").add(kRemedy);
+    ev.add(" ignored: it cannot be opened (").add(errno_name(open_errno)).add(")").add(kRemedy);
     return Found::decided;
   }
   char *const text = g_report;

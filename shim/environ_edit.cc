@@ -109,7 +109,7 @@ size_t env_scan(char *const *arr, const char *const *names, int n, int *missing)
 }
 
 // One pass replaces what is present (and counts), then, when something is missing, one copy.
-int env_write(char ***env, char *const *entries, int n, char **room, char **added) {
+int env_write(char ***env, char *const *entries, int n, char **room, size_t room_cap, char **added) {
   constexpr int kMax = 4;
   char **cur = *env;
   size_t len[kMax];
@@ -127,6 +127,7 @@ int env_write(char ***env, char *const *entries, int n, char **room, char **adde
   for (int i = 0; i < n && i < kMax; i++)
     if (!have[i]) added[missing++] = entries[i];
   if (!missing) return 0;
+  if (!room || size + size_t(missing) + 1 > room_cap) return -1;  // the environment grew meanwhile
   for (size_t i = 0; i < size; i++) room[i] = cur[i];
   for (int i = 0; i < missing; i++) room[size + size_t(i)] = added[i];
   room[size + size_t(missing)] = nullptr;
@@ -160,7 +161,9 @@ bool process_env_write(const char *const *names, const char *const *values, int 
     __builtin_memcpy(p, values[i], len[i][1] + 1);
     p += len[i][1] + 1;
   }
-  int k = env_write(&environ, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr, added);
+  int k = env_write(&environ, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr,
+                    missing ? count + size_t(missing) + 1 : 0, added);
+  if (k < 0) return false;  // another thread grew the environment: the additions are lost, not written past
   // A host with its own variable table (bash) learns of an added variable through its own
   // setenv, which our call binds to when the program defines one. glibc's own setenv would only
   // replace the pointer just published with a copy of its own (about 2,500 instructions each):

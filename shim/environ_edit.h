@@ -39,11 +39,12 @@ size_t env_scan(char *const *arr, const char *const *names, int n, int *missing)
 int env_missing(char *const *arr, const char *const *names, int n);
 
 // Writes entries[0..n) (n <= 4) into the environment *env: replaced in place where their name is present,
-// the rest added by publishing one new array, `room` (a copy of *env with them appended; room
-// for env_count(*env) + env_missing(...) + 1 pointers, unused when none is missing), with one
-// release store to *env. The old array is left as it was, never freed. The added entries are
-// stored in added[] (room for n). Returns how many were added.
-int env_write(char ***env, char *const *entries, int n, char **room, char **added);
+// the rest added by publishing one new array, `room` (a copy of *env with them appended), with one
+// release store to *env. room holds room_cap pointers (sized from an earlier env_scan); when
+// *env has grown since (another thread's setenv), nothing is added and -1 is returned: never a
+// write past room. The old array is left as it was, never freed. The added entries are stored in
+// added[] (room for n). Returns how many were added.
+int env_write(char ***env, char *const *entries, int n, char **room, size_t room_cap, char **added);
 
 // --- The process environment (the library's shell; not for the `ucxtls` command).
 // glibc calls main with the `environ` of that moment, so main's envp (bash's) is whatever array

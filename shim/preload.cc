@@ -6,6 +6,7 @@
 // write(2) lines: the unknown-variable line, the debug or error line), no threads, no heap but
 // the one environment array it publishes, errno left as it was found.
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
@@ -29,7 +30,20 @@ using namespace ucxtls;
 // was pending already (then it is the host's and stays). A host that did not block SIGPIPE has
 // none pending: it would have been delivered. Then the host's mask is restored. Costs nothing
 // unless a line is printed: this runs only then.
+//
+// A line is written only when stderr can take it now (poll, zero timeout): a pipe whose reader
+// reads late (a launcher collecting the output of hundreds of processes) may be full, and a
+// blocking write would hang the host before main. A line is at most 1024 bytes, under PIPE_BUF, so
+// a pipe that has room takes it whole.
+bool writable_now(int fd) {
+  struct pollfd p = {fd, POLLOUT, 0};
+  struct timespec zero = {0, 0};
+  long r = syscall(SYS_ppoll, &p, 1UL, &zero, nullptr, 0UL);  // the raw call: no poll import
+  return r == 1 && (p.revents & POLLOUT);
+}
+
 void write_all(const char *p, size_t n, bool *broken_pipe) {
+  if (!n || !writable_now(2)) return;
   while (n) {
     ssize_t w = write_some(2, p, n);
     if (w <= 0) {  // stderr closed, full or gone: the host is not ours to disturb

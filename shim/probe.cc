@@ -25,7 +25,7 @@ struct DeviceTable {
   int n = 0;
   char id[kMaxDevices][kIdMax] = {};
   const char *ids[kMaxDevices] = {};
-  bool ids_unknown = false;  // all-zero, so the static table is .bss
+  bool ids_unknown = false;  // all-zero: the static table needs no constructor
   void reset() {
     n = 0;
     ids_unknown = false;
@@ -474,7 +474,8 @@ UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const Prob
       }
       t.add(id);
     }
-    if (d.error) fail.note("list", dir, d.error, o.evidence);
+    // No topology at all: ROCr cannot enumerate a GPU either (a real "not there").
+    if (d.error && !absent(d.error)) fail.note("list", dir, d.error, o.evidence);
     ff->partial = t.n >= bound && !o.exhaustive;
     ev.add((long long)t.n).add(ff->partial ? "+" : "").add(" KFD GPU node(s) with a render node");
   } else if (!fail.error) {

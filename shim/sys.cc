@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -158,14 +159,17 @@ const char *DirReader::next() {
 
 }  // namespace ucxtls
 
-// --- stat through the system call the architecture has, in the kernel's own layout: struct
-// stat64 with fstat64 and fstatat64 on 32-bit ABIs, struct stat with fstat and newfstatat on
-// 64-bit ones (glibc's types are the kernel's there).
-
+// --- stat through the system call the architecture has, in the kernel's own layout.
+// 64-bit ABIs: newfstatat and fstat with struct stat, which is the kernel's there (x86_64, aarch64,
+// ppc64le, s390x, riscv64). 32-bit ABIs: statx first, whose struct is the same on every
+// architecture; glibc's struct stat64 is the kernel's only without -D_TIME_BITS=64, so fstatat64
+// and fstat64 are the fallback (a kernel before 4.11, or a seccomp profile without statx) only
+// then.
 
 namespace ucxtls {
 
 #if defined(SYS_fstat64)
+#define UCXTLS_STAT_32BIT 1
 typedef struct stat64 KernelStat;
 static const long kNrFstat = SYS_fstat64, kNrFstatat = SYS_fstatat64;
 #else
@@ -174,33 +178,93 @@ static const long kNrFstat = SYS_fstat, kNrFstatat = SYS_newfstatat;
 #endif
 
 static void facts_of(const KernelStat &st, FileFacts *out) {
+  out->dev = (unsigned long long)st.st_dev;
+  out->ino = (unsigned long long)st.st_ino;
   out->uid = unsigned(st.st_uid);
   out->mode = unsigned(st.st_mode);
   out->size = (long long)st.st_size;
   out->mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 }
 
-int stat_fd(int fd, FileFacts *out) {
+// stat(2) of dirfd/path (flags: AT_EMPTY_PATH for the fd itself).
+static int stat_at(int dirfd, const char *path, int flags, FileFacts *out) {
+#if defined(UCXTLS_STAT_32BIT) && defined(SYS_statx)
+  struct {  // struct statx (include/uapi/linux/stat.h): the same layout on every architecture
+    uint32_t mask, blksize;
+    uint64_t attributes;
+    uint32_t nlink, uid, gid;
+    uint16_t mode, pad0;
+    uint64_t ino, size, blocks, attributes_mask;
+    struct {
+      int64_t sec;
+      uint32_t nsec;
+      int32_t pad;
+    } atime, btime, ctime, mtime;
+    uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+    uint64_t spare[14];
+  } sx;
+  static_assert(sizeof sx == 256, "struct statx is 256 bytes");
+  long r = result(syscall(SYS_statx, dirfd, path, flags, 0x7ffu /* STATX_BASIC_STATS */, &sx));
+  if (r == 0) {
+    out->dev = (uint64_t(sx.dev_major) << 32) | sx.dev_minor;
+    out->ino = sx.ino;
+    out->uid = sx.uid;
+    out->mode = sx.mode;
+    out->size = (long long)sx.size;
+    out->mtime_ns = sx.mtime.sec * 1000000000LL + sx.mtime.nsec;
+    return 0;
+  }
+#if defined(__USE_TIME_BITS64)
+  return int(r);  // glibc's struct stat64 is not the kernel's here: no fallback
+#else
+  if (r != -ENOSYS && r != -EPERM) return int(r);
+#endif
+#endif
   KernelStat st;
-  long r = result(syscall(kNrFstat, fd, &st));
-  if (r < 0) return int(r);
+  long r2 = (flags & AT_EMPTY_PATH) ? result(syscall(kNrFstat, dirfd, &st))
+                                    : result(syscall(kNrFstatat, dirfd, path, &st, flags));
+  if (r2 < 0) return int(r2);
   facts_of(st, out);
   return 0;
 }
 
+int stat_fd(int fd, FileFacts *out) { return stat_at(fd, "", AT_EMPTY_PATH, out); }
+
 int stat_path(const Path &p, FileFacts *out) {
   if (!p.ok()) return -ENAMETOOLONG;
-  KernelStat st;
-  long r = result(syscall(kNrFstatat, AT_FDCWD, p.buf, &st, 0));
-  if (r < 0) return int(r);
-  facts_of(st, out);
-  return 0;
+  return stat_at(AT_FDCWD, p.buf, 0, out);
+}
+
+int open_regular(const Path &p) {
+  // The file itself, not opened for reading: no driver's open runs for a device (O_PATH).
+  const int pfd = open_flags(p, O_PATH | O_CLOEXEC);
+  if (pfd < 0) return pfd;
+  FileFacts st;
+  int fd = stat_fd(pfd, &st);
+  if (fd == 0 && ((st.mode & S_IFMT) != S_IFREG || st.size <= 0)) fd = -ENOENT;
+  if (fd == 0) {
+    // Open what was checked through the descriptor's link, not the path again: the path may have
+    // been pointed elsewhere since.
+    Path self(nullptr, "/proc/self/fd/");
+    self.add_num(pfd);
+    fd = open_ro(self);
+    if (fd == -ENOENT) {  // no /proc: by the path, and then it must still be the same file
+      fd = open_ro(p);
+      FileFacts again;
+      if (fd >= 0 && (stat_fd(fd, &again) != 0 || again.dev != st.dev || again.ino != st.ino)) {
+        close_fd(fd);
+        fd = -EAGAIN;  // it changed under us: cannot tell
+      }
+    }
+  }
+  close_fd(pfd);
+  return fd;
 }
 
 int open_dir(const Path &p) { return open_flags(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK); }
 
 int open_file_in(int dirfd, const char *name) {
-  return int(syscall(SYS_openat, dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  return int(result(syscall(SYS_openat, dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)));
 }
 
 unsigned effective_uid() {

@@ -85,13 +85,14 @@ ssize_t read_some(int fd, char *buf, size_t n);          // bytes, or -errno; re
 ssize_t write_some(int fd, const char *buf, size_t n);  // one write, retried on EINTR
 void close_fd(int fd);
 
+// The regular file of non-zero size at p, opened for reading: fd; -ENOENT when p is anything else
+// (a device, a FIFO, a procfs file); -errno. The check is made on the file itself (O_PATH), and
+// what is opened is what was checked, even if p is pointed elsewhere meanwhile.
+int open_regular(const Path &p);
+
 template <typename Feed>
 int read_chunks(const Path &p, size_t max_bytes, Feed feed) {
-  FileFacts st;
-  int err = stat_path(p, &st);
-  if (err) return err;
-  if ((st.mode & 0170000) != 0100000 || st.size <= 0) return -2;  // not a regular file: -ENOENT
-  int fd = open_ro(p);
+  int fd = open_regular(p);
   if (fd < 0) return fd;
   char chunk[1024];
   size_t total = 0;
@@ -113,7 +114,7 @@ int read_chunks(const Path &p, size_t max_bytes, Feed feed) {
 
 // --- the driver tier's cache (driver_cache.cc): opens that keep a directory fd.
 namespace ucxtls {
-int open_dir(const Path &p);                     // O_RDONLY|O_DIRECTORY; -1 on failure (errno set)
-int open_file_in(int dirfd, const char *name);   // O_RDONLY|O_NOFOLLOW, never a FIFO's reader
+int open_dir(const Path &p);                     // O_RDONLY|O_DIRECTORY: fd, or -errno
+int open_file_in(int dirfd, const char *name);   // O_RDONLY|O_NOFOLLOW, never a FIFO's reader: fd, or -errno
 unsigned effective_uid();
 }  // namespace ucxtls

@@ -308,6 +308,26 @@ def broken_pipe_run(argv, env, preexec=None):
     return p
 
 
+def full_pipe_run(argv, env, timeout=10):
+    """argv with stderr on a pipe that is full (its reader is there, reading later): the completed
+    process, or None when it did not finish within timeout (it hung)."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    try:
+        return subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=w, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        os.close(w)
+        os.close(r)
+
+
 def block_pipe():
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
 
@@ -333,6 +353,17 @@ def signals(t):
     # The control: an unguarded line kills the same host.
     ctl = broken_pipe_run(sh, env_for(None, preload=False, LD_PRELOAD=prog.plain_writer))
     t.equal("control: an unguarded stderr line kills sh with SIGPIPE", ctl.returncode, -signal.SIGPIPE)
+
+    # stderr a full pipe (a launcher that collects many processes' output and reads it late): the
+    # line is dropped rather than wait; the host runs as without the library.
+    for label, machine, extra in lines:
+        plain = full_pipe_run(sh, env_for(machine, preload=False, **extra))
+        pre = full_pipe_run(sh, env_for(machine, **extra))
+        t.check("full-pipe stderr, %s: sh finishes, stdout and status as without the library" % label,
+                pre is not None and plain is not None and (pre.stdout, pre.returncode) == (plain.stdout, plain.returncode),
+                "with: %r\nwithout: %r" % (pre and (pre.stdout, pre.returncode), plain and (plain.stdout, plain.returncode)))
+    ctl = full_pipe_run(sh, env_for(None, preload=False, LD_PRELOAD=prog.plain_writer), timeout=3)
+    t.check("control: an unguarded stderr line on a full pipe hangs sh (killed after 3 s)", ctl is None)
 
     for how, preexec in [("default mask", None), ("SIGPIPE blocked by the parent", block_pipe),
                          ("SIGPIPE blocked and one of the host's own pending", block_and_raise_pipe)]:

@@ -89,7 +89,7 @@ TEST_CASE("env_write: present names in place; the rest in one new array, the old
     CHECK(missing == r.added);
     std::vector<char *> room(env_count(env) + 3, reinterpret_cast<char *>(1));
     char *added[2] = {};
-    CHECK(env_write(&env, entries, 2, r.added ? room.data() : nullptr, added) == r.added);
+    CHECK(env_write(&env, entries, 2, r.added ? room.data() : nullptr, r.added ? room.size() : 0, added) == r.added);
     CHECK(listed(env) == r.want);
     if (r.added) {
       CHECK(env == room.data());                        // published: the new array
@@ -102,8 +102,17 @@ TEST_CASE("env_write: present names in place; the rest in one new array, the old
   char **null_env = nullptr;  // after clearenv()
   char *room[3], *added[2];
   CHECK(env_count(null_env) == 0);
-  CHECK(env_write(&null_env, entries, 2, room, added) == 2);
+  CHECK(env_write(&null_env, entries, 2, room, 3, added) == 2);
   CHECK(listed(null_env) == std::vector<std::string>{"UCX_TLS=v", "UCXTLS_DERIVED=v"});
+  // The environment grew after the room was sized (another thread's setenv): nothing is added,
+  // nothing written past the room, and the array is left as it was.
+  Block grown{"A=1", "B=2", "C=3"};
+  char **genv = grown.arr();
+  char *small[3] = {reinterpret_cast<char *>(1), reinterpret_cast<char *>(1), reinterpret_cast<char *>(1)};
+  CHECK(env_write(&genv, entries, 2, small, 3, added) == -1);
+  CHECK(genv == grown.arr());
+  CHECK(small[0] == reinterpret_cast<char *>(1));
+  CHECK(env_write(&genv, entries, 2, nullptr, 0, added) == -1);
 }
 
 TEST_CASE("read_inputs: UCXTLS_* names that no option has are counted, the first one kept") {
