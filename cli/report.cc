@@ -91,8 +91,16 @@ void evaluate(Report *r, const char *tmpl) {
 }
 
 std::string library_line(const Report &r) {
+  // Decided again exactly as the constructor decides: its probes stop at the first visible GPU,
+  // so the line carries the library's own counts ("1+"), not explain's full listing. The decision
+  // is the same; only the evidence differs.
+  auto f = std::make_unique<Facts>();
+  auto d = std::make_unique<Decision>();
+  ProbeOptions o;
+  o.evidence = true;
+  run_ladder(r.in, r.s, o, f.get(), d.get());
   char line[kLineMax];
-  size_t n = format_line(r.in, r.d, line, sizeof line);
+  size_t n = format_line(r.in, *d, line, sizeof line);
   return std::string(line, n);
 }
 
