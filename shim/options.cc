@@ -27,7 +27,7 @@ const Option kOptions[kVarCount] = {
      "kernel (device files only) or driver (the CUDA/Level Zero answer `ucxtls probe --save` stored)"},
     {"UCXTLS_PROBE_TIMEOUT_MS", kTimeoutDefault.s, kTimeoutMeaning.s},
     {"UCXTLS_CACHE_DIR", "unset",
-     "where `ucxtls probe --save` stores the driver's answer; unset: $XDG_RUNTIME_DIR/ucxtls, /run/ucxtls"},
+     "where `ucxtls probe --save` stores the driver's answer and the library reads it (an absolute path); unset: $XDG_RUNTIME_DIR/ucxtls, then /run/ucxtls"},
     {"UCXTLS_DEBUG", "unset", "1: one line on stderr saying what was decided and why"},
     {"UCXTLS_SYSROOT", "unset",
      "directory put in front of every /dev, /sys, /proc, /etc path the probe reads"},

@@ -38,16 +38,23 @@ def man_sections(text):
     return sections
 
 
-def man_variables(text):
-    """[(name, default or None)] from ENVIRONMENT: each .TP/.B NAME, then its paragraph."""
+def unroff(s):
+    return s.replace("\\-", "-").replace("\\e", "\\").replace("\\&", "")
+
+
+def man_variables(text, meanings=None):
+    """[(name, default or None)] from ENVIRONMENT: each .TP/.B NAME, then its paragraph; with
+    meanings (a dict), each variable's paragraph without its default goes there."""
     lines = man_sections(text).get("ENVIRONMENT", [])
     out = []
     for i, line in enumerate(lines):
         m = re.match(r"^\.B ([A-Z_]+)$", line)
         if m:
             para = lines[i + 1] if i + 1 < len(lines) else ""
-            d = re.search(r"\(default: (.*)\)$", para)
-            out.append((m.group(1), d.group(1).replace("\\-", "-").replace("\\e", "\\") if d else None))
+            d = re.search(r" \(default: (.*)\)$", para)
+            out.append((m.group(1), unroff(d.group(1)) if d else None))
+            if meanings is not None:
+                meanings[m.group(1)] = unroff(para[:d.start()] if d else para)
     return out
 
 
@@ -62,10 +69,24 @@ def help_variables():
     return found, out
 
 
-def readme_variables():
+def readme_variables(meanings=None):
     with open(os.path.join(SOURCE_DIR, "README.md")) as f:
         readme = f.read()
-    return re.findall(r"^\| `([A-Z_]+)` \| ", readme, re.M)
+    rows = re.findall(r"^\| `([A-Z_]+)` \| .*? \| (.*) \|$", readme, re.M)
+    if meanings is not None:
+        meanings.update((n, m.replace("`", "")) for n, m in rows)
+    return [n for n, _ in rows]
+
+
+def help_meanings():
+    """{name: meaning} of the library's own variables in --help (the line after 'NAME default X')."""
+    lines = subprocess.run([CLI, "--help"], stdout=subprocess.PIPE).stdout.decode().splitlines()
+    out = {}
+    for i, line in enumerate(lines):
+        m = re.match(r"^  ([A-Z][A-Z_]+) +default \S+$", line)
+        if m and i + 1 < len(lines):
+            out[m.group(1)] = lines[i + 1].strip()
+    return out
 
 
 @case("man -l renders ucxtls(1) without a warning")
@@ -95,6 +116,14 @@ def variables(t):
     t.equal("the library's own variables and their defaults: the man page's == --help's", own_man, own_help)
     t.equal("the library's own variables: the man page's == the README table's",
             [n for n, _ in man if n.startswith("UCXTLS_")], readme_variables())
+    # The meanings too (the README's without its code marks): one table behind all three.
+    man_m, readme_m, help_m = {}, {}, help_meanings()
+    man_variables(page_text(), man_m)
+    readme_variables(readme_m)
+    for name in readme_m:
+        t.check("%s: the same meaning in the README, --help and the man page" % name,
+                readme_m[name] == help_m.get(name, "").replace("`", "") == man_m.get(name, "").replace("`", ""),
+                "README: %r\n--help: %r\nman:    %r" % (readme_m[name], help_m.get(name), man_m.get(name)))
 
 
 @case("the commands and exit statuses: man page == --help")
