@@ -245,7 +245,11 @@ int cmd_probe(int argc, char **argv) {
   read_inputs(environ, &in);
   Settings s;
   parse_settings(in, &s);
-  if (s.invalid && (s.invalid_var == kProbeTimeoutMs || s.invalid_var == kCacheDir || s.invalid_var == kSysroot)) {
+  if (s.timeout_why) {
+    const char *v = in.get(kProbeTimeoutMs);
+    return probe_fail(kFailed, std::string(kOptions[kProbeTimeoutMs].name) + "=\"" + (v ? v : "") + "\" " + s.timeout_why);
+  }
+  if (s.invalid && (s.invalid_var == kCacheDir || s.invalid_var == kSysroot)) {
     const char *v = in.get(s.invalid_var);
     return probe_fail(kFailed, std::string(kOptions[s.invalid_var].name) + "=\"" + (v ? v : "") + "\" " + s.invalid_why);
   }

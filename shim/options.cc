@@ -195,7 +195,7 @@ void parse_settings(const Inputs &in, Settings *s) {
   if (set_nonempty(ms)) {
     long v = 0;
     if (!parse_long(ms, strlen(ms), &v) || v < kProbeTimeoutMsMin || v > kProbeTimeoutMsMax)
-      mark_invalid(s, kProbeTimeoutMs, kTimeoutWhy.s);
+      s->timeout_why = kTimeoutWhy.s;
     else
       s->probe_timeout_ms = int(v);
   }

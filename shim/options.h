@@ -80,7 +80,10 @@ struct Settings {
   bool template_from_user = false;
   const char *tmpl = nullptr;  // never NULL after parse_settings
   ProbeTier tier = ProbeTier::kernel;
+  // The bound of `ucxtls probe` alone: the library never runs the helper, so a bad value is the
+  // command's error (timeout_why), not an invalid setting that would switch the library off.
   int probe_timeout_ms = kProbeTimeoutMsDefault;
+  const char *timeout_why = nullptr;
   const char *sysroot = nullptr;  // NULL or non-empty
   // First invalid setting: which variable, and why (static text).
   bool invalid = false;
