@@ -115,6 +115,7 @@ int cmd_doctor(int argc, char **argv) {
     else if (!strncmp(a, "--template=", 11)) tmpl = a + 11;
     else return fail(kUsage, std::string("doctor: unknown option '") + a + "'" + usage);
   }
+  if (explicit_value && tmpl) return fail(kUsage, std::string("doctor: --value and --template are alternatives") + usage);
   // A value with placeholders is a template: check what it composes to here.
   if (explicit_value && strchr(explicit_value, '{')) tmpl = explicit_value, explicit_value = nullptr;
   auto r = std::make_unique<Report>();

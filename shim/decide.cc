@@ -151,7 +151,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
       return;
     }
     d->rederived = true;
-    d->reason().add("UCX_TLS equals UCXTLS_DERIVED: derived by ucxtls, maybe on another node; deriving again");
+    d->reason().add("UCX_TLS equals UCXTLS_DERIVED: derived by ucxtls in a parent process or on another node; deriving again");
   }
   // 4. An invalid setting: one error line, nothing else; but an inherited value of ours, maybe
   // derived for another node's GPUs, is removed rather than kept on a guess (UCX's default works).
