@@ -60,6 +60,30 @@ const char *tri_word(Tri t, int error = 0) {
 
 const Family kShown[] = {Family::cuda, Family::rocm, Family::ze};
 
+// The case ucxtls exists for: a UCX_TLS that somebody set (kept as it is) naming the copy
+// transport of another family than the GPUs this process can use, and not theirs (an Intel node
+// given the CUDA list). UCX then has no transport that understands this GPU's memory. "" when not.
+std::string kept_value_warning(const Report &r) {
+  const char *value = effective_value(r.in, r.d);
+  if (r.d.action != Action::keep || !value || value[0] == '^' || r.family == Family::none) return "";
+  bool own = false;
+  std::string other;
+  for (std::string item : split(value, ",")) {
+    if (!item.empty() && item[0] == '\\') item.erase(0, 1);
+    if (item.size() > 4 && item.compare(item.size() - 4, 4, ":aux") == 0) item.resize(item.size() - 4);
+    for (Family f : kShown) {
+      // The copy transport itself, or the family's alias (cuda, rocm, ze) that includes it.
+      if (item != copy_transport(f) && item != family_name(f)) continue;
+      if (f == r.family) own = true;
+      else if (other.empty()) other = item;
+    }
+  }
+  if (own || other.empty()) return "";
+  return "UCX_TLS names " + other + " but the GPUs this process can use are " + family_name(r.family) +
+         ": UCX has no transport for their memory (" + copy_transport(r.family) +
+         "); unset UCX_TLS to let ucxtls derive the value, or fix it";
+}
+
 void explain_text(const Report &r) {
   const Decision &d = r.d;
   const char *value = effective_value(r.in, d);
@@ -74,6 +98,8 @@ void explain_text(const Report &r) {
     printf("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf_evidence);
   else
     printf("UCX_TLS   unset (UCX uses its default, all)\n");
+  const std::string warning = kept_value_warning(r);
+  if (!warning.empty()) printf("warning   %s\n", warning.c_str());
   printf("family    %s (%s)\n", family_name(r.family),
          r.family_decided ? "the value is composed for it"
                           : "what the probe sees; the decision did not need it");
@@ -120,6 +146,12 @@ void explain_json(const Report &r) {
   o += ",\"reasons\":[";
   for (int i = 0; i < d.nreasons; i++) o += (i ? "," : "") + json_str(d.reasons[i]);
   o += "],\"error\":" + (d.error ? json_str(d.reasons[0]) : std::string("null"));
+  const std::string warning = kept_value_warning(r);
+  o += ",\"warning\":" + (warning.empty() ? std::string("null") : json_str(warning.c_str()));
+  // A misspelt UCXTLS_* variable (the first one, by name) and how many there are.
+  std::string unknown = r.in.unknown ? std::string(r.in.unknown, strcspn(r.in.unknown, "=")) : "";
+  o += ",\"unknown_variable\":" + (unknown.empty() ? std::string("null") : json_str(unknown.c_str()));
+  o += ",\"unknown_variables\":" + std::to_string(r.in.unknown_count);
   o += std::string(",\"secure\":") + (r.in.secure ? "true" : "false");
   o += ",\"template\":" + json_str(r.s.tmpl);
   o += std::string(",\"template_from_user\":") + (r.s.template_from_user ? "true" : "false");

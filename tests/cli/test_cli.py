@@ -193,6 +193,30 @@ def json_escapes(t):
     t.equal("JSON replaces bytes that are not UTF-8 with U+FFFD", v, "x\ufffd\ufffdy")
 
 
+@case("explain: a kept UCX_TLS of another family is named; misspelt variables are in the JSON")
+def kept_and_unknown(t):
+    hard = "rc_x,rc,dc_x,dc,cuda_copy"  # the list trainers hard-code
+    j, _ = explain_json(t, "intel-xe, the CUDA list kept", env_for("intel-xe", preload=False, UCX_TLS=hard))
+    t.check("intel-xe with UCX_TLS=%s: keep, and a warning naming cuda_copy and ze_copy" % hard,
+            j is not None and j["action"] == "keep" and j["warning"] and "cuda_copy" in j["warning"]
+            and "ze_copy" in j["warning"], json.dumps(j))
+    for machine, value in [("dgx", hard), ("intel-xe", "rc,ze_copy"), ("intel-xe", "tcp,self"), ("no-gpu", hard),
+                           ("intel-xe", "^cuda_copy")]:
+        j, _ = explain_json(t, machine, env_for(machine, preload=False, UCX_TLS=value))
+        t.check("%s with UCX_TLS=%s: no warning" % (machine, value), j is not None and j["warning"] is None,
+                json.dumps(j))
+    p = cli(["explain"], env_for("intel-xe", preload=False, UCX_TLS="tcp,cuda"))
+    t.check("explain (text): the warning line for the alias cuda on an Intel node",
+            re.search(r"^warning   UCX_TLS names cuda but the GPUs this process can use are ze", p.stdout.decode(), re.M),
+            p.stdout.decode())
+    j, _ = explain_json(t, "typos", env_for("dgx", preload=False, UCXTLS_ACCELL="ze", UCXTLS_FOO="1"))
+    t.check("explain --json: the first misspelt variable by name, and the count",
+            j is not None and j["unknown_variable"] == "UCXTLS_ACCELL" and j["unknown_variables"] == 2, json.dumps(j))
+    j, _ = explain_json(t, "no typo", env_for("dgx", preload=False))
+    t.check("explain --json: no misspelt variable: null and 0",
+            j is not None and j["unknown_variable"] is None and j["unknown_variables"] == 0, json.dumps(j))
+
+
 @case("explain under the preloaded library")
 def explain_preloaded(t):
     # Under the preloaded library the command still explains the caller's environment (the
