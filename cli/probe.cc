@@ -254,6 +254,11 @@ int cmd_probe(int argc, char **argv) {
     return probe_fail(kFailed, std::string(kOptions[s.invalid_var].name) + "=\"" + (v ? v : "") + "\" " + s.invalid_why);
   }
 
+  // A replayed machine has no drivers to ask: the answer is this machine's, stamped (with --save)
+  // with the replayed machine's boot id, and it wins over the replay's kernel answer.
+  if (s.sysroot)
+    fprintf(stderr, "ucxtls: probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's, not the "
+                    "replayed machine's%s\n", want_save ? ", and the answer is saved as the replayed machine's" : "");
   const std::string helper = helper_path();
   auto run = std::unique_ptr<HelperRun>(new HelperRun());
   run_helper(helper, s.probe_timeout_ms, run.get());
