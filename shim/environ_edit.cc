@@ -20,12 +20,6 @@ bool named(const char *entry, const char *name, size_t n) {
   return entry[n] == '=';
 }
 
-bool present(char *const *arr, const char *name, size_t n) {
-  for (char *const *e = arr; e && *e; e++)
-    if (named(*e, name, n)) return true;
-  return false;
-}
-
 // Does the program itself (not a library) define the function at `fn`? The main program's
 // segments, from its program headers in the auxiliary vector: no import beyond getauxval. When it
 // cannot tell, it answers yes (the caller then makes the call it would have made anyway).
@@ -80,18 +74,6 @@ int env_remove(char **arr, const char *name, size_t n) {
     removed++;
   }
   return removed;
-}
-
-size_t env_count(char *const *arr) {
-  size_t n = 0;
-  for (char *const *e = arr; e && *e; e++) n++;
-  return n;
-}
-
-int env_missing(char *const *arr, const char *const *names, int n) {
-  int missing = 0;
-  for (int i = 0; i < n; i++) missing += !present(arr, names[i], env_name_len(names[i]));
-  return missing;
 }
 
 size_t env_scan(char *const *arr, const char *const *names, int n, int *missing) {

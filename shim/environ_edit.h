@@ -31,12 +31,9 @@ int env_replace(char **arr, char *entry);
 // unsetenv. Returns how many.
 int env_remove(char **arr, const char *name, size_t n);
 
-size_t env_count(char *const *arr);  // entries before the NULL (0 for a NULL array)
-// Both of the next two in one pass over arr: the entry count, and in *missing how many of
-// names[0..n) (n <= 4) no entry has.
+// One pass over arr: the entry count before the NULL (0 for a NULL array), and in *missing how
+// many of names[0..n) (n <= 4) no entry has.
 size_t env_scan(char *const *arr, const char *const *names, int n, int *missing);
-// How many of names[0..n) no entry of arr has.
-int env_missing(char *const *arr, const char *const *names, int n);
 
 // Writes entries[0..n) (n <= 4) into the environment *env: replaced in place where their name is present,
 // the rest added by publishing one new array, `room` (a copy of *env with them appended), with one
