@@ -143,7 +143,9 @@ int cmd_doctor(int argc, char **argv) {
     }
     value = v;
     source = tmpl ? std::string("composed here from ") + tmpl
-                  : r->d.action == Action::set ? "derived by ucxtls" : "UCX_TLS as set";
+                  : r->d.action == Action::set      ? "derived by ucxtls"
+                  : r->d.action == Action::repair ? "UCX_TLS as set, repaired by UCXTLS_REPAIR=1"
+                                                  : "UCX_TLS as set";
   }
 
   std::vector<std::string> have;
