@@ -86,6 +86,8 @@ void help() {
       "usage: ucxtls COMMAND [ARGS]\n"
       "\n"
       "The command beside libucxtls.so: it answers through the library's own decision code.\n"
+      "The library sets UCX_TLS before main when nobody has: {rdma},{copy} on a GPU node whose RDMA\n"
+      "runs UCX's rc, all (UCX's default) on a GPU node without, nothing without a GPU.\n"
       "\n"
       "commands:\n");
   for (const Command &c : kCommands) {
@@ -137,6 +139,10 @@ void man() {
          roff("libucxtls.so is an LD_PRELOAD library: before main runs, and only when nobody has "
               "configured UCX_TLS, it sets UCX_TLS to a transport list with the device-memory copy "
               "transport of the GPUs the process can use (cuda_copy, rocm_copy, ze_copy). "
+              "On a GPU node with no RDMA device UCX's rc transport runs on it writes all (UCX's own "
+              "default), so a hard-coded rc list cannot break the node; where it finds no GPU it "
+              "writes nothing. A UCX_TLS that somebody set stands; with UCXTLS_REPAIR=1, one naming "
+              "another GPU family's transports and none of this node's is rewritten to this node's. "
               "Preload it with LD_PRELOAD=<libdir>/libucxtls.so.").c_str(),
          roff("ucxtls is the command installed beside it. It answers through the library's own "
               "decision code, so what it says is what a process started from the same shell gets.")

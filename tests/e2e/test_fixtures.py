@@ -84,6 +84,7 @@ ROWS = [
     ("siw", {}, ALL),
     ("connectx-down", {}, ALL),                                 # every port DOWN
     ("connectx-init", {}, ALL),                                 # no subnet manager
+    ("roce-down", {}, ALL),                                     # 64 Broadcom functions, every port DOWN
     ("connectx-two-port", {}, Z),                               # port 2 ACTIVE
     ("broadcom-roce", {}, "rc,cuda_copy"),                      # rc_verbs only: no mlx5 transports
     ("rxe", {}, "rc,ze_copy"),
