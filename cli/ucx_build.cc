@@ -174,7 +174,8 @@ bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_
   std::string dir = ".", at[2];
   own_directory(&dir);
   install_candidates(dir, kQueryName, at);
-  std::string helper = access(at[0].c_str(), X_OK) != 0 && access(at[1].c_str(), X_OK) == 0 ? at[1] : at[0];
+  // Beside the command (a build tree), else in libdir (an installed tree): the first that exists.
+  std::string helper = access(at[0].c_str(), F_OK) != 0 && access(at[1].c_str(), F_OK) == 0 ? at[1] : at[0];
   char fd_arg[] = "--report-fd=3";
   std::string path = libucp;
   char *argv[] = {&helper[0], fd_arg, &path[0], nullptr};

@@ -349,5 +349,30 @@ def first_line_ucx_info(t):
         r"^UCX +the one %s runs \(version %s\)\n" % (re.escape(shutil.which("ucx_info")), re.escape(version)), out), out)
 
 
+@case("an installed tree: doctor --ucx runs the installed helper")
+def installed(t):
+    cmake = os.environ.get("UCXTLS_CMAKE", "cmake")
+    with tempfile.TemporaryDirectory() as prefix:
+        p = subprocess.run([cmake, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        helpers = [os.path.join(dp, f) for dp, _, fs in os.walk(prefix) for f in fs if f == "ucxtls-ucx-query"]
+        t.check("cmake --install puts ucxtls-ucx-query in <prefix>/<libdir>, beside the library",
+                p.returncode == 0 and len(helpers) == 1
+                and os.path.exists(os.path.join(os.path.dirname(helpers[0]), "libucxtls.so")), p.stdout.decode()[-2000:])
+        if not helpers:
+            return
+        os.chmod(helpers[0], 0)  # it must be that one: unusable, the doctor must say so
+        r = run([os.path.join(prefix, "bin", "ucxtls"), "doctor", "--ucx", os.path.join(FAKES, "nixl"), "--value", "tcp"],
+                HERE_ENV)
+        named = re.search(r"cannot execute (\S+) \(Permission denied\)", r.stderr.decode())
+        t.check("... and the installed ucxtls runs it (made unexecutable, it is named in the error)",
+                r.returncode == 1 and named and os.path.realpath(named.group(1)) == os.path.realpath(helpers[0]),
+                r.stderr.decode())
+        os.chmod(helpers[0], 0o755)
+        r = run([os.path.join(prefix, "bin", "ucxtls"), "doctor", "--ucx", os.path.join(FAKES, "nixl"), "--value", "tcp"],
+                HERE_ENV)
+        t.check("... restored, it answers", r.returncode == 0 and r.stdout.startswith(b"UCX "), r.stdout.decode() + r.stderr.decode())
+
+
 if __name__ == "__main__":
     main("ucxtls doctor --ucx / --pid: the UCX a program really loads")
