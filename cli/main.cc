@@ -48,13 +48,22 @@ const Command kCommands[] = {
      "Execs COMMAND with the library installed beside this command prepended to LD_PRELOAD (other "
      "entries are kept). The exit status is COMMAND's.",
      cmd_run},
-    {"doctor", "[--value V | --template T]",
+    {"doctor", "[--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS]",
      "check that the local UCX (ucx_info -d) serves every transport of\n"
      "the value in effect, of V, or of what template T composes to here\n"
-     "({copy}, {ipc}, {rdma}); exit 1 if one is missing",
+     "({copy}, {ipc}, {rdma}); exit 1 if one is missing;\n"
+     "--ucx: the build at PATH (a libucp of any name, a prefix, a wheel's\n"
+     ".libs); --pid: the UCX process PID has mapped",
      "Runs the local ucx_info -d, expands UCX's transport aliases, and reports every name of the "
      "value in effect (or of V, or of what template T composes to on this node) that this UCX "
-     "cannot serve; UCX would print a \"not available\" warning on stdout in every process.",
+     "cannot serve; UCX would print a \"not available\" warning on stdout in every process. "
+     "With --ucx PATH it judges the build at PATH instead (a libucp shared object of any name, or a "
+     "directory holding one: a prefix, its lib or lib64, a wheel's .libs), with --pid PID the UCX "
+     "that running process has mapped (/proc/PID/maps; the value is its own UCX_TLS when it was "
+     "started with one). The build is asked in the helper ucxtls-ucx-query, a child killed after "
+     "MS milliseconds (default 20000); no ucx_info is needed. The first line names the UCX and its "
+     "version; what the build cannot do whatever UCX_TLS says (no ze_copy, cuda_copy or rocm_copy "
+     "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1.",
      cmd_doctor},
     {"probe", "[--save]",
      "ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"
@@ -164,6 +173,7 @@ void man() {
   }
   printf(".SH FILES\n.TP\n.I <libdir>/libucxtls.so\nthe preload library\n"
          ".TP\n.I <libdir>/ucxtls\\-probe\nthe driver\\-probe helper that ucxtls probe runs\n"
+         ".TP\n.I <libdir>/ucxtls\\-ucx\\-query\nthe helper that ucxtls doctor \\-\\-ucx and \\-\\-pid run to ask a UCX build\n"
          ".TP\n.I $XDG_RUNTIME_DIR/ucxtls/driver, /run/ucxtls/driver\n"
          "the driver's answer saved by ucxtls probe \\-\\-save (see UCXTLS_CACHE_DIR)\n");
   printf(".SH SEE ALSO\n%s\n",

@@ -32,7 +32,8 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
-          man-db groff-base)
+          man-db groff-base
+          patchelf)  # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
 
 missing=()
 for p in "${PACKAGES[@]}"; do
