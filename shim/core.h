@@ -8,6 +8,7 @@
 //   template.h    families and transports, the template's rules, composing the value
 //   visibility.h  CUDA_VISIBLE_DEVICES, ROCR/HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK
 //   parsers.h     the small sysfs/procfs files the kernel probe reads
+//   device_rules.h  which RDMA device runs rc, which PCI device is an Intel GPU, partial failures
 //   ucx_conf.h    does a ucx.conf assign UCX_TLS?
 //   repair.h      a kept UCX_TLS of another GPU family, and its repair (UCXTLS_REPAIR)
 //   decide.h      facts, the ladder (decide), the family question, "does the environment change"
@@ -19,6 +20,7 @@
 #pragma once
 
 #include "decide.h"
+#include "device_rules.h"
 #include "lines.h"
 #include "options.h"
 #include "parsers.h"

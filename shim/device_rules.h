@@ -1,0 +1,54 @@
+// The device rules: which RDMA device UCX's rc transport runs on, which PCI device is an Intel GPU
+// for Level Zero, and when a probe that failed part-way still has an answer. Pure functions of the
+// facts the probes read (probe.cc gathers them, in the cheapest order); each rule is a table row
+// in tests/unit. Pure (see core.h).
+#pragma once
+
+#include <stddef.h>
+
+#include "parsers.h"
+#include "template.h"
+
+namespace ucxtls {
+
+// ---------------------------------------------------------------------------------------------
+// RDMA, as UCX judges a device (uct/ib/base/ib_md.c, ib_device.c): an InfiniBand-transport device
+// (node_type 1: CA: InfiniBand and RoCE) with a port in state 4: ACTIVE. The kernel's enums
+// (include/rdma/ib_verbs.h: rdma_node_type + 1 as sysfs prints it, ib_port_state):
+constexpr long kNodeTypeCa = 1, kNodeTypeRnic = 4, kNodeTypeUnspecified = 7;
+constexpr long kPortDown = 1, kPortInit = 2, kPortArmed = 3, kPortActive = 4, kPortActiveDefer = 5;
+constexpr long kPortStates = 6;  // 0 (no or an unknown state) to kPortActiveDefer
+
+// What the PCI driver alone says: EFA has no RC transport (no further read needed); a ConnectX
+// (mlx5_core) is always a CA and runs the mlx5 transports (rc_x, dc_x) as well; anything else
+// (Broadcom, Intel RoCE or iWARP, rxe, siw, Omni-Path) needs its node_type.
+enum class RdmaDriver : unsigned char { efa, mlx5, other };
+RdmaDriver rdma_driver(const char *pci_driver);  // "" for a virtual device: other
+// Why a device with this driver runs no rc (EFA), or NULL.
+const char *rdma_driver_problem(RdmaDriver d);
+// What a device of this driver runs once a port is ACTIVE and it is a CA.
+Rdma rdma_runs(RdmaDriver d);
+// Why a device of this node_type runs no rc, or NULL for 1: CA (-1: unreadable).
+const char *rdma_node_type_problem(long node_type);
+// Why none of a device's ports is usable, from how many were seen in each state (states[0]: an
+// unknown one), none of them ACTIVE.
+const char *rdma_ports_problem(const long states[kPortStates], long ports_seen);
+
+// ---------------------------------------------------------------------------------------------
+// Intel GPUs for Level Zero: bound to i915 or xe, vendor 0x8086, display class 0x03xxxx (the
+// compute runtime's rule; Gaudi's habanalabs and the NPU's intel_vpu are not ze).
+bool intel_gpu_driver(const char *pci_driver);
+bool intel_gpu(const PciUevent &pci);  // its driver, vendor and class
+
+// ---------------------------------------------------------------------------------------------
+// A listing probe that failed part-way (one file unreadable, a listing cut short) still answers
+// "yes" when the answer cannot depend on what it missed: some device visible, and no visibility
+// list naming a device by id ("GPU-<uuid or unique_id prefix>": a longer device list could make
+// such a prefix ambiguous; ordinals can only become more valid). NULL lists are unset.
+bool lists_name_ids(const char *a, const char *b, const char *c);
+bool yes_despite_failure(int visible_n, const char *a, const char *b, const char *c);
+
+// ROCr's name for a GPU, "GPU-" and the 16 hex digits of its KFD unique_id (out: 21 bytes).
+void rocr_gpu_id(unsigned long long unique_id, char out[21]);
+
+}  // namespace ucxtls

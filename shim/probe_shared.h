@@ -1,0 +1,49 @@
+// What the kernel probes share (probe.cc, probe_rdma.cc, probe_gpus.cc): the one buffer a small
+// file is read into, the failure record, the evidence helpers, and each fact's probe. Internal to
+// the probes; the device rules they apply are device_rules.h's.
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "probe.h"
+#include "sys.h"
+
+namespace ucxtls {
+namespace probes {
+
+// Each probe keeps its own stack frame (its directory buffer, its paths), entered only when its
+// fact is needed: inlined into the probe loop (link-time optimisation would), every path of the
+// constructor, the ones that probe nothing included, would carry the largest frame of them all.
+#define UCXTLS_OWN_FRAME __attribute__((noinline))
+
+// The contents of the one small file being parsed (static, file-backed: sys.h UCXTLS_FILE_BACKED;
+// the constructor runs on the host's stack and no thread runs a probe).
+extern char g_file[4096];
+// Reads a small file into g_file: its length, or -errno.
+ssize_t read_file(const Path &p);
+
+bool name_has_prefix(const char *name, const char *prefix, const char **rest);
+long all_digits(const char *s);  // "123" -> 123; anything else -> -1
+const char *basename_of(const char *path);
+void describe_variable(Text &t, const char *name, const char *value);  // NAME="value" or NAME unset
+// Why a probe could not finish, for the evidence: "EMFILE: could not read PATH" (the error first:
+// a long sysroot may cut the path short).
+void describe_failure(Text &t, const char *what, const Path &p, long err);
+
+// Records a failure: the first error is kept, with its evidence.
+struct Failure {
+  int error = 0;
+  char text[kEvidenceMax] = {};
+  void note(const char *what, const Path &p, long err, bool evidence);
+};
+
+// The probe of each fact (probe.cc probe() dispatches).
+void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f);                       // probe_rdma.cc
+void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);  // probe.cc
+void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);      // probe_gpus.cc
+void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);      // probe_gpus.cc
+void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);        // probe_gpus.cc
+
+}  // namespace probes
+}  // namespace ucxtls

@@ -1,0 +1,143 @@
+// Unit tests of the device rules (shim/device_rules.h): table rows, one per fact the probes read.
+#include <doctest/doctest.h>
+#include <string.h>
+
+#include <string>
+
+#include "core.h"
+
+using namespace ucxtls;
+
+namespace {
+
+std::string text(const char *s) { return s ? s : "<null>"; }
+
+}  // namespace
+
+TEST_CASE("RDMA: the PCI driver alone") {
+  struct Row {
+    const char *driver;
+    RdmaDriver kind;
+    Rdma runs;       // once a port is ACTIVE and the device is a CA
+    bool ruled_out;  // no further read
+  };
+  const Row rows[] = {
+      {"efa", RdmaDriver::efa, Rdma::none, true},         // AWS EFA: srd/ud, never rc
+      {"mlx5_core", RdmaDriver::mlx5, Rdma::mlx5, false},  // ConnectX: rc_x, dc_x as well
+      {"bnxt_en", RdmaDriver::other, Rdma::rc, false},     // Broadcom RoCE: rc_verbs
+      {"ice", RdmaDriver::other, Rdma::rc, false},         // Intel E810 (RoCE or iWARP: node_type says)
+      {"cxgb4", RdmaDriver::other, Rdma::rc, false},       // Chelsio: node_type 4 rules it out
+      {"hfi1", RdmaDriver::other, Rdma::rc, false},        // Omni-Path
+      {"", RdmaDriver::other, Rdma::rc, false},            // rxe, siw: no parent device
+      {"mlx4_core", RdmaDriver::other, Rdma::rc, false},   // not mlx5: rc_verbs only
+      {"EFA", RdmaDriver::other, Rdma::rc, false},         // names are exact
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.driver);
+    CHECK(rdma_driver(r.driver) == r.kind);
+    CHECK(rdma_runs(r.kind) == r.runs);
+    CHECK((rdma_driver_problem(r.kind) != nullptr) == r.ruled_out);
+  }
+  CHECK(text(rdma_driver_problem(RdmaDriver::efa)) == "EFA has no RC transport (UCX runs srd/ud there)");
+}
+
+TEST_CASE("RDMA: node_type") {
+  struct Row {
+    long node_type;
+    const char *problem;
+  };
+  const Row rows[] = {
+      {kNodeTypeCa, nullptr},
+      {kNodeTypeRnic, "iWARP (node_type 4: RNIC): UCX does not run on iWARP"},
+      {kNodeTypeUnspecified, "node_type 7: unspecified (as EFA): no RC transport"},
+      {2, "node_type is not 1: CA"},  // a switch
+      {-1, "node_type is not 1: CA"},  // unreadable
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.node_type);
+    CHECK(text(rdma_node_type_problem(r.node_type)) == text(r.problem));
+  }
+  CHECK(kNodeTypeCa == 1);  // the kernel's enum as sysfs prints it (rdma_node_type + 1)
+  CHECK(kPortActive == 4);
+}
+
+TEST_CASE("RDMA: why no port is usable") {
+  struct Row {
+    long states[kPortStates];
+    long seen;
+    const char *why;
+  };
+  const Row rows[] = {
+      {{0, 1, 0, 0, 0, 0}, 1, "every port is DOWN (no link)"},
+      {{0, 2, 0, 0, 0, 0}, 2, "every port is DOWN (no link)"},
+      {{0, 0, 2, 0, 0, 0}, 2, "no port is ACTIVE: a port is INIT (no subnet manager?)"},
+      {{0, 1, 1, 0, 0, 0}, 2, "no port is ACTIVE: a port is INIT (no subnet manager?)"},
+      {{0, 0, 0, 1, 0, 0}, 1, "no port is ACTIVE"},  // ARMED
+      {{1, 0, 0, 0, 0, 0}, 1, "no port is ACTIVE"},  // port 1 has no state file
+      {{0, 1, 0, 1, 0, 0}, 2, "no port is ACTIVE"},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.why);
+    CHECK(text(rdma_ports_problem(r.states, r.seen)) == r.why);
+  }
+}
+
+TEST_CASE("Intel GPUs for Level Zero: driver, vendor and display class") {
+  struct Row {
+    const char *name;
+    PciUevent pci;
+    bool gpu;
+  };
+  auto pci = [](const char *driver, bool has_id, unsigned long vendor, bool has_class, unsigned long cls) {
+    PciUevent p;
+    strncpy(p.driver, driver, sizeof p.driver - 1);
+    p.has_id = has_id, p.vendor = vendor, p.has_class = has_class, p.pci_class = cls;
+    return p;
+  };
+  const Row rows[] = {
+      {"Max 1550 on i915 (display class 0x0380)", pci("i915", true, 0x8086, true, 0x038000), true},
+      {"Arc B580 on xe (VGA class 0x0300)", pci("xe", true, 0x8086, true, 0x030000), true},
+      {"Gaudi (habanalabs, processing accelerator)", pci("habanalabs", true, 0x1da3, true, 0x120000), false},
+      {"the NPU (intel_vpu)", pci("intel_vpu", true, 0x8086, true, 0x048000), false},
+      {"i915 bound to a device that is not Intel's", pci("i915", true, 0x10de, true, 0x030000), false},
+      {"i915 on a non-display class", pci("i915", true, 0x8086, true, 0x040300), false},
+      {"no PCI_ID line", pci("xe", false, 0, true, 0x030000), false},
+      {"no PCI_CLASS line", pci("xe", true, 0x8086, false, 0), false},
+      {"no driver bound", pci("", true, 0x8086, true, 0x030000), false},
+      {"the NVIDIA driver", pci("nvidia", true, 0x10de, true, 0x030200), false},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.name);
+    CHECK(intel_gpu(r.pci) == r.gpu);
+  }
+  CHECK(intel_gpu_driver("i915"));
+  CHECK(intel_gpu_driver("xe"));
+  CHECK_FALSE(intel_gpu_driver("xen"));
+}
+
+TEST_CASE("a probe that failed part-way: yes only when the missed part cannot change it") {
+  struct Row {
+    int visible;
+    const char *a, *b, *c;
+    bool yes;
+  };
+  const Row rows[] = {
+      {1, nullptr, nullptr, nullptr, true},  // unset lists: all visible
+      {2, "0,1", nullptr, nullptr, true},    // ordinals: more devices only make more valid
+      {1, "GPU-5c3f", nullptr, nullptr, false},  // a prefix could become ambiguous
+      {1, nullptr, nullptr, "0,GPU-aa", false},
+      {0, nullptr, nullptr, nullptr, false},  // nothing visible: the missed part might be one
+  };
+  for (const Row &r : rows) {
+    CHECK(yes_despite_failure(r.visible, r.a, r.b, r.c) == r.yes);
+    CHECK(lists_name_ids(r.a, r.b, r.c) == (!r.yes && r.visible > 0));
+  }
+}
+
+TEST_CASE("ROCr's GPU name from a KFD unique_id") {
+  char id[21];
+  rocr_gpu_id(5791614238470542636ULL, id);
+  CHECK(std::string(id) == "GPU-505ff276f021952c");  // the mi300x fixture's first GPU
+  rocr_gpu_id(1, id);
+  CHECK(std::string(id) == "GPU-0000000000000001");
+}
