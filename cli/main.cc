@@ -76,7 +76,8 @@ const ExitStatus kExitStatuses[] = {
     {"0", "success"},
     {"1", "a check failed (doctor: a transport is missing; probe: no usable answer), or a setting "
           "of ours is invalid"},
-    {"2", "a usage or environment error (unknown command or option, no ucx_info, no library)"},
+    {"2", "a usage or environment error (unknown command or option, no ucx_info, no library, "
+          "output that cannot be written)"},
     {"126, 127", "run: COMMAND cannot be executed, or is not found"},
     {"other", "run: COMMAND's own exit status"},
 };
@@ -169,6 +170,7 @@ void man() {
 }  // namespace
 
 int main(int argc, char **argv) {
+  guard_standard_fds();  // and stdout checked at exit: lost output is an error (report.h)
   if (argc < 2) {
     fprintf(stderr, "usage: ucxtls explain|env|run|doctor|probe ... (ucxtls --help)\n");
     return kUsage;

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -102,6 +103,28 @@ std::string library_line(const Report &r) {
   char line[kLineMax];
   size_t n = format_line(r.in, *d, line, sizeof line);
   return std::string(line, n);
+}
+
+namespace {
+
+void close_stdout() {
+  const bool failed_before = ferror(stdout);
+  int err = fflush(stdout) != 0 ? errno : 0;
+  if (fclose(stdout) != 0 && !err) err = errno;
+  if (!failed_before && !err) return;
+  fprintf(stderr, "ucxtls: write error on stdout%s%s\n", err ? ": " : "", err ? strerror(err) : "");
+  _exit(kUsage);  // as coreutils: the output was lost, whatever the command's own answer was
+}
+
+}  // namespace
+
+void guard_standard_fds() {
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    const int n = open("/dev/null", (fd == 2 ? O_WRONLY : O_RDONLY) | O_CLOEXEC);  // the lowest free: fd
+    if (n >= 0 && n != fd) close(n);
+  }
+  atexit(close_stdout);
 }
 
 bool read_all(int fd, std::string *out) {
