@@ -207,7 +207,8 @@ void parse_settings(const Inputs &in, Settings *s) {
     if (problem) mark_invalid(s, kSysroot, problem);
   }
   const char *cache = in.get(kCacheDir);
-  if (set_nonempty(cache) && cache[0] != '/') mark_invalid(s, kCacheDir, "is not an absolute path");
+  s->cache_dir_why = set_nonempty(cache) && cache[0] != '/' ? "is not an absolute path" : nullptr;
+  if (s->cache_dir_why && s->tier == ProbeTier::driver) mark_invalid(s, kCacheDir, s->cache_dir_why);
 }
 
 }  // namespace ucxtls

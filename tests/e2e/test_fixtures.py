@@ -159,6 +159,19 @@ def timeout_is_the_commands(t):
     t.equal("UCXTLS_PROBE_TIMEOUT_MS=5s: the library still sets UCX_TLS, and says nothing", (tls, err), (C, ""))
 
 
+@case("a relative UCXTLS_CACHE_DIR is the driver tier's business, not the kernel tier's")
+def cache_dir_is_the_driver_tiers(t):
+    # Only the driver tier (and `ucxtls probe --save`, tests/driver) reads it: with the default
+    # kernel tier the library carries on, silently; with the driver tier it is an invalid setting.
+    tls, derived, err = sh_value(env_for("dgx", UCXTLS_CACHE_DIR="relative/dir"))
+    t.equal("UCXTLS_CACHE_DIR=relative/dir, kernel tier: the library still sets UCX_TLS, and says nothing",
+            (tls, err), (C, ""))
+    tls, derived, err = sh_value(env_for("dgx", UCXTLS_CACHE_DIR="relative/dir", UCXTLS_PROBE="driver"))
+    t.check("UCXTLS_CACHE_DIR=relative/dir, driver tier: UCX_TLS unset and one line naming UCXTLS_CACHE_DIR",
+            tls == UNSET and err == 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; UCX_TLS left unchanged\n',
+            repr(err))
+
+
 @case("invalid setting with a value inherited from another node")
 def invalid_inherited(t):
     # An invalid setting where the value was inherited from another node: the stale value goes.
