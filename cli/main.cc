@@ -170,7 +170,7 @@ void man() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  guard_standard_fds();  // and stdout checked at exit: lost output is an error (report.h)
+  install_guards();  // closed descriptors, lost output, no memory (report.h)
   if (argc < 2) {
     fprintf(stderr, "usage: ucxtls explain|env|run|doctor|probe ... (ucxtls --help)\n");
     return kUsage;

@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
+
+#include <new>
 
 #include "probe.h"
 
@@ -116,9 +118,17 @@ void close_stdout() {
   _exit(kUsage);  // as coreutils: the output was lost, whatever the command's own answer was
 }
 
+// operator new's handler: called before it would throw, so it needs no memory of its own.
+void out_of_memory() {
+  static const char kLine[] = "ucxtls: out of memory\n";
+  (void)!write(2, kLine, sizeof kLine - 1);
+  _exit(kUsage);
+}
+
 }  // namespace
 
-void guard_standard_fds() {
+void install_guards() {
+  std::set_new_handler(out_of_memory);
   for (int fd = 0; fd <= 2; fd++) {
     if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
     const int n = open("/dev/null", (fd == 2 ? O_WRONLY : O_RDONLY) | O_CLOEXEC);  // the lowest free: fd

@@ -20,18 +20,25 @@ bool start_line(char *out, size_t cap, Text *t) {
 
 }  // namespace
 
-size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap) {
+size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap, const char *failed_write,
+                   const char *now) {
   Text t;
   if (!start_line(out, cap, &t)) return 0;
   if (d.error) {
     t.add(d.reasons[0]);
   } else {
-    t.add(action_name(d.action));
     const char *v = effective_value(in, d);
-    if (d.action == Action::set) t.add(" UCX_TLS=").add(v);
-    else if (d.action == Action::clear) t.add(" UCX_TLS and UCXTLS_DERIVED");
-    else if (v) t.add(" UCX_TLS=").add_quoted(v, 200);
-    else t.add(" (UCX_TLS stays unset)");
+    if (failed_write && d.action == Action::set) {  // the host does not see v: never "set"
+      t.add("failed to set UCX_TLS=").add(v).add(" (").add(failed_write).add("): UCX_TLS ");
+      if (now) t.add("is ").add_quoted(now, 200);
+      else t.add("stays unset");
+    } else {
+      t.add(action_name(d.action));
+      if (d.action == Action::set) t.add(" UCX_TLS=").add(v);
+      else if (d.action == Action::clear) t.add(" UCX_TLS and UCXTLS_DERIVED");
+      else if (v) t.add(" UCX_TLS=").add_quoted(v, 200);
+      else t.add(" (UCX_TLS stays unset)");
+    }
     for (int i = 0; i < d.nreasons; i++) t.add(i ? "; " : ": ").add(d.reasons[i]);
   }
   // Evidence carries names read from the file system (directory entries, link targets): a control

@@ -101,26 +101,30 @@ void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb =
   sigprocmask(SIG_SETMASK, &host_mask, nullptr);
 }
 
-void apply(const Inputs &in, const Decision &d) {
-  if (!env_needs_write(in, d)) return;  // nothing to do, or re-derived to the value already there
+// Applies the decision: NULL when the host sees it, else why not (environ_edit.h). A clear is
+// done in place and cannot fail; a set allocates, and may.
+const char *apply(const Inputs &in, const Decision &d) {
+  if (!env_needs_write(in, d)) return nullptr;  // nothing to do, or re-derived to the value already there
   const char *const names[] = {kOptions[kUcxTls].name, kOptions[kDerived].name};
   if (d.action == Action::clear) {
     process_env_remove(names, 2);
-  } else {
-    const char *const values[] = {d.value, d.value};
-    process_env_write(names, values, 2);
+    return nullptr;
   }
+  const char *const values[] = {d.value, d.value};
+  return process_env_write(names, values, 2);
 }
 
 // The stderr lines: a misspelt variable of ours (UCXTLS_ACCELL) is named, as UCX names its own
 // (not when the library is off), then the debug or error line. Their text is only on the stack
 // while they are printed.
-__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Decision &d) {
+// A failed write is named as failed, with the UCX_TLS the environment holds afterwards.
+__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Decision &d, const char *failed) {
   char unknown[kUnknownLineMax];
   size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
   if (s.debug || d.error) {
     char line[kLineMax];
-    write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line));
+    const char *now = failed ? env_value(environ, kOptions[kUcxTls].name) : nullptr;
+    write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line, failed, now));
   } else if (nu) {
     write_stderr(unknown, nu);
   }
@@ -142,8 +146,8 @@ __attribute__((constructor)) void ucxtls_init() {
     ProbeOptions o;
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
-    apply(in, d);
-    if (s.debug || d.error || in.unknown) report(in, s, d);
+    const char *failed = apply(in, d);
+    if (s.debug || d.error || in.unknown) report(in, s, d, failed);
   }
   errno = saved_errno;
 }
