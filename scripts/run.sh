@@ -6,8 +6,7 @@
 # stderr; stdout belongs to COMMAND.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=${UCXTLS_RUN_BUILD_DIR:-$top/build-run}
-unset UCXTLS_RUN_BUILD_DIR  # this script's own: the library would name it as an unknown UCXTLS_* variable
+build=${RUN_BUILD_DIR:-$top/build-run}
 if [ ! -f "$build/libucxtls.so" ] || [ -n "$(find "$top/shim" "$top/cli" "$top/helper" "$top/CMakeLists.txt" -newer "$build/libucxtls.so" 2>/dev/null | head -1)" ]; then
   echo "run.sh: building libucxtls.so in $build" >&2
   cmake -S "$top" -B "$build" -DUCXTLS_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >&2

@@ -53,10 +53,15 @@ size_t format_unknown_line(const Inputs &in, const Settings &s, char *out, size_
     return 0;
   }
   const size_t n = env_name_len(in.unknown);
-  t.add("unknown variable ").add(in.unknown, n > 64 ? 64 : n);
+  // An entry without '=' (only a program's own execve can make one) is no variable at all: getenv
+  // never finds it, so it sets nothing; it is named as what it is, with no suggestion (its name
+  // may be an option's own: "did you mean UCXTLS_DEBUG?" for UCXTLS_DEBUG would make no sense).
+  const bool no_equals = !in.unknown[n];
+  t.add(no_equals ? "environment entry " : "unknown variable ").add(in.unknown, n > 64 ? 64 : n);
   if (n > 64) t.add("...");
-  Var v = closest_option(in.unknown, n);
-  if (v != kVarCount) t.add(" (did you mean ").add(kOptions[v].name).add("?)");
+  Var v = no_equals ? kVarCount : closest_option(in.unknown, n);
+  if (no_equals) t.add(" without '=' (it sets nothing)");
+  else if (v != kVarCount) t.add(" (did you mean ").add(kOptions[v].name).add("?)");
   if (in.unknown_count > 1)
     t.add(", and ").add((long long)(in.unknown_count - 1)).add(" more unknown UCXTLS_ variable")
         .add(in.unknown_count > 2 ? "s" : "");

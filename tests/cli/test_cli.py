@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from harness import LIB, SOURCE_DIR, Checks, add_case, case, env_for, main, run, sh_value  # noqa: E402
 import test_fixtures  # noqa: E402  (its ROWS: the machine/variable table)
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 ACTIONS = {"set", "keep", "skip", "clear"}
 FAMILIES = {"cuda", "rocm", "ze", "none"}
 COPY = {"cuda": "cuda_copy", "rocm": "rocm_copy", "ze": "ze_copy"}

@@ -11,7 +11,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from harness import LIB, add_case, case, env_for, have, main, run  # noqa: E402
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
 
 def doctor(args, env):

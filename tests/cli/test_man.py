@@ -15,8 +15,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from harness import BUILD_DIR, SOURCE_DIR, case, have, main, run, BASE_ENV  # noqa: E402
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(BUILD_DIR, "ucxtls"))
-CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(BUILD_DIR, "ucxtls"))
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 PAGE = os.path.join(BUILD_DIR, "ucxtls.1")
 
 

@@ -12,7 +12,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from harness import LIB, EMPTY_HOME, add_case, env_for, have, main  # noqa: E402
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
 # (label, arguments, extra variables, what it needs); each prints on this fixture machine.
 PRINTING = [("env", ["env"], {}, None),

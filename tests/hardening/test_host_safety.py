@@ -37,7 +37,7 @@ from common import case, compile_c, env_for, have, main, run
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"
-SETENV_LIB = os.environ.get("UCXTLS_SETENV_LIB", "")
+SETENV_LIB = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 RUNS = 300
 
 GETENV_THREAD_LIB = r"""

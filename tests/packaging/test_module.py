@@ -28,10 +28,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 from harness import BUILD_DIR, case, env_for, have, main  # noqa: E402
 
-CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
-CPACK = os.environ.get("UCXTLS_CPACK", "cpack")
-VERSION = os.environ["UCXTLS_PROJECT_VERSION"]
-LMOD_INIT = os.environ.get("UCXTLS_LMOD_INIT", "/usr/share/lmod/lmod/init/profile")
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
+CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
+VERSION = os.environ["UCXTLSTEST_PROJECT_VERSION"]
+LMOD_INIT = os.environ.get("UCXTLSTEST_LMOD_INIT", "/usr/share/lmod/lmod/init/profile")
 ZE = "rc_x,rc,dc_x,dc,ze_copy"
 SHOW = 'printf "%s|%s" "${UCX_TLS-<unset>}" "${LD_PRELOAD-<unset>}"'
 # Variables that are Lmod's own record of what is loaded: they change on load and on unload.

@@ -17,11 +17,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cli"))
 from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run, sh_value  # noqa: E402
 from test_install import ZE, run_from  # noqa: E402
 
-CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
-CPACK = os.environ.get("UCXTLS_CPACK", "cpack")
-VERSION = os.environ["UCXTLS_PROJECT_VERSION"]
-SUMMARY = os.environ["UCXTLS_PROJECT_DESCRIPTION"]
-HOMEPAGE = os.environ["UCXTLS_PROJECT_HOMEPAGE"]
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
+CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
+VERSION = os.environ["UCXTLSTEST_PROJECT_VERSION"]
+SUMMARY = os.environ["UCXTLSTEST_PROJECT_DESCRIPTION"]
+HOMEPAGE = os.environ["UCXTLSTEST_PROJECT_HOMEPAGE"]
 
 
 def out(argv, **kw):

@@ -217,6 +217,14 @@ TEST_CASE("format_unknown_line: one line naming the variable, the suggestion, ho
   in.unknown_count = 2;
   n = format_unknown_line(in, s, line, sizeof line);
   CHECK(std::string(line, n) == "ucxtls: unknown variable UCXTLS_FOO, and 1 more unknown UCXTLS_ variable; ignored\n");
+  // An entry without '=' is no variable: named as an entry, never "did you mean" its own name.
+  for (int v = 0; v < kOwnVarCount; v++) {
+    in.unknown = kOptions[v].name;
+    in.unknown_count = 1;
+    n = format_unknown_line(in, s, line, sizeof line);
+    CHECK(std::string(line, n) == std::string("ucxtls: environment entry ") + kOptions[v].name +
+                                      " without '=' (it sets nothing); ignored\n");
+  }
   // Control bytes and very long names: still one printable line that fits.
   std::string odd = "UCXTLS_A\nB\x1b" + std::string(300, 'Z') + "=1";
   in.unknown = odd.c_str();
