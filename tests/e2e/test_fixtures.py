@@ -279,6 +279,22 @@ def ucx_conf_links(t):
                     "\n".join(looked))
 
 
+@case("machines.py --list: each machine's whole description on its line")
+def machines_list(t):
+    import subprocess
+    import sys
+    import machines
+    p = subprocess.run([sys.executable, machines.__file__, "--list"], stdout=subprocess.PIPE, check=True)
+    lines = dict(line.split(None, 1) for line in p.stdout.decode().splitlines())
+    t.equal("one line per machine", sorted(lines), sorted(machines.MACHINES))
+    multi = [n for n, m in machines.MACHINES.items() if len((m.__doc__ or "").strip().splitlines()) > 1]
+    t.check("some descriptions span several lines (%d)" % len(multi), multi)
+    for name in multi:
+        last = machines.MACHINES[name].__doc__.strip().splitlines()[-1].strip()
+        t.check("%s: the listed line ends with its description's last line" % name, lines[name].rstrip().endswith(last),
+                lines[name])
+
+
 @case("a value exported to another node is derived again")
 def across_nodes(t):
     # Across nodes: a value derived on an NVIDIA node, exported to an Intel node, is derived again.
