@@ -45,8 +45,8 @@ const Command kCommands[] = {
      "output takes.",
      cmd_env},
     {"run", "[--] COMMAND...", "exec COMMAND with libucxtls.so added to LD_PRELOAD",
-     "Execs COMMAND with the library installed beside this command prepended to LD_PRELOAD (other "
-     "entries are kept). The exit status is COMMAND's.",
+     "Execs COMMAND with the library installed beside this command appended to LD_PRELOAD (other "
+     "entries are kept, first: an AddressSanitizer runtime must be). The exit status is COMMAND's.",
      cmd_run},
     {"doctor", "[--value V | --template T]",
      "check that the local UCX (ucx_info -d) serves every transport of\n"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/run.sh [COMMAND...]
-#   With COMMAND: runs it with libucxtls.so preloaded (existing LD_PRELOAD entries kept).
+#   With COMMAND: runs it with libucxtls.so preloaded (appended: existing LD_PRELOAD entries stay first).
 #   Without: explains what the library would set on this machine, and why.
 # Builds the library on first use (needs cmake and a C++17 compiler). Build output goes to
 # stderr; stdout belongs to COMMAND.
@@ -18,8 +18,8 @@ if [ $# -eq 0 ]; then
     exec "$build/ucxtls" explain
   fi
   # The library's own debug line says what it decided in a fresh process.
-  UCXTLS_DEBUG=1 LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" /bin/sh -c 'exit 0'
+  UCXTLS_DEBUG=1 LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$lib" /bin/sh -c 'exit 0'
   exit 0
 fi
-export LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}"
+export LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$lib"
 exec "$@"

@@ -267,8 +267,8 @@ def run_command(t):
             "rc_x,rc,dc_x,dc,ze_copy|" + os.path.realpath(LIB), p.stderr.decode())
     other = "/lib/x86_64-linux-gnu/libm.so.6" if os.path.exists("/lib/x86_64-linux-gnu/libm.so.6") else "libm.so.6"
     p = cli(["run", "--", "sh", "-c", 'printf "%s" "$LD_PRELOAD"; exit 7'], env_for("dgx", preload=False, LD_PRELOAD=other))
-    t.equal("run: existing LD_PRELOAD entries kept; exit status passes through", (p.stdout.decode(), p.returncode),
-            (os.path.realpath(LIB) + ":" + other, 7), p.stderr.decode())
+    t.equal("run: existing LD_PRELOAD entries kept, first (the library appended); exit status passes through",
+            (p.stdout.decode(), p.returncode), (other + ":" + os.path.realpath(LIB), 7), p.stderr.decode())
     p = cli(["run", "sh", "-c", 'printf "%s" "$LD_PRELOAD"'], env_for("dgx", preload=False, LD_PRELOAD=os.path.realpath(LIB)))
     t.equal("run: the library is not added twice", p.stdout.decode(), os.path.realpath(LIB))
     p = cli(["run", "sh", "-c", "kill -TERM $$"], env_for("dgx", preload=False))

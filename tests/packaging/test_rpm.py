@@ -139,8 +139,8 @@ def rpm_package(t):
         t.equal("R/usr/lib64/libucxtls.so preloaded into /bin/sh on the intel-xe machine: UCX_TLS and UCXTLS_DERIVED",
                 sh_value(env_for("intel-xe", preload=False, LD_PRELOAD=lib)), (ZE, ZE, ""))
         modulefile = open(root + lua).read()
-        t.check("the package's modulefile prepends /usr/lib64/libucxtls.so to LD_PRELOAD",
-                'prepend_path("LD_PRELOAD", "/usr/lib64/libucxtls.so")' in modulefile, modulefile)
+        t.check("the package's modulefile appends /usr/lib64/libucxtls.so to LD_PRELOAD",
+                'append_path("LD_PRELOAD", "/usr/lib64/libucxtls.so")' in modulefile, modulefile)
 
         rc, text = out(["rpm", "--root", root, "-e", "ucxtls"])
         left = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "usr")) for f in fs]
