@@ -26,13 +26,16 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   slurm-wlm munge                  a real Slurm cluster (slurmctld, two slurmd, munged) for the
 #                                    Slurm recipes of README.md and docs/recipes.md (tests/launchers)
 #   man-db groff-base                `man -l` renders the generated man page ucxtls(1) (tests/cli/test_man.py)
+#   golang-go                        a cgo Go program as a host (tests/hardening/test_go.py): what
+#                                    os.Getenv/os.Environ see; about 60 MB to fetch, 340 MB
+#                                    installed, like clang: the README's Go statement rests on it
 #   hyperfine                        (benchmark only)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
 # (UCXTLSTEST_TORCH=1; it SKIPs and says so otherwise).
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
-          man-db groff-base)
+          man-db groff-base golang-go)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
