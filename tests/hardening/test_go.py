@@ -18,13 +18,10 @@ README states it with the ways out:
 - a static Go program (CGO_ENABLED=0) does not load the library at all.
 SKIPs without Debian's golang-go (scripts/test.sh installs it).
 """
-import atexit
 import os
-import shutil
 import subprocess
-import tempfile
 
-from common import LIB, case, env_for, have, main, run
+from common import LIB, case, env_for, have, main, run, scratch_dir
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"
@@ -92,8 +89,7 @@ def built(t):
         t.skip("Go hosts", "go not installed (Debian golang-go; scripts/test.sh installs it)")
         t.exit()
     if not _built:
-        work = tempfile.mkdtemp(prefix="ucxtls-go-")
-        atexit.register(shutil.rmtree, work, True)
+        work = scratch_dir("ucxtls-go-")
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "GOCACHE": os.path.join(work, "cache"),
                "GOPATH": os.path.join(work, "gopath"), "GOFLAGS": "-mod=mod", "GO111MODULE": "on"}
         for name, source, cgo in (("cgo", GO_HOST, "1"), ("static", STATIC_HOST, "0")):

@@ -23,17 +23,15 @@
    unknown variable, a broken-pipe line).
 5. An unknown UCXTLS_* variable: one stderr line with the closest name; the library carries on.
 """
-import atexit
 import json
 import os
 import resource
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 
-from common import case, compile_c, env_for, have, main, run
+from common import case, compile_c, env_for, have, main, run, scratch_dir
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"
@@ -228,8 +226,7 @@ def programs(t):
         t.skip("all", "gcc not installed")
         t.exit()
     if not _built:
-        work = tempfile.mkdtemp(prefix="ucxtls-safety-")
-        atexit.register(shutil.rmtree, work, True)
+        work = scratch_dir("ucxtls-safety-")
         _built.append(Programs(t, work))
     if not _built[0].ok:
         t.check("the test programs compiled", False, "see the compile lines above")
