@@ -45,8 +45,8 @@ const Command kCommands[] = {
      "output takes.",
      cmd_env},
     {"run", "[--] COMMAND...", "exec COMMAND with libucxtls.so added to LD_PRELOAD",
-     "Execs COMMAND with the library installed beside this command prepended to LD_PRELOAD (other "
-     "entries are kept). The exit status is COMMAND's.",
+     "Execs COMMAND with the library installed beside this command appended to LD_PRELOAD (other "
+     "entries are kept, first: an AddressSanitizer runtime must be). The exit status is COMMAND's.",
      cmd_run},
     {"doctor", "[--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS]",
      "check that the local UCX (ucx_info -d) serves every transport of\n"
@@ -85,7 +85,8 @@ const ExitStatus kExitStatuses[] = {
     {"0", "success"},
     {"1", "a check failed (doctor: a transport is missing; probe: no usable answer), or a setting "
           "of ours is invalid"},
-    {"2", "a usage or environment error (unknown command or option, no ucx_info, no library)"},
+    {"2", "a usage or environment error (unknown command or option, no ucx_info, no library, "
+          "output that cannot be written)"},
     {"126, 127", "run: COMMAND cannot be executed, or is not found"},
     {"other", "run: COMMAND's own exit status"},
 };
@@ -185,6 +186,7 @@ void man() {
 }  // namespace
 
 int main(int argc, char **argv) {
+  install_guards();  // closed descriptors, lost output, no memory (report.h)
   if (argc < 2) {
     fprintf(stderr, "usage: ucxtls explain|env|run|doctor|probe ... (ucxtls --help)\n");
     return kUsage;

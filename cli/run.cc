@@ -1,5 +1,5 @@
 // `ucxtls run [--] COMMAND [ARGS...]`: exec COMMAND with libucxtls.so, the one installed with this
-// command, in front of LD_PRELOAD.
+// command, added at the end of LD_PRELOAD.
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -55,8 +55,10 @@ int cmd_run(int argc, char **argv) {
   if (lib.find_first_of(": ") != std::string::npos)
     return fail(kUsage, "run: the library path " + lib + " has a space or colon, which LD_PRELOAD cannot hold");
 
-  // The caller's environment as it was at exec (see Environment), with the library in front of
-  // any LD_PRELOAD entries already there.
+  // The caller's environment as it was at exec (see Environment), with the library after any
+  // LD_PRELOAD entries already there: AddressSanitizer refuses to start unless its runtime is
+  // first (a user's LD_PRELOAD=libasan.so), and the library exports nothing, so its place in the
+  // list decides nothing else (docs/install.md, "AddressSanitizer").
   Environment env;
   env.load();
   std::vector<char *> envp;
@@ -68,7 +70,7 @@ int cmd_run(int argc, char **argv) {
       had = true;
       const char *old = *e + 11;
       if (preload_has(old, lib)) preload = *e;
-      else if (*old) preload += std::string(":") + old;
+      else if (*old) preload = std::string("LD_PRELOAD=") + old + ":" + lib;
       envp.push_back(&preload[0]);
     } else {
       envp.push_back(*e);

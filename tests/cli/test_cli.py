@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from harness import LIB, SOURCE_DIR, Checks, add_case, case, env_for, main, run, sh_value  # noqa: E402
 import test_fixtures  # noqa: E402  (its ROWS: the machine/variable table)
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 ACTIONS = {"set", "keep", "skip", "clear"}
 FAMILIES = {"cuda", "rocm", "ze", "none"}
 COPY = {"cuda": "cuda_copy", "rocm": "rocm_copy", "ze": "ze_copy"}
@@ -284,8 +284,8 @@ def run_command(t):
             "rc_x,rc,dc_x,dc,ze_copy|" + os.path.realpath(LIB), p.stderr.decode())
     other = "/lib/x86_64-linux-gnu/libm.so.6" if os.path.exists("/lib/x86_64-linux-gnu/libm.so.6") else "libm.so.6"
     p = cli(["run", "--", "sh", "-c", 'printf "%s" "$LD_PRELOAD"; exit 7'], env_for("dgx", preload=False, LD_PRELOAD=other))
-    t.equal("run: existing LD_PRELOAD entries kept; exit status passes through", (p.stdout.decode(), p.returncode),
-            (os.path.realpath(LIB) + ":" + other, 7), p.stderr.decode())
+    t.equal("run: existing LD_PRELOAD entries kept, first (the library appended); exit status passes through",
+            (p.stdout.decode(), p.returncode), (other + ":" + os.path.realpath(LIB), 7), p.stderr.decode())
     p = cli(["run", "sh", "-c", 'printf "%s" "$LD_PRELOAD"'], env_for("dgx", preload=False, LD_PRELOAD=os.path.realpath(LIB)))
     t.equal("run: the library is not added twice", p.stdout.decode(), os.path.realpath(LIB))
     p = cli(["run", "sh", "-c", "kill -TERM $$"], env_for("dgx", preload=False))

@@ -15,8 +15,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from harness import BUILD_DIR, SOURCE_DIR, case, have, main, run, BASE_ENV  # noqa: E402
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(BUILD_DIR, "ucxtls"))
-CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(BUILD_DIR, "ucxtls"))
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 PAGE = os.path.join(BUILD_DIR, "ucxtls.1")
 
 
@@ -149,6 +149,19 @@ def installed(t):
         t.check("cmake --install --prefix P: P/share/man/man1/ucxtls.1 is the page",
                 p.returncode == 0 and os.path.exists(dest) and open(dest).read() == page_text(),
                 p.stdout.decode()[-2000:])
+
+
+@case("UCX_TLS's rule as --help and the man page state it: kept unless it equals UCXTLS_DERIVED")
+def ucx_tls_rule(t):
+    # The library keeps a UCX_TLS that is set (even empty) and derives again one that equals
+    # UCXTLS_DERIVED (its own, inherited): "left alone whenever it is set" is not the rule.
+    helped = subprocess.run([CLI, "--help"], stdout=subprocess.PIPE).stdout.decode()
+    line = next((l for l in helped.splitlines() if re.match(r"^  UCX_TLS ", l)), "")
+    t.check("--help: UCX_TLS is kept when set unless it equals UCXTLS_DERIVED",
+            "unless it equals UCXTLS_DERIVED" in line and "whenever" not in line, line)
+    page = unroff(page_text()) if os.path.exists(PAGE) else ""
+    m = re.search(r"^\.B UCX_TLS\n(.*)$", page, re.M)
+    t.check("man page: the same rule", m and "unless it equals UCXTLS_DERIVED" in m.group(1), m and m.group(1))
 
 
 if __name__ == "__main__":

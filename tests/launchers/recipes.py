@@ -29,7 +29,7 @@ RECIPE_FILES = [README, os.path.join(SOURCE_DIR, "docs", "recipes.md")]
 PREFIX = "/opt/ucxtls"
 OPT_LIB = PREFIX + "/lib/libucxtls.so"
 OPT_CLI = PREFIX + "/bin/ucxtls"
-MARK = "UCXTLS_LAUNCHERS_NS"
+MARK = "UCXTLSTEST_LAUNCHERS_NS"
 
 # The values (docs/design.md, "Values") for the fixture machines the launcher tests replay.
 CUDA = "rc_x,rc,dc_x,dc,cuda_copy"
@@ -120,7 +120,7 @@ def install_opt(t):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "ucxtls-launchers", "/opt"], check=True)
     if not mounted("/opt", "tmpfs"):
         raise SystemExit("launchers: /opt is not this namespace's tmpfs; not installing")
-    cmake = os.environ.get("UCXTLS_CMAKE", "cmake")
+    cmake = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
     p = subprocess.run([cmake, "--install", BUILD_DIR, "--prefix", PREFIX], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT)
     return t.check("cmake --install %s --prefix %s (the README's step) gives %s and %s" % (BUILD_DIR, PREFIX, OPT_LIB, OPT_CLI),

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The Lmod modulefile with the real Lmod (Debian's lmod): in a bash that sourced Lmod's init, `module
-load ucxtls` must prepend the installed library to LD_PRELOAD and change nothing else, a program
+load ucxtls` must append the installed library to LD_PRELOAD (the entries already there stay first:
+an AddressSanitizer runtime must be) and change nothing else, a program
 started from that shell must get UCX_TLS on a replayed machine, and `module unload ucxtls` must give
 the shell its environment back (`env -0` before and after).
 
@@ -8,10 +9,10 @@ The comparison is made in the shell itself: the library sets UCX_TLS only in the
 loaded into, and the shell that ran `module load` is not one of them (LD_PRELOAD acts at exec).
 
 Lmod keeps its own state in the environment. Two of its variables can be left behind by any
-module that prepends to a path variable, and are accepted here, each only with the exact value
+module that adds to a path variable, and are accepted here, each only with the exact value
 Lmod gives it (and nothing else is):
 - `__LMOD_REF_COUNT_LD_PRELOAD`: once Lmod has changed LD_PRELOAD it records a use count for each
-  entry (MasterControl.prepend_path, Var.expand); after the unload the record of the entries that
+  entry (MasterControl.prepend_path and append_path, Var.expand); after the unload the record of the entries that
   were there before stays (each with count 1).
 - `_ModuleTableNNN_` with NNN above `_ModuleTable_Sz_`: Lmod stores its module table base64-encoded
   in 512-character pieces (utils.build_MT_envT) and, when the table shrinks again, sets the new
@@ -28,10 +29,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 from harness import BUILD_DIR, case, env_for, have, main  # noqa: E402
 
-CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
-CPACK = os.environ.get("UCXTLS_CPACK", "cpack")
-VERSION = os.environ["UCXTLS_PROJECT_VERSION"]
-LMOD_INIT = os.environ.get("UCXTLS_LMOD_INIT", "/usr/share/lmod/lmod/init/profile")
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
+CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
+VERSION = os.environ["UCXTLSTEST_PROJECT_VERSION"]
+LMOD_INIT = os.environ.get("UCXTLSTEST_LMOD_INIT", "/usr/share/lmod/lmod/init/profile")
 ZE = "rc_x,rc,dc_x,dc,ze_copy"
 SHOW = 'printf "%s|%s" "${UCX_TLS-<unset>}" "${LD_PRELOAD-<unset>}"'
 # Variables that are Lmod's own record of what is loaded: they change on load and on unload.
@@ -107,8 +108,8 @@ def load_unload_case(t, scratch, modules, lib, label, preload):
     if not t.check("%s: the session ran" % label, set(envs) == {"before", "loaded", "after"}, log):
         return None
     before, loaded, after = envs["before"], envs["loaded"], envs["after"]
-    want_preload = lib + (":" + preload if preload else "")
-    t.equal("%s: load puts the library first in LD_PRELOAD and keeps the rest" % label,
+    want_preload = (preload + ":" if preload else "") + lib
+    t.equal("%s: load puts the library last in LD_PRELOAD and keeps the rest first" % label,
             loaded.get("LD_PRELOAD"), want_preload)
     t.equal("%s: load changes nothing else but Lmod's own state" % label,
             [k for k in changed(before, loaded) if not LMOD_STATE.match(k)], ["LD_PRELOAD"])
@@ -138,8 +139,8 @@ def modulefile(t):
         lib = libs[0]
         text = open(modulefile).read()
         t.check("the modulefile names the installed library, and sets nothing but LD_PRELOAD",
-                re.findall(r"^\s*(\w+)\(", text, re.M) == ["whatis"] * 4 + ["help", "prepend_path"]
-                and 'prepend_path("LD_PRELOAD", "%s")' % lib in text, text)
+                re.findall(r"^\s*(\w+)\(", text, re.M) == ["whatis"] * 4 + ["help", "append_path"]
+                and 'append_path("LD_PRELOAD", "%s")' % lib in text, text)
 
         # Two harmless libraries to stand for what a user or another module already preloads.
         others = []
@@ -169,15 +170,15 @@ def modulefile(t):
                     "variable; ld.so treats both alike), nothing else differs",
                     (lmod_leftovers(before, after)[1], "LD_PRELOAD" in after), (["LD_PRELOAD"], False))
 
-        # The library already listed after another entry: load moves it to the front (Lmod's
-        # prepend_path keeps one copy, counted twice) and unload leaves it there (count back to one).
+        # The library already listed after another entry: load keeps it where it is (Lmod's
+        # append_path keeps one copy, counted twice) and unload leaves it there (count back to one).
         home = tempfile.mkdtemp(dir=scratch)
         env = env_for("intel-xe", preload=False, HOME=home, LD_PRELOAD="%s:%s" % (others[0], lib))
         envs, shown, log = session(scratch, modules, "module load ucxtls\nmodule unload ucxtls\nsnap after\n", env)
         if t.check("ucxtls already listed second: the session ran", "after" in envs, log):
-            t.equal("ucxtls already listed second: after load and unload it is listed first, nothing else differs",
+            t.equal("ucxtls already listed second: after load and unload it is still second, nothing differs",
                     (lmod_leftovers(envs["before"], envs["after"])[1], envs["after"].get("LD_PRELOAD")),
-                    (["LD_PRELOAD", "__LMOD_REF_COUNT_LD_PRELOAD"], "%s:%s" % (lib, others[0])))
+                    ([], "%s:%s" % (others[0], lib)))
 
         # Another module that prepends to LD_PRELOAD with Lmod's default separator, like XALT's:
         # unloading ucxtls first removes only its own entry.
@@ -192,7 +193,7 @@ def modulefile(t):
         envs, shown, log = session(scratch, modules, steps, env)
         t.equal("with another module: both loaded, then ucxtls unloaded",
                 (shown.get("both"), shown.get("other")),
-                ("%s|%s:%s:%s" % (ZE, others[1], lib, others[0]), "<unset>|%s:%s" % (others[1], others[0])), log)
+                ("%s|%s:%s:%s" % (ZE, others[1], others[0], lib), "<unset>|%s:%s" % (others[1], others[0])), log)
         if "after" in envs:
             accepted, rest = lmod_leftovers(envs["used"], envs["after"])
             t.equal("with another module: unloading both gives back the same environment", rest, [])
