@@ -26,13 +26,18 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   slurm-wlm munge                  a real Slurm cluster (slurmctld, two slurmd, munged) for the
 #                                    Slurm recipes of README.md and docs/recipes.md (tests/launchers)
 #   man-db groff-base                `man -l` renders the generated man page ucxtls(1) (tests/cli/test_man.py)
+#   python3-pip python3-setuptools   the Python wheel (tests/packaging/test_wheel.py): the README's offline
+#   python3-wheel python3-venv       `pip wheel . --no-build-isolation`, a fresh venv to install it into
+#   python3-setuptools-whl           the isolated build (`pip install .`) with these wheels as its index,
+#   python3-wheel-whl                in place of a registry
 #   hyperfine                        (benchmark only)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
 # (UCXTLS_TEST_TORCH=1; it SKIPs and says so otherwise).
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
-          man-db groff-base)
+          man-db groff-base python3-pip python3-setuptools python3-wheel python3-venv
+          python3-setuptools-whl python3-wheel-whl)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
