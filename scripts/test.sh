@@ -30,6 +30,8 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   python3-wheel python3-venv       `pip wheel . --no-build-isolation`, a fresh venv to install it into
 #   python3-setuptools-whl           the isolated build (`pip install .`) with these wheels as its index,
 #   python3-wheel-whl                in place of a registry
+#   bubblewrap python3-yaml          container-like namespaces for docs/containers.md's image layer, pod
+#                                    specs (parsed as YAML) and Apptainer lines (tests/launchers)
 #   hyperfine                        (benchmark only)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
 # (UCXTLS_TEST_TORCH=1; it SKIPs and says so otherwise).
@@ -37,7 +39,7 @@ PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openm
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base python3-pip python3-setuptools python3-wheel python3-venv
-          python3-setuptools-whl python3-wheel-whl)
+          python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
