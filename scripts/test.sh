@@ -3,11 +3,13 @@
 #
 # Run as root on a fresh Debian/Ubuntu machine it installs the packages below itself; as another
 # user it says which are missing, and the tests that need them print SKIP with the reason.
-# Environment: BUILD_DIR (default build), JOBS (default nproc), UCXTLS_TEST_NO_INSTALL=1.
+# Environment: BUILD_DIR (default build), JOBS (default: the CPUs, at most 8: a shared machine stays
+# usable), UCXTLS_TEST_NO_INSTALL=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+cpus=$(nproc 2>/dev/null || echo 2)
+JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 
 # What each package is for:
 #   cmake g++ make python3 binutils  build, test drivers, readelf/nm/objdump checks
