@@ -30,9 +30,11 @@ MAN_PAGE = "share/man/man1/ucxtls.1"
 DATA_FILES = []
 
 
-def project_version():
+def project_field(name):
+    """VERSION or DESCRIPTION of CMakeLists.txt's project(), the one place for both."""
     with open(os.path.join(HERE, "CMakeLists.txt")) as f:
-        return re.search(r"project\(ucxtls VERSION (\S+)", f.read()).group(1)
+        head = re.search(r"project\(ucxtls (.*?)\)", f.read(), re.S).group(1)
+    return re.search(r'%s ("([^"]*)"|(\S+))' % name, head).group(2 if name == "DESCRIPTION" else 3)
 
 
 def wheel_tag_module():
@@ -92,7 +94,9 @@ class PlatformWheel(bdist_wheel):
 
 
 setup(
-    version=project_version(),
+    version=project_field("VERSION"),
+    description=project_field("DESCRIPTION"),
+    license="BSD-3-Clause",
     distclass=PlatformDistribution,
     cmdclass={"build_py": BuildWithCMake, "bdist_wheel": PlatformWheel},
     data_files=DATA_FILES,

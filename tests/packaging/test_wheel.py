@@ -134,6 +134,10 @@ def wheel_built(t):
         names = set(z.namelist())
         wheel_meta = z.read("ucxtls-%s.dist-info/WHEEL" % version).decode()
         entry = z.read("ucxtls-%s.dist-info/entry_points.txt" % version).decode()
+        meta = z.read("ucxtls-%s.dist-info/METADATA" % version).decode()
+    description = re.search(r'DESCRIPTION "([^"]*)"', open(os.path.join(SOURCE_DIR, "CMakeLists.txt")).read()).group(1)
+    t.check("METADATA: the project's description (CMakeLists.txt) and licence",
+            ("\nSummary: %s\n" % description) in meta and "\nLicense: BSD-3-Clause\n" in meta, meta[:600])
     tag = name[:-4].split("-", 2)[2]
     t.check("WHEEL: Root-Is-Purelib false, the same tag as the file name",
             "Root-Is-Purelib: false" in wheel_meta and ("Tag: %s\n" % tag) in wheel_meta, wheel_meta)
