@@ -1,6 +1,9 @@
-// `ucxtls doctor [--value V | --template T]`: does the local UCX (ucx_info -d) serve every
-// transport of the value in effect, of V, or of what template T composes to here? A transport it
-// lacks makes UCX print "not available" on the stdout of every process that uses the value.
+// `ucxtls doctor [--value V | --template T] [--ucx PATH | --pid PID]`: does the local UCX
+// (ucx_info -d), or the build at PATH, or the UCX that process PID has mapped, serve every transport
+// of the value in effect, of V, or of what template T composes to here? A transport it lacks makes
+// UCX print "not available" on the stdout of every process that uses the value. A build (--ucx,
+// --pid) is asked in a bounded child (ucx_build.h), and what it cannot do whatever UCX_TLS says
+// (no ze_copy on an Intel node, no verbs on an RDMA node) is named in words.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "report.h"
+#include "ucx_build.h"
 
 namespace ucxtls {
 namespace cli {
@@ -52,16 +56,28 @@ std::string strip_aux(const std::string &s) {
   return k == std::string::npos ? s : s.substr(0, k);
 }
 
-// Runs `ucx_info -d` and collects its "Transport:" names. The child gets the caller's
-// environment without UCX_TLS (it must not narrow what UCX reports) and with the library off.
-bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::string *err) {
+// The environment for a child that asks UCX: the caller's without UCX_TLS (it must not narrow what
+// UCX reports) and with the library off. from_process: that process's UCX_* variables and
+// LD_LIBRARY_PATH instead of the caller's (they decide which libraries and modules it loaded).
+std::vector<char *> child_env(const Environment &env, const std::vector<std::string> *from_process, char *off) {
   std::vector<char *> envp;
+  auto theirs = [](const char *e) { return !strncmp(e, "UCX_", 4) || !strncmp(e, "LD_LIBRARY_PATH=", 16); };
   for (char *const *e = env.envp(); *e; e++)
-    if (strncmp(*e, "UCX_TLS=", 8) && strncmp(*e, "UCXTLS_DERIVED=", 15) && strncmp(*e, "UCXTLS_DISABLE=", 15))
+    if (strncmp(*e, "UCX_TLS=", 8) && strncmp(*e, "UCXTLS_DERIVED=", 15) && strncmp(*e, "UCXTLS_DISABLE=", 15) &&
+        !(from_process && theirs(*e)))
       envp.push_back(*e);
-  char off[] = "UCXTLS_DISABLE=1";
+  if (from_process)
+    for (const std::string &e : *from_process)
+      if (theirs(e.c_str()) && e.compare(0, 8, "UCX_TLS=")) envp.push_back(const_cast<char *>(e.c_str()));
   envp.push_back(off);
   envp.push_back(nullptr);
+  return envp;
+}
+
+// Runs `ucx_info ARG` and gives its stdout.
+bool run_ucx_info(const Environment &env, const char *arg, std::string *out, std::string *err) {
+  char off[] = "UCXTLS_DISABLE=1";
+  std::vector<char *> envp = child_env(env, nullptr, off);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) < 0) return *err = std::string("pipe: ") + strerror(errno), false;
   fflush(stdout);
@@ -71,13 +87,12 @@ bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::
     dup2(fds[1], 1);
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) dup2(devnull, 2);  // UCX's own warnings are not the point here
-    char *argv[] = {(char *)"ucx_info", (char *)"-d", nullptr};
+    char *argv[] = {(char *)"ucx_info", (char *)arg, nullptr};
     execvpe(argv[0], argv, envp.data());
     _exit(127);
   }
   close(fds[1]);
-  std::string out;
-  read_all(fds[0], &out);
+  read_all(fds[0], out);
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -85,7 +100,14 @@ bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return *err = "cannot run ucx_info (not in PATH? Debian/Ubuntu: apt-get install ucx-utils)", false;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return *err = "ucx_info -d failed (status " + std::to_string(status) + ")", false;
+    return *err = std::string("ucx_info ") + arg + " failed (status " + std::to_string(status) + ")", false;
+  return true;
+}
+
+// Runs `ucx_info -d` and collects its "Transport:" names.
+bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::string *err) {
+  std::string out;
+  if (!run_ucx_info(env, "-d", &out, err)) return false;
   for (const std::string &line : split(out.c_str(), "\n")) {
     size_t k = line.find("Transport:");
     if (line.empty() || line[0] != '#' || k == std::string::npos) continue;
@@ -100,73 +122,40 @@ bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::
   return true;
 }
 
-}  // namespace
-
-int cmd_doctor(int argc, char **argv) {
-  const char *explicit_value = nullptr, *tmpl = nullptr;
-  const char *usage = " (ucxtls doctor [--value V | --template T])";
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    bool value_opt = !strcmp(a, "--value"), tmpl_opt = !strcmp(a, "--template");
-    if ((value_opt || tmpl_opt) && i + 1 >= argc) return fail(kUsage, std::string("doctor: ") + a + " needs an argument" + usage);
-    if (value_opt) explicit_value = argv[++i];
-    else if (tmpl_opt) tmpl = argv[++i];
-    else if (!strncmp(a, "--value=", 8)) explicit_value = a + 8;
-    else if (!strncmp(a, "--template=", 11)) tmpl = a + 11;
-    else return fail(kUsage, std::string("doctor: unknown option '") + a + "'" + usage);
+// Which UCX `ucx_info` is: its path in PATH and the version it prints (ucx_info -v).
+std::string ucx_info_identity(const Environment &env) {
+  std::string path = "ucx_info", version, out, err;
+  for (char *const *e = env.envp(); *e; e++) {
+    if (strncmp(*e, "PATH=", 5)) continue;
+    for (const std::string &dir : split(*e + 5, ":"))
+      if (access((dir + "/ucx_info").c_str(), X_OK) == 0) {
+        path = dir + "/ucx_info";
+        break;
+      }
   }
-  if (explicit_value && tmpl) return fail(kUsage, std::string("doctor: --value and --template are alternatives") + usage);
-  // A value with placeholders is a template: check what it composes to here.
-  if (explicit_value && strchr(explicit_value, '{')) tmpl = explicit_value, explicit_value = nullptr;
-  auto r = std::make_unique<Report>();
-  std::string value, source;
-  if (explicit_value) {
-    value = explicit_value;
-    source = "--value";
-    r->env.load();
-  } else {
-    evaluate(r.get(), tmpl);
-    if (r->d.error) {
-      fputs(library_line(*r).c_str(), stderr);
-      return kFailed;
-    }
-    const char *v = effective_value(r->in, r->d);
-    if (!v && r->f.ucx_conf == Tri::yes) {
-      printf("UCX_TLS is not in the environment: UCX takes it from %s; check that value with --value\n",
-             r->f.ucx_conf_evidence);
-      return 0;
-    }
-    if (!v) {
-      printf("UCX_TLS stays unset here (%s): UCX uses every transport it has; nothing to check\n",
-             action_name(r->d.action));
-      return 0;
-    }
-    value = v;
-    source = tmpl ? std::string("composed here from ") + tmpl
-                  : r->d.action == Action::set ? "derived by ucxtls" : "UCX_TLS as set";
+  if (run_ucx_info(env, "-v", &out, &err)) {
+    size_t k = out.find("Version ");
+    if (k != std::string::npos) version = out.substr(k + 8, out.find('\n', k) - k - 8);
   }
+  return "the one " + path + " runs" + (version.empty() ? "" : " (version " + version + ")");
+}
 
-  std::vector<std::string> have;
-  std::string err;
-  if (!ucx_transports(r->env, &have, &err)) return fail(kUsage, "doctor: " + err);
+// The verdict on every name of value, with `served` saying which transports the UCX has: UCX's
+// own rules (aliases, \exact names, :aux, a deny list). Prints a line per name; gives the names
+// that are missing. False: the value is empty (UCX fails to create a context).
+bool judge(const std::string &value, const std::vector<std::string> &have, std::vector<std::string> *missing) {
   auto served = [&](const std::string &name) {
     for (const std::string &t : have)
       if (t == name) return true;
     return false;
   };
-  std::string list;
-  for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
-  printf("value       %s (%s)\n", value.c_str(), source.c_str());
-  printf("this UCX    %s (ucx_info -d)\n", list.c_str());
-
   std::string items = value;
   bool deny = !items.empty() && items[0] == '^';
   if (deny) items.erase(0, 1);
   if (items.empty()) {
     printf("MISSING     every transport: an empty list makes UCX fail (\"The TLs list is empty\")\n");
-    return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
+    return false;
   }
-  std::vector<std::string> missing;
   for (const std::string &item : split(items.c_str(), ",")) {
     std::string name = strip_aux(item);
     bool exact = !name.empty() && name[0] == '\\';  // \name: the transport itself, not an alias
@@ -187,16 +176,19 @@ int cmd_doctor(int argc, char **argv) {
       // the newest UCX does not (docs/design.md, "Facts and sources"). Reported, since it is in
       // the value for nothing.
       printf("%-11s %s (denied, and not in this UCX: some UCX releases warn about it)\n", "MISSING", item.c_str());
-      missing.push_back(item);
+      missing->push_back(item);
     } else if (ok) {
       printf("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
     } else {
       bool blank = item.find_first_of(" \t") != std::string::npos;  // UCX does not trim entries
       printf("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
-      missing.push_back(item);
+      missing->push_back(item);
     }
   }
-  if (missing.empty()) return 0;
+  return true;
+}
+
+int missing_status(const std::vector<std::string> &missing) {
   std::string names;
   for (const std::string &m : missing) names += (names.empty() ? "" : ", ") + m;
   fprintf(stderr, "ucxtls: doctor: this UCX cannot serve %s: it prints \"not available\" on stdout of every process that uses this value\n",
@@ -204,6 +196,167 @@ int cmd_doctor(int argc, char **argv) {
   return kFailed;
 }
 
+// The names a value gives UCX to match (for the build problems): aux and \ marks dropped.
+std::vector<std::string> value_names(const std::string &value) {
+  std::vector<std::string> names;
+  if (!value.empty() && value[0] == '^') return names;  // a deny list names nothing it wants
+  for (const std::string &item : split(value.c_str(), ",")) {
+    std::string n = strip_aux(item);
+    if (!n.empty() && n[0] == '\\') n.erase(0, 1);
+    names.push_back(n);
+  }
+  return names;
+}
+
+// One build (--ucx, or a libucp a process maps): asked, then the value judged against it.
+int doctor_build(const Report &r, const std::string &libucp, const MappedUcx *proc, pid_t pid, size_t index,
+                 const std::string &value, const std::string &source, const char *nothing, int timeout_ms) {
+  char off[] = "UCXTLS_DISABLE=1";
+  std::vector<char *> envp = child_env(r.env, proc ? &proc->env : nullptr, off);
+  auto b = std::make_unique<UcxBuild>();
+  std::string err;
+  if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err)) return fail(kFailed, "doctor: " + err);
+  printf("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
+  if (proc)
+    printf("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
+  if (nothing) printf("%s\n", nothing);
+  else printf("value       %s (%s)\n", value.c_str(), source.c_str());
+  std::string list;
+  for (const std::string &t : b->transports) list += (list.empty() ? "" : ", ") + t;
+  printf("this UCX    %s (registered by its libuct and the modules it loaded from %s)\n",
+         list.empty() ? "no transport" : list.c_str(), b->module_dir.empty() ? "?" : b->module_dir.c_str());
+  for (const UcxModule &m : b->modules)
+    if (m.state == "error") printf("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
+    else if (m.state == "not-loaded") printf("module      %s loads, but UCX did not load it (UCX_MODULES?)\n", m.path.c_str());
+  std::vector<std::string> missing;
+  const bool empty = !nothing && !judge(value, b->transports, &missing);
+  bool serious = false;
+  const std::vector<std::string> problems = build_problems(*b, nothing ? std::vector<std::string>() : value_names(value),
+                                                           r.family, rdma_kind(r.f), &serious);
+  for (const std::string &p : problems) printf("build       %s\n", p.c_str());
+  if (empty) return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
+  if (!missing.empty()) return missing_status(missing);
+  if (serious) return fail(kFailed, "doctor: " + problems[0]);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_doctor(int argc, char **argv) {
+  const char *explicit_value = nullptr, *tmpl = nullptr, *ucx_path = nullptr, *pid_text = nullptr, *timeout_text = nullptr;
+  const char *usage = " (ucxtls doctor [--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS])";
+  struct Opt {
+    const char *name;
+    const char **dest;
+  } const opts[] = {{"--value", &explicit_value}, {"--template", &tmpl}, {"--ucx", &ucx_path},
+                    {"--pid", &pid_text}, {"--timeout-ms", &timeout_text}};
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    bool known = false;
+    for (const Opt &o : opts) {
+      size_t n = strlen(o.name);
+      if (!strcmp(a, o.name)) {
+        if (i + 1 >= argc) return fail(kUsage, std::string("doctor: ") + a + " needs an argument" + usage);
+        *o.dest = argv[++i], known = true;
+      } else if (!strncmp(a, o.name, n) && a[n] == '=') {
+        *o.dest = a + n + 1, known = true;
+      }
+    }
+    if (!known) return fail(kUsage, std::string("doctor: unknown option '") + a + "'" + usage);
+  }
+  if (explicit_value && tmpl) return fail(kUsage, std::string("doctor: --value and --template are alternatives") + usage);
+  if (ucx_path && pid_text) return fail(kUsage, std::string("doctor: --ucx and --pid are alternatives") + usage);
+  const bool build_mode = ucx_path || pid_text;
+  int timeout_ms = 20000;
+  if (timeout_text) {
+    char *end = nullptr;
+    long t = strtol(timeout_text, &end, 10);
+    if (!*timeout_text || *end || t < 1 || t > 600000 || !build_mode)
+      return fail(kUsage, std::string("doctor: --timeout-ms wants a number of milliseconds (1..600000) and --ucx or --pid") + usage);
+    timeout_ms = int(t);
+  }
+  long pid = 0;
+  if (pid_text) {
+    char *end = nullptr;
+    pid = strtol(pid_text, &end, 10);
+    if (!*pid_text || *end || pid < 1 || pid > 0x3fffffff)
+      return fail(kUsage, std::string("doctor: --pid wants a process id, not '") + pid_text + "'" + usage);
+  }
+  // Where the build is, before anything is printed: a bad PATH or PID is one line on stderr.
+  std::vector<std::string> libucps;
+  auto proc = std::make_unique<MappedUcx>();
+  if (ucx_path) {
+    std::string found, err;
+    if (!locate_libucp(ucx_path, &found, &err)) return fail(kUsage, "doctor: --ucx " + err);
+    libucps.push_back(found);
+  } else if (pid_text) {
+    std::string err;
+    int status = kUsage;
+    if (!mapped_ucx(pid_t(pid), proc.get(), &err, &status)) return fail(status, "doctor: " + err);
+    libucps = proc->libucp;
+  }
+
+  // A value with placeholders is a template: check what it composes to here.
+  if (explicit_value && strchr(explicit_value, '{')) tmpl = explicit_value, explicit_value = nullptr;
+  auto r = std::make_unique<Report>();
+  std::string value, source, nothing;
+  const char *pid_value = nullptr;  // the process's own UCX_TLS, as it was at its start
+  if (pid_text && !explicit_value && !tmpl)
+    for (const std::string &e : proc->env)
+      if (!e.compare(0, 8, "UCX_TLS=")) pid_value = e.c_str() + 8;
+  if (explicit_value || pid_value) {
+    value = explicit_value ? explicit_value : pid_value;
+    source = explicit_value ? "--value" : "UCX_TLS in the environment process " + std::to_string(pid) + " started with";
+    if (build_mode) evaluate(r.get());  // this node's family and RDMA, for the build's problems
+    else r->env.load();
+  } else {
+    evaluate(r.get(), tmpl);
+    if (r->d.error) {
+      fputs(library_line(*r).c_str(), stderr);
+      return kFailed;
+    }
+    const char *v = effective_value(r->in, r->d);
+    if (!v && r->f.ucx_conf == Tri::yes) {
+      nothing = std::string("UCX_TLS is not in the environment: UCX takes it from ") + r->f.ucx_conf_evidence +
+                "; check that value with --value";
+    } else if (!v) {
+      nothing = std::string("UCX_TLS stays unset here (") + action_name(r->d.action) +
+                "): UCX uses every transport it has; nothing to check";
+    } else {
+      value = v;
+      source = tmpl ? std::string("composed here from ") + tmpl
+                    : r->d.action == Action::set      ? "derived by ucxtls"
+                    : r->d.action == Action::repair ? "UCX_TLS as set, repaired by UCXTLS_REPAIR=1"
+                                                    : "UCX_TLS as set";
+    }
+  }
+
+  if (build_mode) {
+    int status = 0;
+    for (size_t i = 0; i < libucps.size(); i++) {
+      int s = doctor_build(*r, libucps[i], pid_text ? proc.get() : nullptr, pid_t(pid), i, value, source,
+                           nothing.empty() ? nullptr : nothing.c_str(), timeout_ms);
+      status = status ? status : s;
+    }
+    return status;
+  }
+  if (!nothing.empty()) {
+    printf("%s\n", nothing.c_str());
+    return 0;
+  }
+  std::vector<std::string> have;
+  std::string err;
+  if (!ucx_transports(r->env, &have, &err)) return fail(kUsage, "doctor: " + err);
+  std::string list;
+  for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
+  printf("UCX         %s\n", ucx_info_identity(r->env).c_str());
+  printf("value       %s (%s)\n", value.c_str(), source.c_str());
+  printf("this UCX    %s (ucx_info -d)\n", list.c_str());
+  std::vector<std::string> missing;
+  if (!judge(value, have, &missing))
+    return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
+  return missing.empty() ? 0 : missing_status(missing);
+}
 
 }  // namespace cli
 }  // namespace ucxtls

@@ -60,28 +60,32 @@ const char *tri_word(Tri t, int error = 0) {
 
 const Family kShown[] = {Family::cuda, Family::rocm, Family::ze};
 
-// The case ucxtls exists for: a UCX_TLS that somebody set (kept as it is) naming the copy
-// transport of another family than the GPUs this process can use, and not theirs (an Intel node
-// given the CUDA list). UCX then has no transport that understands this GPU's memory. "" when not.
+// The case ucxtls exists for: a UCX_TLS that somebody set (kept as it is) naming another family's
+// GPU transports and none of the GPUs this process can use (an Intel node given the CUDA list;
+// repair.h gpu_mismatch). UCX then has no transport for this GPU's memory. "" when not.
 std::string kept_value_warning(const Report &r) {
   const char *value = effective_value(r.in, r.d);
-  if (r.d.action != Action::keep || !value || value[0] == '^' || r.family == Family::none) return "";
-  bool own = false;
-  std::string other;
-  for (std::string item : split(value, ",")) {
-    if (!item.empty() && item[0] == '\\') item.erase(0, 1);
-    if (item.size() > 4 && item.compare(item.size() - 4, 4, ":aux") == 0) item.resize(item.size() - 4);
-    for (Family f : kShown) {
-      // The copy transport itself, or the family's alias (cuda, rocm, ze) that includes it.
-      if (item != copy_transport(f) && item != family_name(f)) continue;
-      if (f == r.family) own = true;
-      else if (other.empty()) other = item;
-    }
-  }
-  if (own || other.empty()) return "";
-  return "UCX_TLS names " + other + " but the GPUs this process can use are " + family_name(r.family) +
+  if (r.d.action != Action::keep || !value || !gpu_mismatch(value, r.family)) return "";
+  char names[kValueMax];
+  Text t;
+  t.init(names, sizeof names);
+  describe_foreign_entries(value, r.family, t);
+  return std::string("UCX_TLS names ") + names + " but the GPUs this process can use are " + family_name(r.family) +
          ": UCX has no transport for their memory (" + copy_transport(r.family) +
-         "); unset UCX_TLS to let ucxtls derive the value, or fix it";
+         "); UCXTLS_REPAIR=1 rewrites them to this node's, or unset UCX_TLS to let ucxtls derive the value";
+}
+
+// On a node where the default list is written: what it leaves out of UCX's default (all), which
+// programs other than the trainers may use. "" when nothing is, or when the value is not ours.
+std::string left_out_note(const Report &r) {
+  if (r.d.action != Action::set || r.s.template_from_user) return "";
+  char names[256];
+  Text t;
+  t.init(names, sizeof names);
+  describe_left_out(r.d.value, r.family, t);
+  if (!names[0]) return "";
+  return std::string("compared with UCX's default (all), this value leaves out ") + names +
+         ": fine for a trainer; for inference servers and MPI jobs set UCXTLS_TEMPLATE='{rdma},sm,self,tcp,{ipc},{copy}'";
 }
 
 void explain_text(const Report &r) {
@@ -90,6 +94,9 @@ void explain_text(const Report &r) {
   printf("action    %s\n", action_name(d.action));
   if (d.action == Action::set)
     printf("UCX_TLS   %s (written with UCXTLS_DERIVED)\n", value);
+  else if (d.action == Action::repair)
+    printf("UCX_TLS   %s (repaired from %s by UCXTLS_REPAIR=1; no UCXTLS_DERIVED)\n", value,
+           shell_quote(r.in.get(kUcxTls)).c_str());
   else if (d.action == Action::clear)
     printf("UCX_TLS   unset (the inherited UCX_TLS and UCXTLS_DERIVED are removed)\n");
   else if (value)
@@ -100,6 +107,8 @@ void explain_text(const Report &r) {
     printf("UCX_TLS   unset (UCX uses its default, all)\n");
   const std::string warning = kept_value_warning(r);
   if (!warning.empty()) printf("warning   %s\n", warning.c_str());
+  const std::string note = left_out_note(r);
+  if (!note.empty()) printf("note      %s\n", note.c_str());
   printf("family    %s (%s)\n", family_name(r.family),
          r.family_decided ? "the value is composed for it"
                           : "what the probe sees; the decision did not need it");
@@ -148,6 +157,9 @@ void explain_json(const Report &r) {
   o += "],\"error\":" + (d.error ? json_str(d.reasons[0]) : std::string("null"));
   const std::string warning = kept_value_warning(r);
   o += ",\"warning\":" + (warning.empty() ? std::string("null") : json_str(warning.c_str()));
+  const std::string note = left_out_note(r);
+  o += ",\"left_out\":" + (note.empty() ? std::string("null") : json_str(note.c_str()));
+  o += ",\"repaired_from\":" + json_str(d.action == Action::repair ? r.in.get(kUcxTls) : nullptr);
   // A misspelt UCXTLS_* variable (the first one, by name) and how many there are.
   std::string unknown = r.in.unknown ? std::string(r.in.unknown, strcspn(r.in.unknown, "=")) : "";
   o += ",\"unknown_variable\":" + (unknown.empty() ? std::string("null") : json_str(unknown.c_str()));

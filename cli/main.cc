@@ -31,6 +31,9 @@ const Flag kEnvFlags[] = {
 const Flag kNoFlags[] = {{nullptr, nullptr, nullptr}};
 const Flag kDoctorFlags[] = {{"--value", "V", "check the value V instead of the value in effect"},
                              {"--template", "T", "check what template T composes to on this node"},
+                             {"--ucx", "PATH", "judge the UCX build at PATH (a libucp, a prefix, a wheel's .libs)"},
+                             {"--pid", "PID", "judge the UCX that process PID has mapped"},
+                             {"--timeout-ms", "MS", "bound on the helper that asks the build (default 20000)"},
                              {nullptr, nullptr, nullptr}};
 const Flag kProbeFlags[] = {{"--save", nullptr, "store the answer for this node (UCXTLS_CACHE_DIR)"},
                             {nullptr, nullptr, nullptr}};
@@ -54,13 +57,22 @@ const Command kCommands[] = {
      "Execs COMMAND with the library installed beside this command prepended to LD_PRELOAD (other "
      "entries are kept). The exit status is COMMAND's.",
      kNoFlags, true, cmd_run},
-    {"doctor", "[--value V | --template T]",
+    {"doctor", "[--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS]",
      "check that the local UCX (ucx_info -d) serves every transport of\n"
      "the value in effect, of V, or of what template T composes to here\n"
-     "({copy}, {ipc}, {rdma}); exit 1 if one is missing",
+     "({copy}, {ipc}, {rdma}); exit 1 if one is missing;\n"
+     "--ucx: the build at PATH (a libucp of any name, a prefix, a wheel's\n"
+     ".libs); --pid: the UCX process PID has mapped",
      "Runs the local ucx_info -d, expands UCX's transport aliases, and reports every name of the "
      "value in effect (or of V, or of what template T composes to on this node) that this UCX "
-     "cannot serve; UCX would print a \"not available\" warning on stdout in every process.",
+     "cannot serve; UCX would print a \"not available\" warning on stdout in every process. "
+     "With --ucx PATH it judges the build at PATH instead (a libucp shared object of any name, or a "
+     "directory holding one: a prefix, its lib or lib64, a wheel's .libs), with --pid PID the UCX "
+     "that running process has mapped (/proc/PID/maps; the value is its own UCX_TLS when it was "
+     "started with one). The build is asked in the helper ucxtls-ucx-query, a child killed after "
+     "MS milliseconds (default 20000); no ucx_info is needed. The first line names the UCX and its "
+     "version; what the build cannot do whatever UCX_TLS says (no ze_copy, cuda_copy or rocm_copy "
+     "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1.",
      kDoctorFlags, false, cmd_doctor},
     {"probe", "[--save]",
      "ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"
@@ -98,6 +110,8 @@ void help() {
       "usage: ucxtls COMMAND [ARGS]\n"
       "\n"
       "The command beside libucxtls.so: it answers through the library's own decision code.\n"
+      "The library sets UCX_TLS before main when nobody has: {rdma},{copy} on a GPU node whose RDMA\n"
+      "runs UCX's rc, all (UCX's default) on a GPU node without, nothing without a GPU.\n"
       "\n"
       "commands:\n");
   for (const Command &c : kCommands) {
@@ -153,6 +167,10 @@ void man() {
          roff("libucxtls.so is an LD_PRELOAD library: before main runs, and only when nobody has "
               "configured UCX_TLS, it sets UCX_TLS to a transport list with the device-memory copy "
               "transport of the GPUs the process can use (cuda_copy, rocm_copy, ze_copy). "
+              "On a GPU node with no RDMA device UCX's rc transport runs on it writes all (UCX's own "
+              "default), so a hard-coded rc list cannot break the node; where it finds no GPU it "
+              "writes nothing. A UCX_TLS that somebody set stands; with UCXTLS_REPAIR=1, one naming "
+              "another GPU family's transports and none of this node's is rewritten to this node's. "
               "Preload it with LD_PRELOAD=<libdir>/libucxtls.so.").c_str(),
          roff("ucxtls is the command installed beside it. It answers through the library's own "
               "decision code, so what it says is what a process started from the same shell gets.")
@@ -180,6 +198,7 @@ void man() {
   }
   printf(".SH FILES\n.TP\n.I <libdir>/libucxtls.so\nthe preload library\n"
          ".TP\n.I <libdir>/ucxtls\\-probe\nthe driver\\-probe helper that ucxtls probe runs\n"
+         ".TP\n.I <libdir>/ucxtls\\-ucx\\-query\nthe helper that ucxtls doctor \\-\\-ucx and \\-\\-pid run to ask a UCX build\n"
          ".TP\n.I $XDG_RUNTIME_DIR/ucxtls/driver, /run/ucxtls/driver\n"
          "the driver's answer saved by ucxtls probe \\-\\-save (see UCXTLS_CACHE_DIR)\n");
   printf(".SH SEE ALSO\n%s\n",

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bounded_child.h"
 #include "core.h"
 #include "driver_cache.h"
 #include "driver_report.h"
@@ -36,15 +37,8 @@ namespace cli {
 namespace {
 
 const char kHelperName[] = "ucxtls-probe";
-const int kReportFd = 3;
 
 int probe_fail(int status, const std::string &msg) { return fail(status, "probe: " + msg); }
-
-long long now_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 // Beside this command (a build tree), else in libdir relative to it (an installed tree).
 std::string helper_path() {
@@ -64,7 +58,7 @@ struct HelperRun {
   DriverReport report;
 };
 
-bool report_complete(const char *buf, size_t len) { return len >= 4 && !memcmp(buf + len - 4, "end\n", 4); }
+bool report_complete(const std::string &r) { return r.size() >= 4 && !r.compare(r.size() - 4, 4, "end\n"); }
 
 void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
   // The caller's environment without the visibility variables, and the helper's own copy of the
@@ -83,68 +77,17 @@ void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
   std::string path = helper;
   char *args[] = {&path[0], arg, nullptr};
 
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) {
-    r->why = r->short_why = std::string("pipe2: ") + strerror(errno);
+  ChildRun child;
+  run_bounded(args, envp.data(), timeout_ms, sizeof r->text, report_complete, &child, &r->why);
+  if (!r->why.empty()) {
+    r->short_why = r->why;
     return;
   }
-  fflush(stdout);
-  fflush(stderr);
-  const long long start = now_ms(), deadline = start + timeout_ms;
-  pid_t pid = fork();
-  if (pid < 0) {
-    r->why = r->short_why = std::string("fork: ") + strerror(errno);
-    close(p[0]), close(p[1]);
-    return;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);  // its own group: at the deadline the group goes, with whatever it started
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    // Above 0-3 first, so that no dup2 below overwrites the other (stdio may have been closed).
-    int w = fcntl(p[1], F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
-    if (w < 0 || n4 < 0 || dup2(n4, 0) < 0 || dup2(n4, 1) < 0 || dup2(n4, 2) < 0 || dup2(w, kReportFd) < 0)
-      _exit(126);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(args[0], args, envp.data());
-    dprintf(kReportFd, "!exec %d\n", errno);
-    _exit(127);
-  }
-  close(p[1]);
-  size_t len = 0;
-  while (len < sizeof r->text && !report_complete(r->text, len)) {
-    long long left = deadline - now_ms();
-    if (left <= 0) break;
-    pollfd pfd = {p[0], POLLIN, 0};
-    int k = poll(&pfd, 1, int(left));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    ssize_t got = read(p[0], r->text + len, sizeof r->text - len);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // EOF: the helper is gone
-    len += size_t(got);
-  }
-  close(p[0]);
-  // Let it exit on its own until the deadline (asked without reaping, so its group id stays its
-  // own), then kill the group: the helper if it is still there, and anything it left in it.
-  bool ended = false;
-  while (!ended && now_ms() < deadline) {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    if (waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) ended = true;
-    else usleep(1000);
-  }
-  kill(-pid, SIGKILL);
-  int status = 0;
-  bool reaped = false;
-  for (long long until = now_ms() + 1000; !reaped && now_ms() < until;) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) reaped = true;
-    else if (w < 0 && errno != EINTR) break;
-    else usleep(1000);
-  }
-  r->ms = now_ms() - start;
+  const size_t len = child.report.size();
+  memcpy(r->text, child.report.data(), len);
+  const bool ended = child.ended, reaped = child.reaped;
+  const int status = child.status;
+  r->ms = child.ms;
 
   const char *why = nullptr;
   if (parse_driver_report(r->text, len, &r->report, &why)) {
@@ -152,9 +95,8 @@ void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
     return;
   }
   char buf[160];
-  if (len > 6 && !memcmp(r->text, "!exec ", 6)) {
-    int e = atoi(std::string(r->text + 6, len - 6).c_str());
-    r->why = "cannot execute " + helper + " (" + strerror(e) + ")";
+  if (child.exec_errno) {
+    r->why = "cannot execute " + helper + " (" + strerror(child.exec_errno) + ")";
     r->short_why = std::string(kHelperName) + " cannot be executed";
   } else if (!ended) {
     snprintf(buf, sizeof buf, "%s gave no answer within UCXTLS_PROBE_TIMEOUT_MS=%d ms: killed", kHelperName, timeout_ms);

@@ -40,7 +40,7 @@ $CC -O2 -fPIC -shared -fvisibility=hidden -fno-asynchronous-unwind-tables -nodef
   -Wl,-z,defs -Wl,-z,now -Wl,-z,relro -Wl,--version-script="$top/shim/libucxtls.map" \
   -o "$empty" tests/perf/empty_preload.c -Wl,--no-as-needed -lc
 $CC -O2 -o "$work/bench_spawn" scripts/bench_spawn.c
-python3 tests/fixtures/machines.py "$work/m" dgx mi300x intel-busy no-rdma >/dev/null
+python3 tests/fixtures/machines.py "$work/m" dgx mi300x intel-busy no-rdma no-gpu aws-p5 roce-down >/dev/null
 # The driver tier reads what `ucxtls probe --save` stored for the node: saved here through the real
 # command and helper, asking a fake libcuda.so.1 (tests/driver/fake_cuda.c) that reports 8 GPUs.
 mkdir -p "$work/fakes"
@@ -71,7 +71,10 @@ configs=(
   "busy-amd|libucxtls.so, fixture mi300x (8 AMD GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/mi300x"
   "busy-intel|libucxtls.so, fixture intel-busy (8 Intel GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/intel-busy"
   "user-set|libucxtls.so, UCX_TLS already set by the user|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy"
-  "no-rdma|libucxtls.so, fixture no-rdma (4 GPUs, no HCA): leaves UCX_TLS unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-rdma"
+  "no-rdma|libucxtls.so, fixture no-rdma (4 GPUs, no HCA): writes UCX_TLS=all|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-rdma"
+  "aws-p5|libucxtls.so, fixture aws-p5 (8 GPUs, 32 EFA): writes UCX_TLS=all|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/aws-p5"
+  "roce-down|libucxtls.so, fixture roce-down (8 GPUs, 64 RoCE functions, ports DOWN): writes UCX_TLS=all|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/roce-down"
+  "no-gpu|libucxtls.so, fixture no-gpu (a CPU node, 1 HCA): leaves UCX_TLS unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-gpu"
   "this-node|libucxtls.so on this machine's own /dev, /sys, /proc|LD_PRELOAD=$lib"
   "driver|libucxtls.so, UCXTLS_PROBE=driver on fixture dgx: the answer ucxtls probe --save stored (8 CUDA GPUs)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_PROBE=driver UCXTLS_CACHE_DIR=$work/cache"
 )

@@ -41,7 +41,8 @@ PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openm
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base python3-pip python3-setuptools python3-wheel python3-venv
-          python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml)
+          python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
+          patchelf)  # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
 
 missing=()
 for p in "${PACKAGES[@]}"; do

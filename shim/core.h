@@ -9,6 +9,7 @@
 //   visibility.h  CUDA_VISIBLE_DEVICES, ROCR/HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK
 //   parsers.h     the small sysfs/procfs files the kernel probe reads
 //   ucx_conf.h    does a ucx.conf assign UCX_TLS?
+//   repair.h      a kept UCX_TLS of another GPU family, and its repair (UCXTLS_REPAIR)
 //   decide.h      facts, the ladder (decide), the family question, "does the environment change"
 //   lines.h       the stderr lines
 // docs/design.md ("Architecture") maps every rule to its file.
@@ -21,6 +22,7 @@
 #include "lines.h"
 #include "options.h"
 #include "parsers.h"
+#include "repair.h"
 #include "template.h"
 #include "text.h"
 #include "ucx_conf.h"

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "repair.h"
+
 namespace ucxtls {
 
 const char *action_name(Action a) {
@@ -12,6 +14,7 @@ const char *action_name(Action a) {
     case Action::keep: return "keep";
     case Action::skip: return "skip";
     case Action::clear: return "clear";
+    case Action::repair: return "repair";
     default: return "need";
   }
 }
@@ -88,6 +91,55 @@ Tri family_visible(const Settings &s, const Facts &f, Family fam, Decision *expl
 
 const Family kFamilyOrder[] = {Family::cuda, Family::rocm, Family::ze};
 
+
+// Step 6's evidence: the family forced, or each family looked at; false (decided: cannot tell)
+// when a probe that the answer needs could not finish.
+bool explain_family(const Settings &s, const Facts &f, const FamilyAnswer &a, Decision *d) {
+  if (s.accel_forced) {
+    d->reason().add("UCXTLS_ACCEL=").add(family_name(s.accel));
+    return true;
+  }
+  if (s.tier == ProbeTier::driver) d->reason().add("driver tier: ").add(f.driver.evidence);
+  if (a.cannot_tell) {
+    cannot_tell(d, family_name(a.failed), f.family[int(a.failed)].evidence);
+    return false;
+  }
+  for (Family fam : kFamilyOrder) {
+    family_visible(s, f, fam, d);
+    if (fam == a.family) break;
+  }
+  return true;
+}
+
+// Step 3: the user's UCX_TLS stands. A value naming another GPU family's transports and none of
+// this node's is looked at only when someone will read about it (the debug line, `explain`) or
+// asked to repair it: the family probe costs nothing otherwise.
+void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decision *d) {
+  d->action = Action::keep;
+  Text r = d->reason();
+  r.add("UCX_TLS is already set (").add_quoted(tls).add(")");
+  if (!tls[0]) r.add("; empty: UCX will fail with \"The TLs list is empty\"");
+  if (s.invalid || !gpu_families_named(tls) || (d->quiet && !s.repair)) return;
+  const FamilyAnswer a = which_family(s, f);
+  if (a.need != Need::nothing) {
+    d->action = Action::need;
+    d->need = a.need;
+    return;
+  }
+  if (a.cannot_tell || !gpu_mismatch(tls, a.family)) return;
+  d->family = a.family;
+  d->mismatch = true;
+  Text m = d->reason();
+  m.add("it names ");
+  describe_foreign_entries(tls, a.family, m);
+  m.add(" but this node's GPUs are ").add(family_name(a.family));
+  if (!s.repair) return void(m.add(": UCXTLS_REPAIR=1 rewrites them, or unset UCX_TLS"));
+  if (!repair_value(tls, a.family, d->value, sizeof d->value))
+    return void(m.add("; UCXTLS_REPAIR=1: nothing would remain of the value, so it is kept"));
+  d->action = Action::repair;
+  d->family_known = true;  // the value is now composed for it
+  m.add("; UCXTLS_REPAIR=1: rewritten to this node's family");
+}
 }  // namespace
 
 FamilyAnswer which_family(const Settings &s, const Facts &f) {
@@ -143,13 +195,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   if (tls) {
     const char *derived = in.get(kDerived);
     // The library never writes an empty value: an empty marker marks nothing.
-    if (!derived || !derived[0] || strcmp(tls, derived) != 0) {
-      d->action = Action::keep;
-      Text r = d->reason();
-      r.add("UCX_TLS is already set (").add_quoted(tls).add(")");
-      if (!tls[0]) r.add("; empty: UCX will fail with \"The TLs list is empty\"");
-      return;
-    }
+    if (!derived || !derived[0] || strcmp(tls, derived) != 0) return keep_users_value(s, f, tls, d);
     d->rederived = true;
     d->reason().add("UCX_TLS equals UCXTLS_DERIVED: derived by ucxtls in a parent process or on another node; deriving again");
   }
@@ -171,22 +217,10 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   }
   if (s.sysroot) d->reason().add("UCXTLS_SYSROOT=").add_quoted(s.sysroot).add(" (a replayed machine)");
   const Action leave_unset = d->rederived ? Action::clear : Action::skip;
+  const bool default_template = !s.template_from_user;
 
-  // 5. RDMA (cheapest first): the default template needs a device UCX's rc transport runs on, or
-  // UCX would fail with "no usable transports/devices"; UCX's default (all) covers the copy
-  // transport. A user's template is applied as written; its {rdma} needs the same fact.
-  if (!s.template_from_user || template_uses_rdma(s.tmpl)) {
-    if (f.rdma == Tri::unknown) {
-      if (f.rdma_error) return cannot_tell(d, "rdma", f.rdma_evidence);
-      return void(d->need = Need::rdma);
-    }
-    if (f.rdma == Tri::no && !s.template_from_user) {
-      d->action = leave_unset;
-      d->reason().add("no RDMA device UCX's rc transport runs on (").add(f.rdma_evidence).add("): UCX's default (all) already includes the copy transport");
-      return;
-    }
-  }
-  // 6. A ucx.conf that UCX reads assigns UCX_TLS: an environment value would override it.
+  // 5. A ucx.conf that UCX reads assigns UCX_TLS: an environment value, all included, would
+  // override the administrator's file.
   if (f.ucx_conf == Tri::unknown) {
     if (f.ucx_conf_error) return cannot_tell(d, "ucx.conf", f.ucx_conf_evidence);
     return void(d->need = Need::ucx_conf);
@@ -196,29 +230,42 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     d->reason().add("a ucx.conf assigns UCX_TLS (").add(f.ucx_conf_evidence).add("): UCX reads it from there");
     return;
   }
-  if (s.template_from_user) d->reason().add("UCXTLS_TEMPLATE=").add_quoted(s.tmpl).add(" (a user template is applied as written)");
-  if (f.rdma != Tri::unknown) d->reason().add("rdma: ").add(f.rdma_evidence);
+  if (!default_template) d->reason().add("UCXTLS_TEMPLATE=").add_quoted(s.tmpl).add(" (a user template is applied as written)");
 
-  // 7. Family: not needed (no {copy} or {ipc}), forced, or probed in priority order CUDA, ROCm, ze.
-  if (!template_uses_copy(s.tmpl)) {
-    d->reason().add("the template has no {copy} or {ipc}: no GPU probe");
-  } else {
+  // 6. Family: needed by the default template (no GPU: nothing to fix) and by {copy} or {ipc};
+  // forced, or probed in priority order CUDA, ROCm, ze.
+  if (default_template || template_uses_copy(s.tmpl)) {
     const FamilyAnswer a = which_family(s, f);
     if (a.need != Need::nothing) return void(d->need = a.need);
-    if (s.accel_forced) {
-      d->reason().add("UCXTLS_ACCEL=").add(family_name(s.accel));
-    } else {
-      if (s.tier == ProbeTier::driver) d->reason().add("driver tier: ").add(f.driver.evidence);
-      if (a.cannot_tell) return cannot_tell(d, family_name(a.failed), f.family[int(a.failed)].evidence);
-      // All facts are in: explain each family that was looked at.
-      for (Family fam : kFamilyOrder) {
-        family_visible(s, f, fam, d);
-        if (fam == a.family) break;
-      }
-    }
+    if (!explain_family(s, f, a, d)) return;
     d->family = a.family;
+    if (default_template && a.family == Family::none && !s.accel_forced) {
+      d->family_known = true;
+      d->action = leave_unset;
+      d->reason().add("no GPU family found: nothing to fix here, UCX's default stands");
+      return;
+    }
+  } else {
+    d->reason().add("the template has no {copy} or {ipc}: no GPU probe");
   }
   d->family_known = true;
+
+  // 7. Network: the default template's {rdma} needs a device UCX's rc transport runs on; without
+  // one, a GPU family gets all (UCX's own default), so a hard-coded rc list cannot break the node.
+  // A user's template is applied as written; its {rdma} needs the same fact.
+  if (default_template || template_uses_rdma(s.tmpl)) {
+    if (f.rdma == Tri::unknown) {
+      if (f.rdma_error) return cannot_tell(d, "rdma", f.rdma_evidence);
+      return void(d->need = Need::rdma);
+    }
+    d->reason().add("rdma: ").add(f.rdma_evidence);
+    if (default_template && f.rdma == Tri::no && d->family != Family::none) {
+      memcpy(d->value, kAllTransports, sizeof kAllTransports);
+      d->action = Action::set;
+      d->reason().add("no RDMA device UCX's rc transport runs on: all (UCX's own default), so a hard-coded rc list cannot break this node");
+      return;
+    }
+  }
 
   // 8. Compose. An empty result is never written.
   if (!compose(s.tmpl, d->family, rdma_kind(f), d->value, sizeof d->value)) {
@@ -243,7 +290,8 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
 
 const char *effective_value(const Inputs &in, const Decision &d) {
   switch (d.action) {
-    case Action::set: return d.value;
+    case Action::set:
+    case Action::repair: return d.value;
     case Action::clear: return nullptr;
     default: return in.get(kUcxTls);
   }
@@ -251,6 +299,7 @@ const char *effective_value(const Inputs &in, const Decision &d) {
 
 bool env_needs_write(const Inputs &in, const Decision &d) {
   if (d.action == Action::clear) return true;
+  if (d.action == Action::repair) return strcmp(in.get(kUcxTls), d.value) != 0;
   if (d.action != Action::set) return false;
   const char *tls = in.get(kUcxTls), *derived = in.get(kDerived);
   return !(tls && derived && !strcmp(tls, d.value) && !strcmp(derived, d.value));

@@ -79,7 +79,9 @@ enum class Action : uint8_t {
   set,   // write UCX_TLS (and UCXTLS_DERIVED) = value
   keep,  // the user's configuration stands (UCX_TLS in the environment or in a ucx.conf)
   skip,  // do nothing; UCX_TLS stays as it is (unset, or the user's when the library is off)
-  clear  // remove an inherited UCX_TLS/UCXTLS_DERIVED pair: the answer here is "leave unset"
+  clear,  // remove an inherited UCX_TLS/UCXTLS_DERIVED pair: the answer here is "leave unset"
+  repair  // UCXTLS_REPAIR: write UCX_TLS = value, the user's kept value with another family's
+          // GPU transports rewritten to this node's (no UCXTLS_DERIVED: a child elsewhere repairs again)
 };
 const char *action_name(Action a);
 
@@ -97,6 +99,7 @@ struct Decision {
   bool rederived = false;     // UCX_TLS was our own inherited value, derived again here
   bool error = false;         // an invalid setting: reasons[0] is the one-line error
   bool unknown_fact = false;  // a probe could not finish: nothing written on a guess
+  bool mismatch = false;      // the kept UCX_TLS names another GPU family's transports, none of this node's
   char value[kValueMax] = {}; // the value to write (set)
   bool quiet = false;         // no reasons are written (run_ladder sets it from
                               // ProbeOptions::evidence); an error's line is written all the same

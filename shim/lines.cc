@@ -28,7 +28,7 @@ size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap) {
   } else {
     t.add(action_name(d.action));
     const char *v = effective_value(in, d);
-    if (d.action == Action::set) t.add(" UCX_TLS=").add(v);
+    if (d.action == Action::set || d.action == Action::repair) t.add(" UCX_TLS=").add(v);
     else if (d.action == Action::clear) t.add(" UCX_TLS and UCXTLS_DERIVED");
     else if (v) t.add(" UCX_TLS=").add_quoted(v, 200);
     else t.add(" (UCX_TLS stays unset)");

@@ -21,6 +21,8 @@ constexpr auto kSysrootTooLong = lit("is longer than ") + decimal<kSysrootMax>()
 const Option kOptions[kVarCount] = {
     {"UCXTLS_DISABLE", "unset", "turn the library off: any value but empty or 0"},
     {"UCXTLS_ACCEL", "auto", "accelerator family: auto (probe), cuda, rocm, ze or none"},
+    {"UCXTLS_REPAIR", "unset",
+     "1: a kept UCX_TLS naming another GPU family's transports and none of this node's gets them rewritten to this node's"},
     {"UCXTLS_TEMPLATE", kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
     {"UCXTLS_PROBE", "kernel",
@@ -148,6 +150,7 @@ void mark_invalid(Settings *s, Var v, const char *why) {
 void parse_switches(const Inputs &in, Settings *s) {
   s->disabled = switch_on(in.get(kDisable));
   s->debug = switch_on(in.get(kDebug));
+  s->repair = switch_on(in.get(kRepair));
 }
 
 const char *sysroot_problem(const char *r, bool dir_known, bool is_dir) {

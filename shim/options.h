@@ -18,6 +18,7 @@ namespace ucxtls {
 enum Var : uint8_t {
   kDisable,
   kAccel,
+  kRepair,
   kTemplate,
   kProbe,
   kProbeTimeoutMs,
@@ -76,6 +77,7 @@ struct Settings {
   bool disabled = false;
   bool debug = false;
   bool accel_forced = false;
+  bool repair = false;  // UCXTLS_REPAIR: rewrite another family's GPU transports in a kept UCX_TLS
   Family accel = Family::none;
   bool template_from_user = false;
   const char *tmpl = nullptr;  // never NULL after parse_settings

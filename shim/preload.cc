@@ -85,8 +85,9 @@ void apply(const Inputs &in, const Decision &d) {
   if (d.action == Action::clear) {
     process_env_remove(names, 2);
   } else {
+    // A repair rewrites the user's value and marks nothing: a child on another node repairs again.
     const char *const values[] = {d.value, d.value};
-    process_env_write(names, values, 2);
+    process_env_write(names, values, d.action == Action::repair ? 1 : 2);
   }
 }
 

@@ -164,63 +164,76 @@ struct RdmaDevice {
   long port = 0;           // the ACTIVE port
   char why[96] = {};       // why it is not usable, in a user's words
   bool missing = false;    // the node is not there (gone since the listing)
+  bool passed = false;     // not examined further: it cannot change the answer (see check_uverbs)
 };
 
 // Reads a port's state: the enum value, 0 when the port is not there, or -errno.
-long port_state(const Settings &s, const char *dev, const char *port) {
+long port_state(const Settings &s, const char *dev, long port) {
   Path p(s.sysroot, "/sys/class/infiniband/");
-  p.add(dev).add("/ports/").add(port).add("/state");
+  p.add(dev).add("/ports/").add_num(port).add("/state");
   ssize_t n = read_file(p);
   if (n < 0) return absent(n) ? 0 : n;
   long v = parse_sysfs_enum(g_file, size_t(n));
   return v < 0 ? 0 : v;
 }
 
-// The ports after port 1, until one is ACTIVE: out->port, or the reason none is. Its own frame
-// (the listing's buffer) exists only on nodes whose port 1 is not ACTIVE.
-__attribute__((noinline)) void find_active_port(const Settings &s, long port1, RdmaDevice *out, Text &why) {
-  long states[6] = {};  // how many ports are in each state (index 0: no state file)
+// The ports after port 1, until one is ACTIVE: out->port, or the reason none is. A CA's ports are
+// numbered 1 to its port count (the kernel's rdma_end_port), so the first missing state file ends
+// them: on the usual one-port function that is one failed open, not a listing.
+constexpr long kPortMax = 64;
+void find_active_port(const Settings &s, long port1, RdmaDevice *out, Text &why) {
+  long states[6] = {};  // how many ports are in each state (index 0: an unknown state)
   states[port1 >= 0 && port1 <= 5 ? port1 : 0]++;
-  Path ports(s.sysroot, "/sys/class/infiniband/");
-  ports.add(out->name).add("/ports");
-  DirReader d(ports);
-  while (const char *port = d.next()) {
-    if (!strcmp(port, "1") || all_digits(port) < 0) continue;
+  long seen = 1;
+  for (long port = 2; port1 && port <= kPortMax; port++) {
     long v = port_state(s, out->name, port);
     if (v < 0) return void(out->error = int(v));
-    if (v == 4) return void(out->port = all_digits(port));
-    states[v >= 0 && v <= 5 ? v : 0]++;
+    if (v == 0) break;  // no such port: the last one was the device's last
+    if (v == 4) return void(out->port = port);
+    states[v <= 5 ? v : 0]++;
+    seen++;
   }
-  if (d.error && !absent(d.error)) return void(out->error = d.error);
-  long ports_seen = states[0] + states[1] + states[2] + states[3] + states[5];
-  if (states[1] == ports_seen) why.add("every port is DOWN (no link)");
+  if (states[1] == seen) why.add("every port is DOWN (no link)");
   else if (states[2]) why.add("no port is ACTIVE: a port is INIT (no subnet manager?)");
   else why.add("no port is ACTIVE");
 }
 
-// One path buffer, rebuilt for each file: the constructor runs on the host's stack.
-void check_uverbs(const Settings &s, const char *node, RdmaDevice *out) {
-  Text why;
-  why.init(out->why, sizeof out->why);
-  // 1. The node itself, as UCX's uct_ib_device_is_accessible checks it.
+// Is the node readable and writable, as UCX's uct_ib_device_is_accessible checks it? False (with
+// out->missing, out->why or out->error) when not.
+bool node_accessible(const Settings &s, const char *node, RdmaDevice *out, Text &why) {
   Path p(s.sysroot, "/dev/infiniband/");
   p.add(node);
   int r = path_access(p, R_OK | W_OK);
-  if (absent(r)) return void(out->missing = true);
-  if (r == -EACCES || r == -EPERM) {
-    why.add(node).add(" is not readable and writable here (UCX skips it)");
-    return;
-  }
-  if (r < 0) return void(out->error = r);
-  // 2. Its driver: EFA is ruled out without another read; mlx5_core is always an InfiniBand CA.
-  p = Path(s.sysroot, "/sys/class/infiniband_verbs/");
+  if (absent(r)) return out->missing = true, false;
+  if (r == -EACCES || r == -EPERM) return why.add(node).add(" is not readable and writable here (UCX skips it)"), false;
+  if (r < 0) return out->error = r, false;
+  return true;
+}
+
+// One path buffer, rebuilt for each file: the constructor runs on the host's stack. The reads go
+// cheapest disqualifier first, so that a node of many devices pays little for each one that does
+// not qualify: the driver link alone rules out EFA (1 system call) and, once an rc device was
+// found (found_rc), every device but a ConnectX, which alone could change the answer; the ports
+// before node_type (a port DOWN is the common "no", and mlx5_core is always a CA); the node's own
+// access last, except where its presence is not yet known (uverbs0, tried before any listing:
+// on a node without RDMA that one failed call is the whole probe).
+void check_uverbs(const Settings &s, const char *node, bool listed, bool found_rc, const ProbeOptions &o,
+                  RdmaDevice *out) {
+  Text why;
+  why.init(out->why, sizeof out->why);
+  if (!listed && !node_accessible(s, node, out, why)) return;
+  // The driver: EFA is ruled out without another read; mlx5_core is always an InfiniBand CA.
+  Path p(s.sysroot, "/sys/class/infiniband_verbs/");
   p.add(node).add("/device/driver");
   ssize_t n = read_link(p, g_file, sizeof g_file);
   if (n < 0 && !absent(n)) return void(out->error = int(n));
   Text drv;
   drv.init(out->driver, sizeof out->driver);
   drv.add(n > 0 ? basename_of(g_file) : "");
-  // 3. Its IB device name (persistent names such as ibp12s0 say nothing of the driver).
+  if (!strcmp(out->driver, "efa")) return void(why.add("EFA has no RC transport (UCX runs srd/ud there)"));
+  const bool mlx5 = !strcmp(out->driver, "mlx5_core");
+  if (found_rc && !mlx5 && !o.exhaustive) return void(out->passed = true);
+  // Its IB device name (persistent names such as ibp12s0 say nothing of the driver).
   p = Path(s.sysroot, "/sys/class/infiniband_verbs/");
   p.add(node).add("/ibdev");
   n = read_file(p);
@@ -232,27 +245,26 @@ void check_uverbs(const Settings &s, const char *node, RdmaDevice *out) {
   }
   memcpy(out->name, g_file, size_t(n));
   out->name[n] = '\0';
-  bool mlx5 = !strcmp(out->driver, "mlx5_core");
-  if (!strcmp(out->driver, "efa")) {
-    why.add("EFA has no RC transport (UCX runs srd/ud there)");
-    return;
-  }
+  // A port in state ACTIVE: port 1 first (most devices have one port), then the others.
+  long st = port_state(s, out->name, 1);
+  if (st < 0) return void(out->error = int(st));
+  if (st == 4) out->port = 1;
+  else find_active_port(s, st, out, why);
+  if (!out->port || out->error) return;
   if (!mlx5) {
     p = Path(s.sysroot, "/sys/class/infiniband/");
     p.add(out->name).add("/node_type");
     n = read_file(p);
     if (n < 0 && !absent(n)) return void(out->error = int(n));
     long type = n > 0 ? parse_sysfs_enum(g_file, size_t(n)) : -1;
-    if (type == 4) return void(why.add("iWARP (node_type 4: RNIC): UCX does not run on iWARP"));
-    if (type == 7) return void(why.add("node_type 7: unspecified (as EFA): no RC transport"));
-    if (type != 1) return void(why.add("node_type is not 1: CA"));
+    const char *not_ca = type == 4   ? "iWARP (node_type 4: RNIC): UCX does not run on iWARP"
+                         : type == 7 ? "node_type 7: unspecified (as EFA): no RC transport"
+                         : type != 1 ? "node_type is not 1: CA"
+                                     : nullptr;
+    if (not_ca) return void((out->port = 0, why.add(not_ca)));
   }
-  // 4. A port in state ACTIVE: port 1 first (most devices have one port), then the others.
-  long st = port_state(s, out->name, "1");
-  if (st < 0) return void(out->error = int(st));
-  if (st == 4) out->port = 1;
-  else find_active_port(s, st, out, why);
-  if (out->port && !out->error) out->kind = mlx5 ? Rdma::mlx5 : Rdma::rc;
+  if (listed && !node_accessible(s, node, out, why)) return void(out->port = 0);
+  out->kind = mlx5 ? Rdma::mlx5 : Rdma::rc;
 }
 
 void describe_device(Text &t, const RdmaDevice &d, const char *node) {
@@ -269,10 +281,11 @@ UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts
   int usable = 0, unusable = 0;
   Failure fail;
   char first_usable[96] = {}, first_unusable[96] = {};
-  auto check = [&](const char *node) {  // false: the node is not there
+  auto check = [&](const char *node, bool listed) {  // false: the node is not there
     RdmaDevice dev;
-    check_uverbs(s, node, &dev);
+    check_uverbs(s, node, listed, best != Rdma::none, o, &dev);
     if (dev.missing) return false;
+    if (dev.passed) return true;
     if (dev.error) {
       fail.note("read the RDMA device of", Path(nullptr, node), dev.error, o.evidence);
       return true;
@@ -288,14 +301,14 @@ UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts
   };
   // The usual node first: on a ConnectX node it answers alone. Then the rest, in the order the
   // directory lists them (a container may have been given uverbs3 alone).
-  bool have0 = check("uverbs0");
+  bool have0 = check("uverbs0", false);
   if (best != Rdma::mlx5 || o.exhaustive) {
     Path dir(s.sysroot, "/dev/infiniband");
     DirReader d(dir);
     while (const char *name = d.next()) {
       const char *num;
       if (!name_has_prefix(name, "uverbs", &num) || all_digits(num) < 0 || (have0 && !strcmp(num, "0"))) continue;
-      check(name);
+      check(name, true);
       if (best == Rdma::mlx5 && !o.exhaustive) break;
     }
     if (d.error && !absent(d.error)) fail.note("list", dir, d.error, o.evidence);

@@ -146,4 +146,46 @@ bool compose(const char *t, Family f, Rdma r, char *out, size_t cap) {
   return !v.truncated;
 }
 
+namespace {
+
+// Does the list name one of `names` (a NULL-terminated set), as written or with UCX's \ and :aux?
+bool names_any(const char *value, const char *const *names) {
+  Items items(value);
+  const char *e;
+  size_t n;
+  while (items.next(&e, &n)) {
+    if (n && e[0] == '\\') e++, n--;
+    if (n >= 4 && !memcmp(e + n - 4, ":aux", 4)) n -= 4;
+    for (const char *const *k = names; *k; k++)
+      if (strlen(*k) == n && !memcmp(*k, e, n)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void describe_left_out(const char *value, Family f, Text &t) {
+  if (!value || value[0] == '^' || !strcmp(value, kAllTransports)) return;
+  static const char *const kSm[] = {"sm", "shm", "mm", "posix", "sysv", "cma", "knem", "xpmem", nullptr};
+  static const char *const kSelf[] = {"self", nullptr};
+  static const char *const kTcp[] = {"tcp", nullptr};
+  const char *const ipc[] = {ipc_transport(f), family_name(f), nullptr};
+  static const char *const kGdr[] = {"gdr_copy", "cuda", nullptr};
+  struct Wanted {
+    const char *name;
+    const char *const *covered_by;
+    bool applies;
+  } const wanted[] = {{"sm", kSm, true},
+                      {"self", kSelf, true},
+                      {"tcp", kTcp, true},
+                      {ipc_transport(f), ipc, *ipc_transport(f) != '\0'},
+                      {"gdr_copy", kGdr, f == Family::cuda}};
+  bool first = true;
+  for (const Wanted &w : wanted) {
+    if (!w.applies || names_any(value, w.covered_by)) continue;
+    t.add(first ? "" : ", ").add(w.name);
+    first = false;
+  }
+}
+
 }  // namespace ucxtls

@@ -25,6 +25,7 @@ enum class Rdma : uint8_t { none, rc, mlx5 };
 const char *rdma_transports(Rdma r);  // "", "rc", "rc_x,rc,dc_x,dc"
 
 extern const char kDefaultTemplate[];  // "{rdma},{copy}"
+constexpr char kAllTransports[] = "all";  // UCX's own default: every transport the build has
 constexpr size_t kValueMax = 4096;     // the value the library writes: at most kValueMax - 1 bytes
 // The longest template: room for its placeholders to grow into the longest value.
 constexpr size_t kTemplateMax = kValueMax - 512;
@@ -37,5 +38,12 @@ bool template_uses_copy(const char *tmpl);  // {copy} or {ipc}: the family matte
 bool template_uses_rdma(const char *tmpl);  // {rdma}
 // Writes the value into out (cap bytes). Returns false if it does not fit.
 bool compose(const char *tmpl, Family f, Rdma r, char *out, size_t cap);
+
+// What an allow list leaves out of UCX's default (all) that programs other than the trainers use:
+// shared memory (sm), self, tcp, the family's ipc transport, CUDA's gdr_copy. Writes their names,
+// ", "-separated, to t (nothing for all, an exclusion list, or a list that has them all); an
+// alias that covers one counts (shm, mm, posix, sysv, cma, knem, xpmem for sm; cuda, rocm for
+// their transports). For `ucxtls explain`.
+void describe_left_out(const char *value, Family f, Text &t);
 
 }  // namespace ucxtls

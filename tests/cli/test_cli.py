@@ -113,8 +113,8 @@ def explain_row(t, machine, extra):
             (action, value), "library: " + err + "\nexplain: " + j["line"])
     # family: the value is composed for it when decided; otherwise what the probe sees.
     if j["action"] == "set" and j["family_decided"] and j["family"] != "none":
-        t.check(label + ": family's copy transport is in the value", COPY[j["family"]] in j["value"].split(","),
-                json.dumps(j))
+        t.check(label + ": family's copy transport is in the value (all: UCX's default has it)",
+                j["value"] == "all" or COPY[j["family"]] in j["value"].split(","), json.dumps(j))
     # explain's "line" is the line the library itself prints (same probes, same counts), whole.
     lib_lines = [l for l in err.splitlines() if not l.startswith("ucxtls: unknown variable")]
     if lib_lines:
@@ -140,8 +140,8 @@ def explain_all_rows(t):
 def family_undecided(t):
     # family when the decision did not need it (UCX_TLS set by the user, no RDMA): the probe's.
     for machine, extra, fam in [("dgx", {"UCX_TLS": "tcp"}, "cuda"), ("intel-xe", {"UCX_TLS": "tcp"}, "ze"),
-                                ("no-rdma", {}, "cuda"), ("hybrid-laptop", {}, "cuda"),
-                                ("hybrid-laptop", {"CUDA_VISIBLE_DEVICES": ""}, "ze"),
+                                ("no-rdma", {"UCX_TLS": "tcp"}, "cuda"), ("hybrid-laptop", {"UCX_TLS": "tcp"}, "cuda"),
+                                ("hybrid-laptop", {"CUDA_VISIBLE_DEVICES": "", "UCX_TLS": "tcp"}, "ze"),
                                 ("dgx", {"UCXTLS_DISABLE": "1"}, "cuda"), ("dgx", {"UCXTLS_ACCEL": "rocm", "UCX_TLS": "x"}, "rocm"),
                                 ("no-gpu", {"UCX_TLS": "tcp"}, "none")]:
         j, _ = explain_json(t, machine, env_for(machine, preload=False, **extra))
@@ -209,6 +209,23 @@ def kept_and_unknown(t):
     t.check("explain (text): the warning line for the alias cuda on an Intel node",
             re.search(r"^warning   UCX_TLS names cuda but the GPUs this process can use are ze", p.stdout.decode(), re.M),
             p.stdout.decode())
+    j, _ = explain_json(t, "intel-xe, repaired", env_for("intel-xe", preload=False, UCX_TLS=hard, UCXTLS_REPAIR="1"))
+    t.check("intel-xe with UCX_TLS=%s UCXTLS_REPAIR=1: repair, the repaired value, where it came from" % hard,
+            j is not None and j["action"] == "repair" and j["value"] == "rc_x,rc,dc_x,dc,ze_copy"
+            and j["repaired_from"] == hard and j["warning"] is None and j["family_decided"], json.dumps(j))
+    j, _ = explain_json(t, "dgx, the default list", env_for("dgx", preload=False))
+    t.check("dgx: the default list's note names what it leaves out of UCX's default, in one line",
+            j is not None and j["left_out"] and "leaves out sm, self, tcp, cuda_ipc, gdr_copy" in j["left_out"]
+            and "\n" not in j["left_out"], json.dumps(j))
+    for machine, extra in [("aws-p5", {}), ("dgx", {"UCXTLS_TEMPLATE": "{rdma},sm,self,tcp,{ipc},{copy}"}),
+                           ("dgx", {"UCX_TLS": "tcp"})]:
+        j, _ = explain_json(t, machine, env_for(machine, preload=False, **extra))
+        t.check("%s %s: no left-out note (all, a user template, a kept value)" % (machine, extra),
+                j is not None and j["left_out"] is None, json.dumps(j))
+    p = cli(["explain"], env_for("dgx", preload=False))
+    t.check("explain (text): one note line for the default list",
+            len(re.findall(r"^note      compared with UCX's default \(all\), this value leaves out ", p.stdout.decode(), re.M)) == 1,
+            p.stdout.decode())
     j, _ = explain_json(t, "typos", env_for("dgx", preload=False, UCXTLS_ACCELL="ze", UCXTLS_FOO="1"))
     t.check("explain --json: the first misspelt variable by name, and the count",
             j is not None and j["unknown_variable"] == "UCXTLS_ACCELL" and j["unknown_variables"] == 2, json.dumps(j))
@@ -221,8 +238,8 @@ def kept_and_unknown(t):
 def explain_preloaded(t):
     # Under the preloaded library the command still explains the caller's environment (the
     # constructor changed the command's own environ first).
-    j, _ = explain_json(t, "preloaded", env_for("no-rdma", **STALE))
-    t.check("explain under LD_PRELOAD=libucxtls.so reports clear for an inherited value on a no-RDMA node",
+    j, _ = explain_json(t, "preloaded", env_for("no-gpu", **STALE))
+    t.check("explain under LD_PRELOAD=libucxtls.so reports clear for an inherited value on a node without a GPU",
             j is not None and j["action"] == "clear" and j["value"] is None, json.dumps(j))
 
 
@@ -230,7 +247,7 @@ def explain_preloaded(t):
 def env_eval(t):
     # --- env: eval in /bin/sh gives what the library gives.
     show = 'eval "$("$0" env)" && printf "%s|%s" "${UCX_TLS-<unset>}" "${UCXTLS_DERIVED-<unset>}"'
-    for machine, extra in [("dgx", {}), ("intel-xe", {}), ("no-rdma", {}), ("no-rdma", STALE), ("dgx", {"UCX_TLS": "it's mine"}),
+    for machine, extra in [("dgx", {}), ("intel-xe", {}), ("no-rdma", {}), ("no-rdma", STALE), ("no-gpu", STALE), ("dgx", {"UCX_TLS": "it's mine"}),
                            ("no-gpu", {"UCXTLS_TEMPLATE": "\\tcp,self,{copy}"}), ("dgx", {"UCXTLS_DISABLE": "1"}),
                            ("mi300x", {"UCXTLS_TEMPLATE": "^cuda_ipc,{copy}:aux"})]:
         p = run(["/bin/sh", "-c", show, CLI], env_for(machine, preload=False, **extra))
@@ -241,7 +258,7 @@ def env_eval(t):
 
 @case("env: unset, nothing, errors")
 def env_prints(t):
-    p = cli(["env"], env_for("no-rdma", preload=False, **STALE))
+    p = cli(["env"], env_for("no-gpu", preload=False, **STALE))
     t.equal("env prints unset for an inherited value that must go", p.stdout.decode(), "unset UCX_TLS UCXTLS_DERIVED\n")
     p = cli(["env"], env_for("dgx", preload=False, UCX_TLS="tcp"))
     t.equal("env prints nothing when UCX_TLS is the user's", (p.stdout, p.returncode), (b"", 0))

@@ -73,8 +73,8 @@ def derived_value(t):
 @case("UCX_TLS stays unset: nothing to check")
 @needs_ucx_info
 def nothing_to_check(t):
-    p, out, _ = doctor([], env_for("no-rdma", preload=False))
-    t.check("UCX_TLS stays unset (no RDMA): nothing to check, exit 0",
+    p, out, _ = doctor([], env_for("no-gpu", preload=False))
+    t.check("UCX_TLS stays unset (no GPU): nothing to check, exit 0",
             p.returncode == 0 and "nothing to check" in out, out + p.stderr.decode())
 
 
@@ -95,6 +95,16 @@ def users_value(t):
     p, out, missing = doctor([], env_for("dgx", preload=False, UCX_TLS="sm,self"))
     t.check("the user's UCX_TLS=sm,self is checked and passes (sm -> posix, sysv, cma)",
             p.returncode == 0 and "(UCX_TLS as set)" in out and re.search(r"^ok +sm -> .*posix", out, re.M), out)
+
+
+@case("a kept value of another family: doctor checks the repaired value")
+@needs_ucx_info
+def repaired_value(t):
+    hard = "tcp,cuda_copy"
+    p, out, missing = doctor([], env_for("intel-xe", preload=False, UCX_TLS=hard, UCXTLS_REPAIR="1"))
+    t.check("intel-xe, UCX_TLS=%s UCXTLS_REPAIR=1: doctor checks tcp,ze_copy (repaired), this UCX lacks ze_copy" % hard,
+            p.returncode == 1 and "tcp,ze_copy (UCX_TLS as set, repaired by UCXTLS_REPAIR=1)" in out
+            and missing == {"ze_copy"}, out)
 
 
 @case("templates composed as the library would")

@@ -27,7 +27,7 @@ from harness import BUILD_DIR, LIB, SHOW, Checks, add_case, case, env_for, fixtu
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 R = "rc_x,rc,dc_x,dc,rocm_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"
-NONE = "rc_x,rc,dc_x,dc"
+UNSET = "<unset>"  # no GPU family found: nothing to fix, UCX's default stands
 
 HELPER = os.path.join(os.path.dirname(LIB), "ucxtls-probe")
 UCXTLS = os.path.join(os.path.dirname(LIB), "ucxtls")
@@ -197,17 +197,17 @@ ROWS = [
      ["; cuda: 1+ GPU(s) in /proc/driver/nvidia/gpus", "!driver tier"]),  # the kernel tier ignores it
     ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "2"}, {}, C, ["cuda: driver API: 2 device(s) (CUDA_SUCCESS)"]),
     ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_COUNT": "1", "FAKE_ZE_DEVICES": "gpu"}, {}, C, []),  # both: CUDA wins
-    ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu"}, {}, NONE,
+    ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu"}, {}, UNSET,
      ["ze: driver API: 0 device(s)"]),  # an NPU is not ze_copy's
-    ("intel-xe", [CUDA, ZE_OLD], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu"}, {}, NONE,
+    ("intel-xe", [CUDA, ZE_OLD], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu"}, {}, UNSET,
      ["ze: driver API: 0 device(s)"]),
     ("intel-xe", [CUDA, ZE_OLD], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "vpu;cpu,gpu"}, {}, Z,
      ["ze: driver API: 1 device(s)"]),  # a second driver with a GPU
-    ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x78000001"}, {}, NONE,
+    ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x78000001"}, {}, UNSET,
      ["(ZE_RESULT_ERROR_UNINITIALIZED)"]),
-    ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x70010000"}, {}, NONE,
+    ("intel-xe", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x70010000"}, {}, UNSET,
      ["(ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS)"]),  # a cgroup-blocked /dev/dri
-    ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "34"}, {}, NONE, ["(CUDA_ERROR_STUB_LIBRARY)"]),
+    ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "34"}, {}, UNSET, ["(CUDA_ERROR_STUB_LIBRARY)"]),
     # Broken drivers: no answer, the kernel's stands, with the driver's own name.
     ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "803"}, {}, C,
      ["cuda: driver API gave no answer (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH), kernel: "]),
@@ -258,7 +258,7 @@ VISIBILITY = [
     ({"CUDA_VISIBLE_DEVICES": "GPU-ffff"}, Z, "0 visible"),  # no saved device has it
     ({"CUDA_VISIBLE_DEVICES": ""}, Z, "0 visible"),
     ({"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, Z, "0 visible"),
-    ({"CUDA_VISIBLE_DEVICES": "", "ZE_AFFINITY_MASK": "x"}, NONE, "ze: driver API: 1 device(s), 0 visible"),
+    ({"CUDA_VISIBLE_DEVICES": "", "ZE_AFFINITY_MASK": "x"}, UNSET, "ze: driver API: 1 device(s), 0 visible"),
     ({"CUDA_VISIBLE_DEVICES": "", "ZE_AFFINITY_MASK": ""}, Z, "ze: driver API: 1 device(s) (ZE_RESULT_SUCCESS)"),
 ]
 
@@ -656,7 +656,8 @@ def concurrent(t):
 def read_when_needed(t):
     cache, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
     for label, name, extra in (("kernel tier", "dgx", {"UCXTLS_PROBE": "kernel"}), ("UCXTLS_ACCEL=ze", "dgx", {"UCXTLS_ACCEL": "ze"}),
-                               ("UCX_TLS already set", "dgx", {"UCX_TLS": "tcp"}), ("no RDMA, default template", "no-rdma", {})):
+                               ("UCX_TLS already set", "dgx", {"UCX_TLS": "tcp"}),
+                               ("a template without {copy} or {ipc}", "dgx", {"UCXTLS_TEMPLATE": "{rdma},tcp"})):
         _, err = tls_of(host_env(name, cache, **extra))
         t.check(label + ": the saved answer is not read", "driver tier" not in err, err)
 
@@ -673,7 +674,7 @@ def real_ze(t):
             re.search(r"^ze\s+0 device\(s\) \(ZE_RESULT_ERROR_UNINITIALIZED\)$", p.stdout.decode(), re.M), p.stdout.decode())
     tls, err = tls_of(host_env("intel-xe", cache))
     t.check("real loader on an Intel fixture: the saved answer says no ze device, so none",
-            tls == NONE and "ze: driver API: 0 device(s) (ZE_RESULT_ERROR_UNINITIALIZED)" in err, err)
+            tls == UNSET and "ze: driver API: 0 device(s) (ZE_RESULT_ERROR_UNINITIALIZED)" in err, err)
 
 
 @case("libcuda.so.1 absent from this system")
@@ -702,7 +703,7 @@ def cuda_stub(t):
     t.check("the toolkit's stub libcuda: an answer, 0 devices, CUDA_ERROR_STUB_LIBRARY",
             "(CUDA_ERROR_STUB_LIBRARY)" in p.stdout.decode(), p.stdout.decode())
     tls, err = tls_of(host_env("dgx", cache))
-    t.check("stub first in LD_LIBRARY_PATH when saved: no CUDA for the processes", tls == NONE, err)
+    t.check("stub first in LD_LIBRARY_PATH when saved: no CUDA for the processes", tls == UNSET, err)
 
 
 if __name__ == "__main__":

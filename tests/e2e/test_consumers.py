@@ -3,8 +3,9 @@
 
 - `ucx_info -c`: UCX's own parser prints the value the library derived.
 - `ucx_info -e`: a real UCP context, worker and endpoint are created with a value the library
-  wrote; and on this machine (no RDMA) the library leaves UCX_TLS unset, so the context works,
-  where the hard-coded trainer value fails with "no usable transports/devices".
+  wrote: all on a GPU node without rc (replayed), where the hard-coded trainer value fails with
+  "no usable transports/devices", and each recommended template composed there; on this
+  machine (no GPU) the library leaves UCX_TLS unset, so UCX's default stands.
 - UCX's shipped ucp_client_server example exchanges a message over the value the library wrote.
 - Python: the trainer's os.environ.setdefault path, and a subprocess child that inherits it.
 """
@@ -36,17 +37,20 @@ def no_ucx_info(t):
     return True
 
 
-def ucx_info_config(t, machine, want):
+def ucx_info_config(t, machine, extra, want):
     if no_ucx_info(t):
         return
-    p = run(["ucx_info", "-c"], env_for(machine))
+    p = run(["ucx_info", "-c"], env_for(machine, **extra))
     lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
-    t.equal("ucx_info -c on %s prints the derived UCX_TLS" % machine, lines, ["UCX_TLS=" + want])
+    t.equal("ucx_info -c on %s %s prints the derived UCX_TLS" % (machine, extra or ""), lines, ["UCX_TLS=" + want])
 
 
-for _machine, _want in (("dgx", HARDCODED), ("intel-xe", "rc_x,rc,dc_x,dc,ze_copy"),
-                        ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"), ("no-gpu", "rc_x,rc,dc_x,dc")):
-    add_case("ucx_info -c on %s" % _machine, ucx_info_config, _machine, _want)
+for _machine, _extra, _want in (("dgx", {}, HARDCODED), ("intel-xe", {}, "rc_x,rc,dc_x,dc,ze_copy"),
+                                ("mi300x", {}, "rc_x,rc,dc_x,dc,rocm_copy"),
+                                ("no-gpu", {"UCXTLS_ACCEL": "none"}, "rc_x,rc,dc_x,dc"),
+                                ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
+                                ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, "rc_x,rc,dc_x,dc,ze_copy")):
+    add_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want)
 
 
 @case("ucx_info -e: a UCP endpoint with a value the library wrote")
@@ -83,14 +87,52 @@ def ucx_info_portable(t):
             p.returncode == 0 and "UCP endpoint" in out and "not available" in out and "'rc'" in out, out)
 
 
-@case("ucx_info -e on this machine (no RDMA): unset works, the hard-coded value fails")
+# The recommended templates (README.md "Values", docs/recipes.md): what each composes to on a GPU
+# node without rc (an EFA replay), and UCX must create an endpoint with it (this UCX has no CUDA:
+# it names cuda_ipc/cuda_copy unavailable, and runs over the rest).
+RECOMMENDED = [
+    ("inference servers and MPI jobs", "{rdma},sm,self,tcp,{ipc},{copy}", "sm,self,tcp,cuda_ipc,cuda_copy"),
+    ("the default template", "{rdma},{copy}", "all"),
+]
+
+
+def recommended_endpoint(t, what, template, composed):
+    if no_ucx_info(t):
+        return
+    env = env_for("aws-p5", UCXTLS_DEBUG="1", **({} if template == "{rdma},{copy}" else {"UCXTLS_TEMPLATE": template}))
+    p = run(["ucx_info", "-e", "-u", "t"], env)
+    out, err = p.stdout.decode(), p.stderr.decode()
+    t.check("%s (%s) on aws-p5 (no rc): composed %s, and ucx_info -e creates a UCP endpoint" % (what, template, composed),
+            p.returncode == 0 and "UCP endpoint" in out and ("set UCX_TLS=%s:" % composed) in err, out + err)
+
+
+for _what, _template, _composed in RECOMMENDED:
+    add_case("ucx_info -e: %s on a node without rc" % _what, recommended_endpoint, _what, _template, _composed)
+
+
+@case("ucx_info -e, a GPU node without rc (aws-p5 replayed): all works, the hard-coded value fails")
+def ucx_info_all(t):
+    if no_ucx_info(t):
+        return
+    p = run(["ucx_info", "-e", "-u", "t"], env_for("aws-p5"))
+    out = p.stdout.decode()
+    t.check("aws-p5: UCX_TLS=all written, and a UCP endpoint is created", p.returncode == 0 and "UCP endpoint" in out
+            and "WARN" not in out, out + p.stderr.decode())
+    trainer = run([sys.executable, "-c", "import os, subprocess; os.environ.setdefault('UCX_TLS', %r); "
+                   "print(subprocess.run(['ucx_info', '-e', '-u', 't'], capture_output=True, text=True).stdout)"
+                   % HARDCODED], env_for("aws-p5"))
+    t.check("aws-p5: a trainer's setdefault of the rc list is a no-op, and its UCX child creates an endpoint",
+            "UCP endpoint" in trainer.stdout.decode(), trainer.stdout.decode() + trainer.stderr.decode())
+
+
+@case("ucx_info -e on this machine (no GPU): unset works, the hard-coded value fails")
 def ucx_info_here(t):
     if no_ucx_info(t):
         return
-    # This machine: no RDMA, so the library leaves UCX_TLS unset and UCX's default works...
+    # This machine: no GPU, so the library leaves UCX_TLS unset and UCX's default works...
     p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_DEBUG="1"))
     out = p.stdout.decode()
-    t.check("on this machine (no RDMA) UCX_TLS stays unset and a UCP endpoint is created",
+    t.check("on this machine (no GPU) UCX_TLS stays unset and a UCP endpoint is created",
             p.returncode == 0 and "UCP endpoint" in out and "skip" in p.stderr.decode(),
             out + p.stderr.decode())
     # ...where the hard-coded trainer value fails outright (why the RDMA rule exists).
@@ -135,7 +177,8 @@ def python(t):
                "os.environ.setdefault('UCX_TLS', %r)\n"
                "print(os.environ['UCX_TLS'])\n" % HARDCODED)
     for machine, want in (("intel-max-i915", "rc_x,rc,dc_x,dc,ze_copy"), ("dgx", HARDCODED),
-                          ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"), ("no-rdma", HARDCODED)):
+                          ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"), ("no-rdma", "all"), ("aws-p5", "all"),
+                          ("no-gpu", HARDCODED)):  # a GPU node without rc: all, a no-op for UCX; a CPU node: untouched
         p = run([py, "-c", trainer], env_for(machine))
         t.equal("python setdefault trainer on %s sees" % machine, p.stdout.decode().strip(), want, p.stderr.decode())
     child = ("import subprocess, sys\n"

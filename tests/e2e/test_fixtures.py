@@ -14,6 +14,7 @@ C = "rc_x,rc,dc_x,dc,cuda_copy"
 R = "rc_x,rc,dc_x,dc,rocm_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"
 NONE = "rc_x,rc,dc_x,dc"
+ALL = "all"
 UNSET = "<unset>"
 PORTABLE = "{rdma},sm,self,{ipc},{copy}"
 
@@ -21,74 +22,75 @@ ROWS = [
     # machine, variables, expected UCX_TLS
     ("dgx", {}, C),
     ("dgx", {"CUDA_VISIBLE_DEVICES": "7"}, C),
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "8"}, NONE),               # out of range: no GPU
-    ("dgx", {"CUDA_VISIBLE_DEVICES": ""}, NONE),                # empty: none
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "-1"}, NONE),
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, NONE),      # Slurm without a GPU
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "8"}, UNSET),              # out of range: no GPU, nothing to fix
+    ("dgx", {"CUDA_VISIBLE_DEVICES": ""}, UNSET),               # empty: none
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "-1"}, UNSET),
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, UNSET),     # Slurm without a GPU
     ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c05"}, C),       # unique UUID prefix
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c0"}, NONE),     # ambiguous prefix
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"}, NONE),    # no such UUID
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c0"}, UNSET),    # ambiguous prefix
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"}, UNSET),   # no such UUID
     ("dgx", {"CUDA_VISIBLE_DEVICES": "MIG-GPU-5c3f4c00-1a2b/1/0"}, C),
     ("dgx", {"CUDA_VISIBLE_DEVICES": "0,9,1"}, C),             # the list ends at 9: device 0 stays
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "9,0"}, NONE),             # ends before its first entry: none
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "9,0"}, UNSET),            # ends before its first entry: none
     ("dgx", {"NVIDIA_VISIBLE_DEVICES": "none"}, C),             # ignored: CUDA does not read it
     ("container-one-of-eight", {}, C),
     ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "0"}, C),
-    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "3"}, NONE),  # the container has 1 GPU
+    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "3"}, UNSET),  # the container has 1 GPU
     ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c03"}, C),
-    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c00"}, NONE),  # not its GPU
-    ("nvidia-vfio", {}, NONE),                                  # sysfs alone never counts
+    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c00"}, UNSET),  # not its GPU
+    ("nvidia-vfio", {}, UNSET),                                 # sysfs alone never counts
     ("intel-max-i915", {}, Z),
     ("intel-max-i915", {"ZE_AFFINITY_MASK": ""}, Z),            # empty = all
     ("intel-max-i915", {"ZE_AFFINITY_MASK": "0.1"}, Z),
-    ("intel-max-i915", {"ZE_AFFINITY_MASK": "bogus"}, NONE),
+    ("intel-max-i915", {"ZE_AFFINITY_MASK": "bogus"}, UNSET),
     ("intel-max-i915", {"CUDA_VISIBLE_DEVICES": ""}, Z),        # CUDA's variable: not Intel's
     ("intel-xe", {}, Z),
     ("mi300x", {}, R),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": ""}, NONE),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "-1"}, NONE),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": ""}, UNSET),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "-1"}, UNSET),
     ("mi300x", {"ROCR_VISIBLE_DEVICES": "7"}, R),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "8"}, NONE),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, NONE),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "8"}, UNSET),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, UNSET),
     ("mi300x", {"HIP_VISIBLE_DEVICES": "3"}, R),
-    ("mi300x", {"CUDA_VISIBLE_DEVICES": ""}, NONE),             # HIP reads CUDA's when its own is unset
+    ("mi300x", {"CUDA_VISIBLE_DEVICES": ""}, UNSET),            # HIP reads CUDA's when its own is unset
     ("mi300x", {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, R),
     ("mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-505ff276f021952c"}, R),  # unique_id 5791614238470542636 in hex
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-ffff"}, NONE),
-    ("hybrid-laptop", {}, UNSET),                               # no RDMA: UCX's default
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-ffff"}, UNSET),
+    ("hybrid-laptop", {}, ALL),                                 # GPUs, no RDMA: UCX's default, written
     ("hybrid-laptop", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp,cuda_copy"),  # NVIDIA beats the iGPU
     ("hybrid-laptop", {"UCXTLS_TEMPLATE": "tcp,{copy}", "CUDA_VISIBLE_DEVICES": ""}, "tcp,ze_copy"),
-    ("gaudi", {}, NONE),                                        # habanalabs is not ze
-    ("no-gpu", {}, NONE),
-    ("no-rdma", {}, UNSET),
+    ("gaudi", {}, UNSET),                                       # habanalabs is not ze
+    ("no-gpu", {}, UNSET),                                      # a CPU node on InfiniBand: MPI keeps sm, self
+    ("no-rdma", {}, ALL),                                       # a TCP-only GPU node
     ("no-rdma", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp,cuda_copy"),
-    ("rdma-sysfs-only", {}, UNSET),
-    ("broken", {}, NONE),
-    ("dgx-excluded", {}, NONE),
+    ("rdma-sysfs-only", {}, ALL),
+    ("broken", {}, UNSET),
+    ("dgx-excluded", {}, UNSET),
     ("masked-proc", {}, C),
     ("masked-proc", {"CUDA_VISIBLE_DEVICES": "1"}, C),
-    ("masked-proc", {"CUDA_VISIBLE_DEVICES": "2"}, NONE),
+    ("masked-proc", {"CUDA_VISIBLE_DEVICES": "2"}, UNSET),
     ("nvidia-and-amd", {}, C),
-    ("nvidia-and-amd", {"CUDA_VISIBLE_DEVICES": ""}, NONE),     # hides NVIDIA and (via HIP) AMD
+    ("nvidia-and-amd", {"CUDA_VISIBLE_DEVICES": ""}, UNSET),    # hides NVIDIA and (via HIP) AMD
     ("nvidia-and-amd", {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, R),
     ("amd-and-intel", {}, R),
     ("amd-and-intel", {"ROCR_VISIBLE_DEVICES": ""}, Z),
     ("empty", {}, UNSET),
     ("empty", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp"),
     # RDMA as UCX's rc transport sees it: the default value only where rc can run
-    ("aws-p5", {}, UNSET),                                      # EFA has no RC
+    ("aws-p5", {}, ALL),                                        # EFA has no RC: all, not the trainer's rc list
     ("aws-p5", {"UCXTLS_TEMPLATE": "{rdma},tcp,{copy}"}, "tcp,cuda_copy"),  # a user template as written
     ("aws-p6-b200", {}, C),                                     # EFA first, then a ConnectX
-    ("iwarp", {}, UNSET),                                       # cxgb4, irdma in iWARP mode
-    ("siw", {}, UNSET),
-    ("connectx-down", {}, UNSET),                               # every port DOWN
-    ("connectx-init", {}, UNSET),                               # no subnet manager
+    ("iwarp", {}, ALL),                                         # cxgb4, irdma in iWARP mode
+    ("siw", {}, ALL),
+    ("connectx-down", {}, ALL),                                 # every port DOWN
+    ("connectx-init", {}, ALL),                                 # no subnet manager
+    ("roce-down", {}, ALL),                                     # 64 Broadcom functions, every port DOWN
     ("connectx-two-port", {}, Z),                               # port 2 ACTIVE
     ("broadcom-roce", {}, "rc,cuda_copy"),                      # rc_verbs only: no mlx5 transports
     ("rxe", {}, "rc,ze_copy"),
     ("omnipath", {}, "rc,rocm_copy"),
-    ("container-efa-and-mlx5", {}, C),
-    ("kfd-without-topology", {}, Z),                            # no KFD topology: no ROCm GPU                          # its one node is a ConnectX
+    ("container-efa-and-mlx5", {}, C),                          # its one node is a ConnectX
+    ("kfd-without-topology", {}, Z),                            # no KFD topology: no ROCm GPU
     ("container-one-of-eight", {"UCXTLS_TEMPLATE": "{rdma},{copy}"}, C),
     # The portable intra-node template: {ipc} is cuda_ipc / rocm_ipc, nothing on Intel
     ("dgx", {"UCXTLS_TEMPLATE": PORTABLE}, "rc_x,rc,dc_x,dc,sm,self,cuda_ipc,cuda_copy"),
@@ -99,10 +101,13 @@ ROWS = [
     ("aws-p5", {"UCXTLS_TEMPLATE": PORTABLE}, "sm,self,cuda_ipc,cuda_copy"),
     # Forcing a family, disabling, templates
     ("dgx", {"UCXTLS_ACCEL": "ze"}, Z),
-    ("dgx", {"UCXTLS_ACCEL": "none"}, NONE),
+    ("dgx", {"UCXTLS_ACCEL": "none"}, NONE),                   # a GPU node told it has none: {rdma}
     ("no-gpu", {"UCXTLS_ACCEL": "rocm"}, R),
     ("dgx", {"UCXTLS_ACCEL": "auto"}, C),
-    ("no-rdma", {"UCXTLS_ACCEL": "cuda"}, UNSET),               # forcing a family keeps the RDMA rule
+    ("no-rdma", {"UCXTLS_ACCEL": "cuda"}, ALL),                 # forcing a family keeps the RDMA rule
+    ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),                 # none, as asked: the template without {copy}
+    ("no-rdma", {"UCXTLS_ACCEL": "none"}, UNSET),               # none and no RDMA: an empty value is never written
+    ("aws-p5", {"UCXTLS_ACCEL": "ze"}, ALL),
     ("dgx", {"UCXTLS_DISABLE": "1"}, UNSET),
     ("dgx", {"UCXTLS_DISABLE": "0"}, C),
     ("dgx", {"UCXTLS_DISABLE": ""}, C),
@@ -184,16 +189,22 @@ def debug_sysroot(t):
     t.check("the debug line names the replayed sysroot", "UCXTLS_SYSROOT=" in err and "a replayed machine" in err, err)
 
 
-# Why UCX_TLS stays unset, in a user's words.
-def says_why(t, machine, words):
+# Why the value is all, or why UCX_TLS stays unset, in a user's words.
+def says_why(t, machine, action, words):
     _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1"))
     t.check("UCXTLS_DEBUG=1 on %s says why: %r" % (machine, words),
-            err.count("\n") == 1 and err.startswith("ucxtls: skip") and words in err, err)
+            err.count("\n") == 1 and err.startswith("ucxtls: " + action) and words in err, err)
 
 
-for _machine, _words in [("aws-p5", "EFA has no RC transport"), ("connectx-down", "every port is DOWN"),
-                         ("connectx-init", "INIT"), ("iwarp", "iWARP"), ("no-rdma", "no /dev/infiniband/uverbs* node")]:
-    add_case("debug line on %s says why UCX_TLS stays unset" % _machine, says_why, _machine, _words)
+for _machine, _action, _words in [
+        ("aws-p5", "set UCX_TLS=all", "EFA has no RC transport"),
+        ("connectx-down", "set UCX_TLS=all", "every port is DOWN"),
+        ("connectx-init", "set UCX_TLS=all", "INIT"),
+        ("iwarp", "set UCX_TLS=all", "iWARP"),
+        ("no-rdma", "set UCX_TLS=all", "no /dev/infiniband/uverbs* node"),
+        ("no-rdma", "set UCX_TLS=all", "a hard-coded rc list cannot break this node"),
+        ("no-gpu", "skip (UCX_TLS stays unset)", "no GPU family found")]:
+    add_case("debug line on %s says why: %s" % (_machine, _words), says_why, _machine, _action, _words)
 
 
 # UCXTLS_DEBUG: exactly one line with the action and the reasons.
@@ -204,7 +215,7 @@ def debug_line(t, machine, extra, action):
             len(lines) == 1 and lines[0].startswith("ucxtls: " + action), repr(err))
 
 
-for _machine, _extra, _action in [("dgx", {}, "set UCX_TLS=" + C), ("no-rdma", {}, "skip"),
+for _machine, _extra, _action in [("dgx", {}, "set UCX_TLS=" + C), ("no-rdma", {}, "set UCX_TLS=all"), ("no-gpu", {}, "skip"),
                                   ("dgx", {"UCX_TLS": "tcp"}, "keep"), ("dgx", {"UCXTLS_DISABLE": "1"}, "skip")]:
     add_case("debug line: %s: one line, '%s'" % (label_of(_machine, _extra), _action.split("=")[0]), debug_line,
              _machine, _extra, _action)
@@ -272,11 +283,71 @@ def across_nodes(t):
     tls, derived, _ = sh_value(env_for("dgx"))
     exported = {"UCX_TLS": tls, "UCXTLS_DERIVED": derived}
     t.equal("exported NVIDIA value re-derived on an Intel node", sh_value(env_for("intel-xe", **exported))[0], Z)
-    t.equal("exported value re-derived on a node without RDMA: removed",
-            sh_value(env_for("no-rdma", **exported))[:2], (UNSET, UNSET))
+    t.equal("exported value re-derived on a GPU node without RDMA: all",
+            sh_value(env_for("no-rdma", **exported))[:2], (ALL, ALL))
+    t.equal("exported value re-derived on a CPU node: removed",
+            sh_value(env_for("no-gpu", **exported))[:2], (UNSET, UNSET))
+    t.equal("all exported from an EFA node, re-derived on a ConnectX node",
+            sh_value(env_for("dgx", UCX_TLS=ALL, UCXTLS_DERIVED=ALL))[:2], (C, C))
     t.equal("exported value on the same kind of node: unchanged", sh_value(env_for("dgx", **exported))[:2], (C, C))
     t.equal("a user value that differs from the marker is kept",
             sh_value(env_for("intel-xe", UCX_TLS="tcp", UCXTLS_DERIVED=C))[0], "tcp")
+
+
+@case("a ucx.conf that assigns UCX_TLS beats all on a GPU node without RDMA")
+def ucx_conf_beats_all(t):
+    with tempfile.TemporaryDirectory() as home:
+        with open(os.path.join(home, "ucx.conf"), "w") as f:
+            f.write("[global]\nUCX_TLS=tcp,cuda_copy\n")
+        t.equal("aws-p5 with $HOME/ucx.conf: UCX_TLS left for UCX to read",
+                sh_value(env_for("aws-p5", HOME=home))[0], UNSET)
+        t.equal("... and an inherited all of ours is removed",
+                sh_value(env_for("aws-p5", HOME=home, UCX_TLS=ALL, UCXTLS_DERIVED=ALL))[:2], (UNSET, UNSET))
+
+
+# A kept value of another family: named in the debug line; rewritten with UCXTLS_REPAIR=1.
+REPAIR_ROWS = [
+    # machine, kept UCX_TLS, UCX_TLS the host sees with UCXTLS_REPAIR=1
+    ("intel-xe", C, Z),
+    ("mi300x", C, R),
+    ("dgx", Z, C),
+    ("intel-xe", "rc_x,rc,dc_x,dc,tcp,cuda_copy,cuda_ipc", "rc_x,rc,dc_x,dc,tcp,ze_copy"),  # no ze_ipc: removed
+    ("mi300x", "sm,self,cuda,gdr_copy", "sm,self,rocm"),             # the alias; gdr_copy has no ROCm counterpart
+    ("intel-xe", "tcp,\\cuda_copy", "tcp,\\ze_copy"),
+    ("intel-xe", "^cuda_ipc", "^cuda_ipc"),                             # an exclusion list: left alone
+    ("intel-xe", "rc,tcp", "rc,tcp"),                                   # no GPU transport: left alone
+    ("intel-xe", "cuda_copy,ze_copy", "cuda_copy,ze_copy"),             # this node's is there: left alone
+    ("no-gpu", C, C),                                                   # no known family here: left alone
+    ("intel-xe", "cuda_ipc", "cuda_ipc"),                               # nothing would remain: kept
+]
+
+
+def repair_row(t, machine, kept, want):
+    label = "%s UCX_TLS=%s" % (machine, kept)
+    tls, derived, err = sh_value(env_for(machine, UCX_TLS=kept, UCXTLS_REPAIR="1"))
+    t.equal(label + " UCXTLS_REPAIR=1", tls, want, err)
+    t.equal(label + ": no UCXTLS_DERIVED (a child on another node repairs again)", derived, UNSET)
+    t.equal(label + ": silent without UCXTLS_DEBUG", err, "")
+    again, _, _ = sh_value(env_for(machine, UCX_TLS=tls, UCXTLS_REPAIR="1"))
+    t.equal(label + ": repairing again changes nothing", again, tls)
+    t.equal(label + ": without UCXTLS_REPAIR the value stands", sh_value(env_for(machine, UCX_TLS=kept))[0], kept)
+
+
+for _machine, _kept, _want in REPAIR_ROWS:
+    add_case("repair: %s UCX_TLS=%s" % (_machine, _kept), repair_row, _machine, _kept, _want)
+
+
+@case("a kept value of another family is named in the debug line, with the way out")
+def mismatch_named(t):
+    _, _, err = sh_value(env_for("intel-xe", UCX_TLS=C, UCXTLS_DEBUG="1"))
+    t.check("the debug line names cuda_copy, this node's family and UCXTLS_REPAIR=1",
+            err.startswith("ucxtls: keep") and "it names cuda_copy but this node's GPUs are ze" in err
+            and "UCXTLS_REPAIR=1" in err and "unset UCX_TLS" in err and err.count("\n") == 1, err)
+    _, _, err = sh_value(env_for("intel-xe", UCX_TLS=C, UCXTLS_DEBUG="1", UCXTLS_REPAIR="1"))
+    t.check("with UCXTLS_REPAIR=1 it says repair and the new value",
+            err.startswith("ucxtls: repair UCX_TLS=" + Z) and "rewritten" in err, err)
+    _, _, err = sh_value(env_for("dgx", UCX_TLS=C, UCXTLS_DEBUG="1"))
+    t.check("this node's own family: no mismatch named", "it names" not in err, err)
 
 
 if __name__ == "__main__":

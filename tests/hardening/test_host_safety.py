@@ -253,7 +253,8 @@ def threads(t):
     prog = programs(t)
     for case, machine, inherited, want in [("set", "dgx", {}, C),
                                            ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, C),
-                                           ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "<unset>")]:
+                                           ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "<unset>"),
+                                           ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"}, C)]:
         env = env_for(machine, **inherited)
         p = run([prog.thread_host], env)
         t.equal("getenv thread, %s: main sees UCX_TLS" % case, p.stdout.decode().strip(), want, p.stderr.decode())
@@ -274,7 +275,8 @@ def env_api(t, memcheck):
     prog = programs(t)
     for case, machine, inherited in [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
                                      ("stale marker", "dgx", {"UCXTLS_DERIVED": Z}),
-                                     ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z})]:
+                                     ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+                                     ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"})]:
         env = env_for(machine, **inherited)
         argv = [prog.env_api_host]
         if memcheck:  # valgrind itself runs without the library; --trace-children is not needed
@@ -407,7 +409,8 @@ def errno_paths(t):
     prog = programs(t)
     paths = [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
              ("keep", "dgx", {"UCX_TLS": "tcp"}), ("skip: disabled", "dgx", {"UCXTLS_DISABLE": "1"}),
-             ("skip: no RDMA", "no-rdma", {}), ("clear", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+             ("skip: no GPU", "no-gpu", {}), ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+             ("set all: no RDMA", "no-rdma", {}), ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"}),
              ("invalid setting", "dgx", {"UCXTLS_ACCEL": "foo"}), ("debug line", "dgx", {"UCXTLS_DEBUG": "1"}),
              ("unknown variable", "dgx", {"UCXTLS_ACCELL": "ze"}), ("missing sysroot", None,
                                                                    {"UCXTLS_SYSROOT": "/nonexistent-ucxtls"})]

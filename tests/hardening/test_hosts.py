@@ -31,7 +31,10 @@ CASES = [
     ("set", "dgx", {}, (C, C)),
     ("re-derive another node's pair", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, (C, C)),
     ("re-derive over a stale marker", "dgx", {"UCXTLS_DERIVED": Z}, (C, C)),
-    ("clear another node's pair (no RDMA here)", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, (UNSET, UNSET)),
+    ("clear another node's pair (no GPU here)", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, (UNSET, UNSET)),
+    ("set all (a GPU node without RDMA: EFA)", "aws-p5", {}, ("all", "all")),
+    ("all from another node's pair (no RDMA here)", "no-rdma", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, ("all", "all")),
+    ("repair a kept value of another family (UCXTLS_REPAIR=1)", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"}, (C, UNSET)),
     ("keep the user's value", "dgx", {"UCX_TLS": "tcp"}, ("tcp", UNSET)),
 ]
 

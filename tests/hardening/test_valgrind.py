@@ -25,7 +25,9 @@ ROWS = [
     ("intel-max-i915", {"UCXTLS_DEBUG": "1"}),
     ("masked-proc", {}),
     ("broken", {"UCXTLS_DEBUG": "1"}),
-    ("no-rdma", {"UCX_TLS": C, "UCXTLS_DERIVED": C}),  # inherited value removed (unsetenv)
+    ("no-gpu", {"UCX_TLS": C, "UCXTLS_DERIVED": C}),  # inherited value removed (unsetenv)
+    ("no-rdma", {}),  # all written
+    ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "1"}),  # a kept value repaired
     ("dgx", {"UCX_TLS": C, "UCXTLS_DERIVED": C}),        # re-derived to the same value
     ("dgx", {"UCXTLS_ACCEL": "bogus"}),                  # the error line
     ("empty", {"UCXTLS_TEMPLATE": "tcp,{copy}"}),

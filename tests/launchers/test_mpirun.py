@@ -3,7 +3,7 @@
 and docs/recipes.md and run as printed (recipes.py: /opt/ucxtls installed in a private mount namespace, a
 `hosts` file with 16 slots on this machine, `./app` the MPI program below): on this machine
 without RDMA the RDMA recipe fails as the recipe says (the UCX PML cannot be selected; forced past
-that, {rdma} is empty and every rank gets sm,self, with no warning), and the TCP recipe runs 16
+that, {rdma} is empty and every rank gets sm,self,tcp, with no warning), and the TCP recipe runs 16
 ranks over UCX.
 
 The rest is the mechanism behind them: Open MPI over its UCX PML, two ranks on this machine,
@@ -225,14 +225,14 @@ def readme_blocks(t, d, prog):
     t.check("mpirun as printed, on this machine without RDMA: fails, 'PML ucx cannot be selected' (README)",
             rc != 0 and "PML ucx cannot be selected" in out + err and "rank=" not in out, out + err)
     # Forced past the PML's own RDMA test: the portable template's {rdma} is empty here, so each
-    # rank gets sm,self (no UCX warning); on one node that carries, across nodes nothing would.
+    # rank gets sm,self,tcp (no UCX warning): tcp carries across nodes as well.
     forced = rdma.replace("--mca pml ucx", "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any", 1)
     forced = forced.replace("-np 16", "-np 2", 1)
     rc, out, err = bash(forced)
     got = re.findall(r"^rank=(\d+) token=(\d+) UCX_TLS=(\S*) ", out, re.M)
-    t.check("mpirun block forced with pml_ucx_tls any, -np 2: {rdma} is empty here, each rank UCX_TLS=sm,self, no UCX warning",
+    t.check("mpirun block forced with pml_ucx_tls any, -np 2: {rdma} is empty here, each rank UCX_TLS=sm,self,tcp, no UCX warning",
             forced != rdma and rc == 0 and sorted(r[0] for r in got) == ["0", "1"]
-            and all(r[2] == "sm,self" for r in got) and not re.search(r"UCX +WARN", out + err), out + err)
+            and all(r[2] == "sm,self,tcp" for r in got) and not re.search(r"UCX +WARN", out + err), out + err)
 
 
 if __name__ == "__main__":

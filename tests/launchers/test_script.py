@@ -94,6 +94,51 @@ def ld_so_preload(t, scratch):
             os.unlink("/etc/ld.so.preload")
 
 
+# The inference-server recipe on each node shape: (fixture, the UCX_TLS every server process gets).
+SERVER_NODES = [
+    ("dgx", "rc_x,rc,dc_x,dc,sm,self,tcp,cuda_ipc,cuda_copy"),
+    ("broadcom-roce", "rc,sm,self,tcp,cuda_ipc,cuda_copy"),
+    ("aws-p5", "sm,self,tcp,cuda_ipc,cuda_copy"),
+    ("no-rdma", "sm,self,tcp,cuda_ipc,cuda_copy"),
+    ("mi300x", "rc_x,rc,dc_x,dc,sm,self,tcp,rocm_ipc,rocm_copy"),
+    ("intel-xe", "rc_x,rc,dc_x,dc,sm,self,tcp,ze_copy"),
+]
+
+
+def inference_server(t, job):
+    try:
+        text = R.block("inference-server")
+    except LookupError as e:
+        t.check("docs/recipes.md block inference-server present", False, str(e))
+        return
+    serve = os.path.join(job, "serve.sh")
+    with open(serve, "w") as f:
+        f.write(text)
+    os.chmod(serve, 0o755)
+    if not shutil.which("ucx_info"):
+        t.skip("inference-server recipe under ucx_info", "ucx_info not installed (Debian ucx-utils)")
+        return
+    show = 'printf "UCX_TLS=%s\n" "${UCX_TLS-<unset>}"'
+    for machine, want in SERVER_NODES:
+        env = env_for(machine, preload=False)
+        p = subprocess.run(["./serve.sh", "/bin/sh", "-c", show], env=env, cwd=job, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        t.equal("inference-server as printed on %s: the server sees UCX_TLS" % machine,
+                p.stdout.decode().strip(), "UCX_TLS=" + want, p.stderr.decode())
+        # UCX (Debian's, without RDMA or GPU support here) creates an endpoint with that value: sm,
+        # self and tcp carry it where nothing else runs.
+        p = subprocess.run(["./serve.sh", "ucx_info", "-e", "-u", "t"], env=env, cwd=job, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        t.check("inference-server as printed on %s: ucx_info -e creates a UCP endpoint" % machine,
+                p.returncode == 0 and "UCP endpoint" in p.stdout.decode(), p.stdout.decode() + p.stderr.decode())
+    # The control: Dynamo's published value on a node without rc (this machine has none).
+    env = env_for("aws-p5", preload=False, UCX_TLS="rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc")
+    p = subprocess.run(["./serve.sh", "ucx_info", "-e", "-u", "t"], env=env, cwd=job, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    t.check("control: Dynamo's published rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc fails where rc does not run",
+            "no usable transports" in p.stdout.decode() + p.stderr.decode(), p.stdout.decode() + p.stderr.decode())
+
+
 TITLE = "plain launch scripts and /etc/ld.so.preload, as printed in README.md and docs/recipes.md"
 _job = []
 
@@ -118,6 +163,12 @@ def installed(t):
 def launch_scripts_case(t):
     scratch, job = installed(t)
     launch_scripts(t, job, R.build_other_preload(scratch))
+
+
+@case("the inference-server recipe as printed, on every node shape")
+def inference_server_case(t):
+    _, job = installed(t)
+    inference_server(t, job)
 
 
 @case("/etc/ld.so.preload lines as printed")

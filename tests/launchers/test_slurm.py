@@ -125,8 +125,10 @@ def format_checks(t):
         return p.returncode, p.stdout.decode(), p.stderr.decode()
     t.equal("env --format=slurm on intel-xe: unquoted export lines", env_out("intel-xe"),
             (0, "export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n" % (R.ZE, R.ZE), ""))
-    t.equal("env --format=slurm, an inherited pair on a node without RDMA: one unset per line",
-            env_out("no-rdma", **PAIR_FROM_CUDA_HOST), (0, "unset UCX_TLS\nunset UCXTLS_DERIVED\n", ""))
+    t.equal("env --format=slurm, an inherited pair on a node without a GPU: one unset per line",
+            env_out("no-gpu", **PAIR_FROM_CUDA_HOST), (0, "unset UCX_TLS\nunset UCXTLS_DERIVED\n", ""))
+    t.equal("env --format=slurm, an inherited pair on a GPU node without RDMA: all",
+            env_out("no-rdma", **PAIR_FROM_CUDA_HOST), (0, "export UCX_TLS=all\nexport UCXTLS_DERIVED=all\n", ""))
     t.equal("env --format=slurm, the pair already right for this node: nothing", env_out("dgx", **PAIR_FROM_CUDA_HOST),
             (0, "", ""))
     rc, out, err = env_out("dgx", UCXTLS_ACCEL="foo", **PAIR_FROM_CUDA_HOST)
@@ -286,9 +288,12 @@ def run_all(t, s, blocks, srun_lines):
                 *s.alloc("srun --export=NONE ./train.sh", {}), loaded=False)
         s.tasks("slurm-taskprolog, forwarded CUDA pair: n2 re-derived, n1 already right",
                 *s.alloc("srun ./train.sh", PAIR_FROM_CUDA_HOST), loaded=False)
-        s.tasks("slurm-taskprolog, forwarded pair, n2 replaying a node without RDMA: unset there",
-                *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLS_TEST_MACHINE_n2=fixture("no-rdma"))),
+        s.tasks("slurm-taskprolog, forwarded pair, n2 replaying a CPU node (no GPU): unset there",
+                *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLS_TEST_MACHINE_n2=fixture("no-gpu"))),
                 want={"n1": R.CUDA, "n2": None}, loaded=False)
+        s.tasks("slurm-taskprolog, forwarded pair, n2 replaying a GPU node without RDMA (EFA): all there",
+                *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLS_TEST_MACHINE_n2=fixture("aws-p5"))),
+                want={"n1": R.CUDA, "n2": "all"}, loaded=False)
         s.tasks("slurm-taskprolog, an invalid UCXTLS_ACCEL: the task still runs, the inherited pair is removed",
                 *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLS_ACCEL="foo")),
                 want={"n1": None, "n2": None}, loaded=False)

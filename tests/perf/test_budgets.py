@@ -39,8 +39,15 @@ SYSCALL_ROWS = [
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "rc,cuda_copy", 1),
     ("UCX_TLS inherited from ucxtls: derived again", "dgx", {"UCX_TLS": C, "UCXTLS_DERIVED": C}, C, 24),
     ("UCXTLS_DISABLE=1", "dgx", {"UCXTLS_DISABLE": "1"}, UNSET, 1),
-    # No uverbs0, no /dev/infiniband: two failed calls, plus the sysroot check replay adds.
-    ("node without RDMA: uverbs0 and /dev/infiniband absent", "no-rdma", {}, UNSET, 3),
+    # A GPU node without RDMA: UCX's default written, within the busy node's budget.
+    ("GPU node without RDMA: all", "no-rdma", {}, "all", 24),
+    # No GPU: the ucx.conf places, the three families' first files (and the sysroot check the
+    # replay adds); nothing else is asked.
+    ("CPU node on InfiniBand: unset", "no-gpu", {}, UNSET, 10),
+    ("nothing at all (no GPU, no RDMA): unset", "empty", {}, UNSET, 7),
+    # Node size: 32 EFA devices, each ruled out by its driver link (see per_device below).
+    ("AWS p5 (8 GPUs, 32 EFA): all", "aws-p5", {}, "all", 24 + 31 + 2),
+    ("64 RoCE functions, every port DOWN: all", "roce-down", {}, "all", 540),
     # No uverbs0: /dev/infiniband is listed to find uverbs3 (4 calls more than a full node).
     ("container given one GPU and one HCA (uverbs3)", "container-one-of-eight", {}, C, 28),
 ]
@@ -70,7 +77,18 @@ HEAP_ROWS = [
     ("UCX_TLS inherited from ucxtls: derived again", "dgx",
      {"UCX_TLS": "rc_x,rc,dc_x,dc,ze_copy", "UCXTLS_DERIVED": "rc_x,rc,dc_x,dc,ze_copy"}, "setenv"),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "empty"),
-    ("node without RDMA", "no-rdma", {}, "empty"),
+    ("GPU node without RDMA: all", "no-rdma", {}, "setenv"),
+    ("node without a GPU", "no-gpu", {}, "empty"),
+    ("a kept value of another family, repaired", "intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "1"}, "setenv"),
+]
+
+# The cost of one more RDMA device, by kind (shim/probe.cc check_uverbs: cheapest disqualifier
+# first): the syscalls added on a node of `big` devices less those on one of `small`, per device,
+# not counting the getdents64 calls of the longer /dev/infiniband listing (one per 1 KiB of it).
+# kind (tests/fixtures/machines.py SCALED), small, big, budget per further device
+PER_DEVICE_ROWS = [
+    ("efa", 8, 32, 1),        # its driver link alone
+    ("roce-down", 8, 64, 8),  # driver link, ibdev, port 1's state, port 2 absent
 ]
 
 _scratch = tempfile.mkdtemp(prefix="ucxtls-perf-")
@@ -236,6 +254,33 @@ def syscall_budget(t, name, machine, extra, budget):
 
 for _name, _machine, _extra, _, _budget in SYSCALL_ROWS:
     add_case("strace: syscalls: " + _name, syscall_budget, _name, _machine, _extra, _budget)
+
+
+def per_device(t, kind, small, big, budget):
+    if no_strace(t):
+        return
+    import machines  # noqa: E402 (tests/fixtures, on the path through harness)
+    measured = {}
+    for n in (small, big):
+        root = machines.build_scaled(kind, n, os.path.join(_scratch, "%s-%d" % (kind, n)))
+        env = env_for(None, preload=False, UCXTLS_SYSROOT=root)
+        tls, _, err = sh_value(env_for(None, UCXTLS_SYSROOT=root))
+        t.equal("%s x%d: /bin/sh sees UCX_TLS=all" % (kind, n), tls, "all", err)
+        total, table = strace_total(LIB, env)
+        floor_here, _ = strace_total(EMPTY, env)
+        if total is None or floor_here is None:
+            t.check("%s x%d: strace ran" % (kind, n), False, table)
+            return
+        m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?getdents64\s*$", table, re.M)
+        measured[n] = (total - floor_here, int(m.group(1)) if m else 0)
+    (a, ga), (b, gb) = measured[small], measured[big]
+    each = float((b - gb) - (a - ga)) / (big - small)
+    t.check("%s: %.2f syscalls per further device (%d added with %d devices, %d with %d; getdents64 %d and %d) "
+            "(budget <= %d)" % (kind, each, a, small, b, big, ga, gb, budget), each <= budget)
+
+
+for _kind, _small, _big, _budget in PER_DEVICE_ROWS:
+    add_case("strace: syscalls per further RDMA device: " + _kind, per_device, _kind, _small, _big, _budget)
 
 
 @case("strace: syscalls: the driver tier against the kernel tier on the same node")

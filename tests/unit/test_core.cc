@@ -499,10 +499,14 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"nvidia node", Env{}, facts(Y, N, Y, N, N), Action::set, D});
   rows.push_back({"amd node", Env{}, facts(Y, N, N, Y, N), Action::set, "rc_x,rc,dc_x,dc,rocm_copy"});
   rows.push_back({"intel node", Env{}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
-  rows.push_back({"no gpu", Env{}, facts(Y, N, N, N, N), Action::set, "rc_x,rc,dc_x,dc"});
+  rows.push_back({"no gpu: nothing to fix, UCX's default stands", Env{}, facts(Y, N, N, N, N), Action::skip, ""});
   rows.push_back({"cuda beats rocm and ze", Env{}, facts(Y, N, Y, Y, Y), Action::set, D});
   rows.push_back({"rocm beats ze", Env{}, facts(Y, N, N, Y, Y), Action::set, "rc_x,rc,dc_x,dc,rocm_copy"});
-  rows.push_back({"no rdma: leave UCX's default", Env{}, facts(N, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"gpu, no rdma: all, so a hard-coded rc list cannot break the node", Env{}, facts(N, N, Y, N, N), Action::set, "all"});
+  rows.push_back({"intel gpu, no rdma: all", Env{}, facts(N, N, N, N, Y), Action::set, "all"});
+  rows.push_back({"no gpu, no rdma: unset", Env{}, facts(N, N, N, N, N), Action::skip, ""});
+  rows.push_back({"ucx.conf beats all", Env{}, facts(N, Y, Y, N, N), Action::keep, ""});
+  rows.push_back({"ucx.conf beats a node without a gpu", Env{}, facts(Y, Y, N, N, N), Action::keep, ""});
   rows.push_back({"user template skips the rdma check", Env{{kTemplate, "tcp,{copy}"}}, facts(N, N, Y, N, N), Action::set, "tcp,cuda_copy"});
   rows.push_back({"user sets UCX_TLS", Env{{kUcxTls, "rc,cuda_copy"}}, facts(Y, N, N, N, Y), Action::keep, ""});
   rows.push_back({"user sets UCX_TLS empty", Env{{kUcxTls, ""}}, facts(Y, N, N, N, Y), Action::keep, ""});
@@ -511,14 +515,18 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"disable=0 is off", Env{{kDisable, "0"}}, facts(Y, N, Y, N, N), Action::set, D});
   rows.push_back({"forced ze", Env{{kAccel, "ze"}}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
   rows.push_back({"forced none", Env{{kAccel, "none"}}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc"});
-  rows.push_back({"forced cuda still needs rdma", Env{{kAccel, "cuda"}}, facts(N, N, N, N, N), Action::skip, ""});
+  rows.push_back({"forced cuda without rdma: all", Env{{kAccel, "cuda"}}, facts(N, N, N, N, N), Action::set, "all"});
+  rows.push_back({"forced none without rdma: an empty value, not written", Env{{kAccel, "none"}}, facts(N, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"forced none on a node without a gpu: {rdma}", Env{{kAccel, "none"}}, facts(Y, N, N, N, N), Action::set, "rc_x,rc,dc_x,dc"});
   rows.push_back({"invalid accel", Env{{kAccel, "foo"}}, facts(Y, N, Y, N, N), Action::skip, ""});
   rows.push_back({"invalid template", Env{{kTemplate, "rc, cuda"}}, facts(Y, N, Y, N, N), Action::skip, ""});
   rows.push_back({"user UCX_TLS wins over invalid settings", Env{{kUcxTls, "tcp"}, {kAccel, "foo"}}, facts(Y, N, Y, N, N), Action::keep, ""});
   rows.push_back({"empty result never written", Env{{kTemplate, "{copy}"}}, facts(Y, N, N, N, N), Action::skip, ""});
   rows.push_back({"re-derive: same machine", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::set, D});
   rows.push_back({"re-derive: other family", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
-  rows.push_back({"re-derive: no rdma clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(N, N, Y, N, N), Action::clear, ""});
+  rows.push_back({"re-derive: no rdma gives all", Env{{kUcxTls, D}, {kDerived, D}}, facts(N, N, Y, N, N), Action::set, "all"});
+  rows.push_back({"re-derive: no gpu clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, N, N, N), Action::clear, ""});
+  rows.push_back({"re-derive: all inherited on a node with rdma", Env{{kUcxTls, "all"}, {kDerived, "all"}}, facts(Y, N, Y, N, N), Action::set, D});
   rows.push_back({"re-derive: ucx.conf clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, Y, Y, N, N), Action::clear, ""});
   rows.push_back({"re-derive: empty result clears", Env{{kUcxTls, "cuda_copy"}, {kDerived, "cuda_copy"}, {kTemplate, "{copy}"}}, facts(Y, N, N, N, N), Action::clear, ""});
   rows.push_back({"re-derive + invalid setting: the inherited value is removed", Env{{kUcxTls, D}, {kDerived, D}, {kAccel, "bad"}}, facts(Y, N, Y, N, N), Action::clear, ""});
@@ -528,7 +536,7 @@ TEST_CASE("the decision ladder") {
   // RDMA that runs rc_verbs alone (Broadcom, Intel RoCE, rxe, Omni-Path): {rdma} is rc.
   rows.push_back({"rc-only RDMA, nvidia", Env{}, rc_only(facts(Y, N, Y, N, N)), Action::set, "rc,cuda_copy"});
   rows.push_back({"rc-only RDMA, intel", Env{}, rc_only(facts(Y, N, N, N, Y)), Action::set, "rc,ze_copy"});
-  rows.push_back({"rc-only RDMA, no gpu", Env{}, rc_only(facts(Y, N, N, N, N)), Action::set, "rc"});
+  rows.push_back({"rc-only RDMA, no gpu", Env{}, rc_only(facts(Y, N, N, N, N)), Action::skip, ""});
   // User templates are applied as written; {rdma} is empty without a usable device.
   rows.push_back({"user {rdma} template without RDMA", Env{{kTemplate, "{rdma},tcp,{copy}"}}, facts(N, N, Y, N, N), Action::set, "tcp,cuda_copy"});
   rows.push_back({"user {rdma} template alone without RDMA: empty, not written", Env{{kTemplate, "{rdma}"}}, facts(N, N, Y, N, N), Action::skip, ""});
@@ -583,7 +591,7 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
       default: f.family[int(Family::ze)].visible = Y; break;
     }
   }
-  std::vector<Need> want = {Need::rdma, Need::ucx_conf, Need::cuda, Need::rocm};
+  std::vector<Need> want = {Need::ucx_conf, Need::cuda, Need::rocm, Need::rdma};
   CHECK(asked == want);
   CHECK(d.action == Action::set);
   CHECK(std::string(d.value) == "rc,rocm_copy");  // f.rdma_mlx5 was never set: an rc-only device
@@ -595,17 +603,19 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   Env user{{kTemplate, "tcp,{copy}"}};
   Settings us;
   parse_settings(user.in, &us);
-  Facts none;
+  Facts none = facts(U, N, Y, U, U);
   decide(user.in, us, none, &d);
-  CHECK(d.need == Need::ucx_conf);
+  CHECK(d.action == Action::set);
+  CHECK(std::string(d.value) == "tcp,cuda_copy");
 
-  // Without RDMA, nothing else is asked.
-  Facts g;
-  decide(e.in, s, g, &d);
-  CHECK(d.need == Need::rdma);
-  g.rdma = N;
+  // Without a GPU, the RDMA fact is never asked.
+  Facts g = facts(U, N, N, N, N);
   decide(e.in, s, g, &d);
   CHECK(d.action == Action::skip);
+  // With a GPU, it is asked last.
+  g.family[int(Family::ze)].visible = Y;
+  decide(e.in, s, g, &d);
+  CHECK(d.need == Need::rdma);
 
   // The driver tier is asked before the kernel families, and its answer wins for CUDA.
   Env drv{{kProbe, "driver"}};

@@ -1,0 +1,289 @@
+// One UCX build, wherever it lives (see ucx_build.h).
+#include "ucx_build.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "bounded_child.h"
+#include "report.h"
+
+namespace ucxtls {
+namespace cli {
+namespace {
+
+const char kQueryName[] = "ucxtls-ucx-query";
+
+// libucp.so.0, libucp-nixl.so.0, libucp-5b2e8c1a.so.0.0.0 (auditwheel), libucp.so: UCP itself,
+// never libucp_<x> or another library.
+bool is_libucp_name(const char *name) {
+  return !strncmp(name, "libucp", 6) && (name[6] == '.' || name[6] == '-') && strstr(name, ".so");
+}
+
+std::string base_name(const std::string &p) {
+  size_t k = p.rfind('/');
+  return k == std::string::npos ? p : p.substr(k + 1);
+}
+
+std::string real_path(const std::string &p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+bool is_dir(const std::string &p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> entries(const std::string &dir) {
+  std::vector<std::string> out;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (e->d_name[0] != '.') out.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool read_file(const std::string &path, std::string *out, int *err) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return *err = errno, false;
+  bool ok = read_all(fd, out);
+  *err = ok ? 0 : errno;
+  close(fd);
+  return ok;
+}
+
+bool same_file(const char *a, const char *b) {
+  struct stat x, y;
+  return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+}  // namespace
+
+bool UcxBuild::has(const std::string &tl) const {
+  return std::find(transports.begin(), transports.end(), tl) != transports.end();
+}
+
+bool locate_libucp(const std::string &path, std::string *libucp, std::string *err) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return *err = path + ": " + strerror(errno), false;
+  std::string abs = path;
+  if (abs[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) abs = std::string(cwd) + "/" + path;
+  }
+  if (!S_ISDIR(st.st_mode)) return *libucp = abs, true;
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  // A prefix, its lib directories, or a site-packages directory with wheels' library folders.
+  std::vector<std::string> dirs = {abs, abs + "/lib", abs + "/lib64"};
+  for (const std::string &e : entries(abs + "/lib"))
+    if (e.find("-linux-") != std::string::npos) dirs.push_back(abs + "/lib/" + e);
+  for (const std::string &e : entries(abs)) {
+    if (e.size() > 5 && !e.compare(e.size() - 5, 5, ".libs")) dirs.push_back(abs + "/" + e);
+    else if (e != "lib" && is_dir(abs + "/" + e + "/lib")) dirs.push_back(abs + "/" + e + "/lib");
+  }
+  std::vector<std::string> real, best;  // one entry per distinct file: its real path, its best name
+  for (const std::string &d : dirs) {
+    for (const std::string &e : entries(d)) {
+      if (!is_libucp_name(e.c_str())) continue;
+      std::string p = d + "/" + e, r = real_path(p);
+      if (is_dir(p)) continue;
+      auto at = std::find(real.begin(), real.end(), r);
+      // The name the loader uses (libucp.so.0) over the development link and the full version.
+      auto rank = [](const std::string &n) { return (n.find(".so.") == std::string::npos ? 1000 : 0) + n.size(); };
+      if (at == real.end()) real.push_back(r), best.push_back(p);
+      else if (rank(base_name(p)) < rank(base_name(best[at - real.begin()]))) best[at - real.begin()] = p;
+    }
+  }
+  if (best.size() == 1) return *libucp = best[0], true;
+  if (best.empty()) {
+    *err = "no libucp in " + abs + " (looked in it, its lib, lib64, lib/<multiarch>, *.libs and */lib)";
+    return false;
+  }
+  std::string list;
+  for (const std::string &b : best) list += (list.empty() ? "" : ", ") + b;
+  *err = abs + " holds several UCX builds (" + list + "): name one with --ucx FILE";
+  return false;
+}
+
+bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::string maps;
+  int e = 0;
+  if (!read_file(proc + "/maps", &maps, &e)) {
+    *status = kUsage;
+    if (e == ENOENT || e == ESRCH) return *err = "no process " + std::to_string(pid), false;
+    return *err = "cannot read " + proc + "/maps: " + strerror(e) + " (run as the process's user, or as root)", false;
+  }
+  std::string comm;
+  if (read_file(proc + "/comm", &comm, &e) && !comm.empty() && comm.back() == '\n') comm.pop_back();
+  m->comm = comm;
+  std::string environ_text;
+  if (read_file(proc + "/environ", &environ_text, &e))
+    for (size_t i = 0; i < environ_text.size(); i += strlen(&environ_text[i]) + 1)
+      if (environ_text[i]) m->env.push_back(&environ_text[i]);
+  // A process in another mount namespace (a container) names files from its own root.
+  const bool own_root = same_file((proc + "/root/").c_str(), "/");
+  for (const std::string &line : split(maps.c_str(), "\n")) {
+    size_t slash = line.find(" /");
+    if (slash == std::string::npos) continue;
+    std::string file = line.substr(slash + 1);
+    const char deleted[] = " (deleted)";
+    if (file.size() > sizeof deleted - 1 && !file.compare(file.size() - (sizeof deleted - 1), std::string::npos, deleted))
+      file.resize(file.size() - (sizeof deleted - 1));
+    if (!is_libucp_name(base_name(file).c_str())) continue;
+    if (std::find(m->as_mapped.begin(), m->as_mapped.end(), file) != m->as_mapped.end()) continue;
+    m->as_mapped.push_back(file);
+    m->libucp.push_back(own_root ? file : proc + "/root" + file);
+  }
+  if (m->libucp.empty()) {
+    *status = kFailed;
+    *err = "process " + std::to_string(pid) + " (" + comm + ") has no UCX mapped (no libucp in " + proc +
+           "/maps): it has not loaded UCX yet, or it does not use UCX";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+bool query_complete(const std::string &r) { return r.size() >= 4 && !r.compare(r.size() - 4, 4, "end\n"); }
+
+std::string stage_words(const std::string &stage) {
+  if (stage == "load") return "while being loaded (dlopen runs its constructors)";
+  if (stage == "version") return "when asked its version (ucp_get_version_string)";
+  if (stage == "components") return "while loading its transport modules (uct_query_components)";
+  if (stage.empty()) return "before it was asked";
+  return "while its modules were read";
+}
+
+}  // namespace
+
+bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err) {
+  std::string dir = ".", at[2];
+  own_directory(&dir);
+  install_candidates(dir, kQueryName, at);
+  // Beside the command (a build tree), else in libdir (an installed tree): the first that exists.
+  std::string helper = access(at[0].c_str(), F_OK) != 0 && access(at[1].c_str(), F_OK) == 0 ? at[1] : at[0];
+  char fd_arg[] = "--report-fd=3";
+  std::string path = libucp;
+  char *argv[] = {&helper[0], fd_arg, &path[0], nullptr};
+  ChildRun run;
+  std::string why;
+  run_bounded(argv, envp, timeout_ms, 1 << 20, query_complete, &run, &why);
+  if (!why.empty()) return *err = why, false;
+  if (run.exec_errno) return *err = "cannot execute " + helper + " (" + strerror(run.exec_errno) + ")", false;
+  b->libucp = libucp;
+  std::string stage, error;
+  for (const std::string &line : split(run.report.c_str(), "\n")) {
+    size_t sp = line.find(' ');
+    std::string key = line.substr(0, sp), rest = sp == std::string::npos ? "" : line.substr(sp + 1);
+    if (key == "stage") stage = rest;
+    else if (key == "loaded") b->loaded = rest;
+    else if (key == "version") b->version = rest;
+    else if (key == "libucs") b->libucs = rest;
+    else if (key == "module-dir") b->module_dir = rest;
+    else if (key == "error") error = rest;
+    else if (key == "component") b->components.push_back(rest);
+    else if (key == "transport") {
+      size_t k = rest.find(' ');
+      std::string tl = rest.substr(0, k);
+      if (!b->has(tl)) b->transports.push_back(tl), b->objects.push_back(k == std::string::npos ? "" : rest.substr(k + 1));
+    } else if (key == "module") {
+      UcxModule mod;
+      size_t k = rest.find(' ');
+      mod.path = rest.substr(0, k);
+      std::string state = k == std::string::npos ? "" : rest.substr(k + 1);
+      size_t j = state.find(' ');
+      mod.state = state.substr(0, j);
+      if (j != std::string::npos) mod.why = state.substr(j + 1);
+      b->modules.push_back(mod);
+    }
+  }
+  const std::string who = "the UCX at " + libucp;
+  char buf[200];
+  if (!query_complete(run.report)) {
+    if (!run.ended)
+      snprintf(buf, sizeof buf, " hung %s: no answer within %d ms, killed", stage_words(stage).c_str(), timeout_ms);
+    else if (run.reaped && WIFSIGNALED(run.status))
+      snprintf(buf, sizeof buf, " crashed %s: signal %d (%s)", stage_words(stage).c_str(), WTERMSIG(run.status),
+               strsignal(WTERMSIG(run.status)));
+    else if (run.reaped && WIFEXITED(run.status))
+      snprintf(buf, sizeof buf, " exited with status %d %s, without an answer", WEXITSTATUS(run.status),
+               stage_words(stage).c_str());
+    else
+      snprintf(buf, sizeof buf, " gave no complete answer %s", stage_words(stage).c_str());
+    return *err = who + buf + " (asked in " + helper + ")", false;
+  }
+  if (!error.empty()) return *err = who + ": " + error, false;
+  return true;
+}
+
+std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std::string> &names, Family family,
+                                        Rdma rdma, bool *serious) {
+  std::vector<std::string> out;
+  *serious = false;
+  auto named = [&](std::initializer_list<const char *> any) {
+    for (const std::string &n : names)
+      for (const char *a : any)
+        if (n == a) return true;
+    return false;
+  };
+  // A module file beside the build, for this family, that does not load on this machine.
+  auto broken_module = [&](const char *prefix) -> const UcxModule * {
+    for (const UcxModule &m : b.modules)
+      if (m.state != "loaded" && !base_name(m.path).compare(0, strlen(prefix), prefix)) return &m;
+    return nullptr;
+  };
+  struct Gpu {
+    Family family;
+    const char *module, *what, *vendor, *flag;
+    std::initializer_list<const char *> names;
+  };
+  const Gpu gpus[] = {
+      {Family::cuda, "libuct_cuda", "CUDA", "NVIDIA", "--with-cuda", {"cuda", "cuda_copy", "cuda_ipc", "gdr_copy"}},
+      {Family::rocm, "libuct_rocm", "ROCm", "AMD", "--with-rocm", {"rocm", "rocm_copy", "rocm_ipc"}},
+      {Family::ze, "libuct_ze", "Level Zero (ze)", "Intel", "--with-ze", {"ze", "ze_copy"}},
+  };
+  for (const Gpu &g : gpus) {
+    const char *copy = copy_transport(g.family);
+    if (b.has(copy) || (family != g.family && !named(g.names))) continue;
+    *serious = *serious || family == g.family;
+    if (const UcxModule *m = broken_module(g.module)) {
+      out.push_back("this UCX has " + std::string(g.what) + " support (" + base_name(m->path) +
+                    "), but the module does not load here" + (m->why.empty() ? "" : ": " + m->why) +
+                    ": UCX has no " + copy + " in any process on this machine");
+    } else {
+      out.push_back("this UCX was built without " + std::string(g.what) + " support: NIXL cannot register " + g.vendor +
+                    " GPU memory whatever UCX_TLS says; rebuild UCX with " + g.flag);
+    }
+  }
+  if (rdma != Rdma::none && !b.has("rc_verbs") && !b.has("rc_mlx5")) {
+    *serious = true;
+    if (const UcxModule *m = broken_module("libuct_ib"))
+      out.push_back("this UCX has verbs support (" + base_name(m->path) + "), but the module does not load here" +
+                    (m->why.empty() ? "" : ": " + m->why) + ": no rc transport, although this node's RDMA runs rc");
+    else
+      out.push_back("this UCX was built without verbs: no rc transport, although this node's RDMA runs rc; "
+                    "rebuild UCX with --with-verbs, or leave UCX_TLS unset (all) so that UCX uses what it has");
+  }
+  if (named({"dc", "dc_x", "dc_mlx5"}) && !b.has("dc_mlx5") && (b.has("rc_mlx5") || b.has("rc_verbs")))
+    out.push_back("this UCX was built without DC (no dc_mlx5): dc_x and dc add nothing here, and UCX prints "
+                  "\"transport 'dc_x' is not available\" on stdout where no mlx5 device answers; use a template "
+                  "without DC: UCXTLS_TEMPLATE=rc_x,rc,{copy}");
+  return out;
+}
+
+}  // namespace cli
+}  // namespace ucxtls

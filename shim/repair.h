@@ -1,0 +1,40 @@
+// A kept UCX_TLS that names another GPU family's transports (the CUDA list exported by a job
+// script and run on an Intel partition: the failure this project exists for), and its repair to
+// this node's family (UCXTLS_REPAIR=1). Pure (see core.h).
+#pragma once
+
+#include <stddef.h>
+
+#include "template.h"
+#include "text.h"
+
+namespace ucxtls {
+
+// The GPU transports of a family, by role: what UCX_TLS can name for that family (UCX's
+// ucp_tl_aliases and its transports; docs/how-it-decides.md, "Repair"). An entry may carry UCX's
+// `\` (the name, not an alias) and `:aux` (auxiliary only); they are kept through a rewrite.
+enum class GpuRole : unsigned char { copy, ipc, gdr, alias };
+
+// The family and role of one entry ([\]name[:aux]), or Family::none when it is not a GPU
+// transport.
+Family gpu_entry_family(const char *entry, size_t n, GpuRole *role);
+
+// Which families' GPU transports an allow list names: a bit (1 << int(Family)) per family. An
+// exclusion list ("^...") names nothing here: it removes, and repair leaves it alone.
+unsigned gpu_families_named(const char *value);
+
+// A mismatch: the value names another family's GPU transports and none of `node`'s. `node` must
+// be a real family (none: never a mismatch; nothing here tells what the node's GPUs need).
+bool gpu_mismatch(const char *value, Family node);
+
+// Writes the names of the value's GPU entries that are not `node`'s ("cuda_copy, cuda_ipc") to t.
+void describe_foreign_entries(const char *value, Family node, Text &t);
+
+// Rewrites every other family's GPU entry to `node`'s counterpart of the same role (cuda_copy ->
+// ze_copy, cuda_ipc -> rocm_ipc, the alias cuda -> ze), removes one with no counterpart (cuda_ipc
+// on ze, gdr_copy on rocm and ze), drops an entry that the rewrite made a repeat of an earlier
+// one, and keeps every other entry as written, in order. Returns false (out empty) when there is
+// nothing to repair (no mismatch), when nothing would remain, or when it does not fit in cap.
+bool repair_value(const char *value, Family node, char *out, size_t cap);
+
+}  // namespace ucxtls

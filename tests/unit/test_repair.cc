@@ -1,0 +1,244 @@
+// Unit tests of a kept UCX_TLS of another GPU family (shim/repair.h) and of the ladder's step 3
+// around it (the debug line names it; UCXTLS_REPAIR=1 rewrites it): table rows.
+#include <doctest/doctest.h>
+#include <stdio.h>
+
+#include <string>
+#include <vector>
+
+#include "core.h"
+
+using namespace ucxtls;
+
+namespace {
+
+const char *const kCudaList = "rc_x,rc,dc_x,dc,cuda_copy";
+
+std::string repaired(const char *value, Family node) {
+  char out[kValueMax];
+  return repair_value(value, node, out, sizeof out) ? std::string(out) : std::string("<none>");
+}
+
+}  // namespace
+
+TEST_CASE("gpu_mismatch: another family's GPU transports and none of this node's") {
+  struct Row {
+    const char *value;
+    Family node;
+    bool mismatch;
+  };
+  const Row rows[] = {
+      {kCudaList, Family::ze, true},
+      {kCudaList, Family::rocm, true},
+      {kCudaList, Family::cuda, false},
+      {"rc_x,rc,dc_x,dc,ze_copy", Family::ze, false},
+      {"cuda_copy,ze_copy", Family::ze, false},      // names this node's as well: it works here
+      {"rc,tcp,sm,self", Family::ze, false},         // no GPU transport at all
+      {"all", Family::rocm, false},
+      {"^cuda_ipc", Family::ze, false},              // an exclusion list removes, names nothing
+      {"cuda", Family::ze, true},                    // UCX's family alias
+      {"\\cuda_copy", Family::rocm, true},           // the name, not an alias
+      {"gdr_copy:aux,tcp", Family::ze, true},        // gdr_copy is CUDA's
+      {"rocm_gdr", Family::cuda, true},
+      {kCudaList, Family::none, false},              // no family known here: nothing to judge
+      {"cuda_copyx,tcp", Family::ze, false},         // not a transport name of any family
+      {"", Family::ze, false},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.value);
+    CAPTURE(family_name(r.node));
+    CHECK(gpu_mismatch(r.value, r.node) == r.mismatch);
+  }
+}
+
+TEST_CASE("repair_value: other families' entries rewritten, every other entry kept in order") {
+  struct Row {
+    const char *value;
+    Family node;
+    const char *want;  // "<none>": nothing to repair, or nothing would remain
+  };
+  const Row rows[] = {
+      {kCudaList, Family::ze, "rc_x,rc,dc_x,dc,ze_copy"},
+      {kCudaList, Family::rocm, "rc_x,rc,dc_x,dc,rocm_copy"},
+      {kCudaList, Family::cuda, "<none>"},                              // not a mismatch
+      {"rc_x,rc,dc_x,dc,tcp,cuda_copy,cuda_ipc", Family::rocm, "rc_x,rc,dc_x,dc,tcp,rocm_copy,rocm_ipc"},  // Dynamo's
+      {"rc_x,rc,dc_x,dc,tcp,cuda_copy,cuda_ipc", Family::ze, "rc_x,rc,dc_x,dc,tcp,ze_copy"},  // no ze_ipc in a released UCX
+      {"cuda_ipc,sm,cuda_copy,gdr_copy", Family::rocm, "rocm_ipc,sm,rocm_copy"},  // gdr: no ROCm counterpart
+      {"rocm_copy,rocm_ipc,rocm_gdr,self", Family::cuda, "cuda_copy,cuda_ipc,gdr_copy,self"},
+      {"cuda,tcp", Family::ze, "ze,tcp"},                               // the alias for the alias
+      {"ze,sm", Family::rocm, "rocm,sm"},
+      {"\\cuda_copy,tcp", Family::ze, "\\ze_copy,tcp"},                 // UCX's \ is kept
+      {"cuda_copy:aux,tcp", Family::rocm, "rocm_copy:aux,tcp"},         // and :aux
+      {"cuda_ipc,tcp", Family::ze, "tcp"},                              // no counterpart: removed
+      {"cuda_ipc,cuda_copy", Family::ze, "ze_copy"},                    // ... with its comma, first
+      {"tcp,cuda_ipc", Family::ze, "tcp"},                              // ... or last
+      {"rocm_copy,cuda_copy,tcp", Family::ze, "ze_copy,tcp"},           // a rewrite made a repeat: dropped
+      {"cuda_ipc", Family::ze, "<none>"},                               // nothing would remain
+      {"^cuda_copy", Family::ze, "<none>"},                             // exclusions are left alone
+      {"rc,tcp", Family::ze, "<none>"},                                 // no GPU transport
+      {"cuda_copy,ze_copy", Family::ze, "<none>"},                      // names this node's already
+      {kCudaList, Family::none, "<none>"},                              // no known family
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.value);
+    CAPTURE(family_name(r.node));
+    CHECK(repaired(r.value, r.node) == r.want);
+    // Idempotent: a repaired value is this node's and needs no repair.
+    std::string once = repaired(r.value, r.node);
+    if (once != "<none>") CHECK(repaired(once.c_str(), r.node) == "<none>");
+  }
+  // A value that does not fit is not repaired (never a cut list).
+  char small[8];
+  CHECK_FALSE(repair_value(kCudaList, Family::rocm, small, sizeof small));
+  CHECK(std::string(small).empty());
+}
+
+TEST_CASE("describe_foreign_entries names the other family's entries as written") {
+  char buf[128];
+  Text t;
+  t.init(buf, sizeof buf);
+  describe_foreign_entries("rc,\\cuda_copy,ze_copy,cuda_ipc:aux", Family::ze, t);
+  CHECK(std::string(buf) == "\\cuda_copy, cuda_ipc:aux");
+}
+
+TEST_CASE("describe_left_out: what a list leaves out of UCX's default") {
+  struct Row {
+    const char *value;
+    Family f;
+    const char *want;
+  };
+  const Row rows[] = {
+      {kCudaList, Family::cuda, "sm, self, tcp, cuda_ipc, gdr_copy"},
+      {"rc_x,rc,dc_x,dc,rocm_copy", Family::rocm, "sm, self, tcp, rocm_ipc"},
+      {"rc_x,rc,dc_x,dc,ze_copy", Family::ze, "sm, self, tcp"},              // ze has no ipc, no gdr
+      {"rc,sm,self,tcp,cuda_ipc,cuda_copy", Family::cuda, "gdr_copy"},
+      {"rc,posix,self,\\tcp,cuda", Family::cuda, ""},                        // aliases and \ count
+      {"rc,cma:aux,self,tcp", Family::none, ""},
+      {"all", Family::cuda, ""},
+      {"^tcp", Family::cuda, ""},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.value);
+    char buf[256];
+    Text t;
+    t.init(buf, sizeof buf);
+    describe_left_out(r.value, r.f, t);
+    CHECK(std::string(buf) == r.want);
+  }
+}
+
+namespace {
+
+struct Env {
+  Inputs in;
+  Env(std::initializer_list<std::pair<Var, const char *>> kv = {}) {
+    for (auto &p : kv) in.var[p.first] = p.second;
+  }
+};
+
+// A node with a ConnectX and one family's GPUs, every fact known.
+Facts node_of(Family fam) {
+  Facts f;
+  f.rdma = Tri::yes;
+  f.rdma_mlx5 = true;
+  f.ucx_conf = Tri::no;
+  for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].visible = g == fam ? Tri::yes : Tri::no;
+  return f;
+}
+
+struct Result {
+  Action action;
+  std::string value, reasons;
+  bool mismatch;
+  std::vector<Need> asked;
+};
+
+// The decision with the probe loop played by the test: an unknown family fact is filled from
+// `node` when decide() asks for it, and the asks are recorded.
+Result decide_keep(const Env &e, Family node, bool quiet) {
+  Settings s;
+  parse_settings(e.in, &s);
+  Facts f = node_of(node);
+  Facts known = f;
+  for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].visible = Tri::unknown;
+  Decision d;
+  d.quiet = quiet;
+  Result r;
+  for (int i = 0; i < 8; i++) {
+    decide(e.in, s, f, &d);
+    if (d.action != Action::need) break;
+    r.asked.push_back(d.need);
+    Family g = d.need == Need::cuda ? Family::cuda : d.need == Need::rocm ? Family::rocm : Family::ze;
+    f.family[int(g)].visible = known.family[int(g)].visible;
+  }
+  r.action = d.action;
+  r.value = d.action == Action::repair || d.action == Action::set ? d.value : "";
+  for (int i = 0; i < d.nreasons; i++) r.reasons += std::string(d.reasons[i]) + "; ";
+  r.mismatch = d.mismatch;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("step 3: a kept value of another family is named, and repaired only when asked") {
+  // Quiet (no debug line) and no repair: nothing is probed, the value is kept.
+  Result quiet = decide_keep(Env{{kUcxTls, kCudaList}}, Family::ze, true);
+  CHECK(quiet.action == Action::keep);
+  CHECK(quiet.asked.empty());
+  CHECK_FALSE(quiet.mismatch);
+
+  // The debug line (not quiet): the family is probed, the mismatch named with the way out.
+  Result named = decide_keep(Env{{kUcxTls, kCudaList}}, Family::ze, false);
+  CHECK(named.action == Action::keep);
+  CHECK(named.mismatch);
+  CHECK(named.reasons.find("it names cuda_copy but this node's GPUs are ze: UCXTLS_REPAIR=1 rewrites them, or unset UCX_TLS") !=
+        std::string::npos);
+
+  // UCXTLS_REPAIR=1, quiet: repaired all the same.
+  Result fixed = decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "1"}}, Family::ze, true);
+  CHECK(fixed.action == Action::repair);
+  CHECK(fixed.value == "rc_x,rc,dc_x,dc,ze_copy");
+  Result amd = decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "1"}}, Family::rocm, false);
+  CHECK(amd.action == Action::repair);
+  CHECK(amd.value == "rc_x,rc,dc_x,dc,rocm_copy");
+  CHECK(amd.reasons.find("rewritten to this node's family") != std::string::npos);
+
+  // Left alone: the node's own family, a value without GPU transports (never probed), an
+  // exclusion list, a node with no known family, UCXTLS_REPAIR=0, and nothing left to write.
+  CHECK(decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "1"}}, Family::cuda, false).action == Action::keep);
+  Result plain = decide_keep(Env{{kUcxTls, "rc,tcp"}, {kRepair, "1"}}, Family::ze, false);
+  CHECK(plain.action == Action::keep);
+  CHECK(plain.asked.empty());
+  Result excl = decide_keep(Env{{kUcxTls, "^cuda_ipc"}, {kRepair, "1"}}, Family::ze, false);
+  CHECK(excl.action == Action::keep);
+  CHECK(excl.asked.empty());
+  Result nofam = decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "1"}}, Family::none, false);
+  CHECK(nofam.action == Action::keep);
+  CHECK_FALSE(nofam.mismatch);
+  CHECK(decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "0"}}, Family::ze, true).action == Action::keep);
+  Result empty = decide_keep(Env{{kUcxTls, "cuda_ipc"}, {kRepair, "1"}}, Family::ze, false);
+  CHECK(empty.action == Action::keep);
+  CHECK(empty.reasons.find("nothing would remain") != std::string::npos);
+
+  // Forced family: UCXTLS_ACCEL says what this node is, nothing is probed.
+  Result forced = decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "1"}, {kAccel, "rocm"}}, Family::cuda, true);
+  CHECK(forced.action == Action::repair);
+  CHECK(forced.value == "rc_x,rc,dc_x,dc,rocm_copy");
+  CHECK(forced.asked.empty());
+
+  // Our own inherited value is derived again, not repaired (step 3's first rule).
+  Result ours = decide_keep(Env{{kUcxTls, kCudaList}, {kDerived, kCudaList}, {kRepair, "1"}}, Family::ze, true);
+  CHECK(ours.action == Action::set);
+  CHECK(ours.value == "rc_x,rc,dc_x,dc,ze_copy");
+}
+
+TEST_CASE("apply: a repair writes UCX_TLS only when it changes it") {
+  Env e{{kUcxTls, kCudaList}};
+  Decision d;
+  d.action = Action::repair;
+  snprintf(d.value, sizeof d.value, "%s", "rc_x,rc,dc_x,dc,ze_copy");
+  CHECK(env_needs_write(e.in, d));
+  CHECK(std::string(effective_value(e.in, d)) == "rc_x,rc,dc_x,dc,ze_copy");
+  Env same{{kUcxTls, "rc_x,rc,dc_x,dc,ze_copy"}};
+  CHECK_FALSE(env_needs_write(same.in, d));
+}
