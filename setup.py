@@ -23,8 +23,11 @@ except ImportError:
     from wheel.bdist_wheel import bdist_wheel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# What the wheel carries from the CMake install, relative to the staging prefix.
-WHEEL_FILES = {"lib/libucxtls.so": "libucxtls.so", "lib/ucxtls-probe": "ucxtls-probe", "bin/ucxtls": "ucxtls"}
+# What the wheel carries from the CMake install: the command, and every file the install puts in
+# the libdir (the library and the helpers the command runs), side by side in ucxtls/_bin, where the
+# command looks first.
+COMMAND = "bin/ucxtls"
+LIBDIR = "lib"
 MAN_PAGE = "share/man/man1/ucxtls.1"
 # Filled by the build step, read by install_data afterwards (the page exists only once built).
 DATA_FILES = []
@@ -55,7 +58,7 @@ class BuildWithCMake(build_py):
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(min(os.cpu_count() or 1, 8))
         shutil.rmtree(stage, ignore_errors=True)
         configure = [cmake, "-S", HERE, "-B", os.path.join(temp, "build"), "-DCMAKE_BUILD_TYPE=Release",
-                     "-DUCXTLS_TESTS=OFF", "-DCMAKE_INSTALL_LIBDIR=lib"]
+                     "-DUCXTLS_TESTS=OFF", "-DCMAKE_INSTALL_LIBDIR=" + LIBDIR]
         configure += os.environ.get("UCXTLS_CMAKE_ARGS", "").split()
         for argv in (configure, [cmake, "--build", os.path.join(temp, "build"), "-j", jobs],
                      [cmake, "--install", os.path.join(temp, "build"), "--prefix", stage, "--strip"]):
@@ -63,8 +66,11 @@ class BuildWithCMake(build_py):
             subprocess.check_call(argv)
         bin_dir = os.path.join(self.build_lib, "ucxtls", "_bin")
         os.makedirs(bin_dir, exist_ok=True)
-        for src, name in WHEEL_FILES.items():
-            shutil.copy2(os.path.join(stage, src), os.path.join(bin_dir, name))
+        lib_dir = os.path.join(stage, LIBDIR)
+        files = [os.path.join(stage, COMMAND)] + [os.path.join(lib_dir, n) for n in sorted(os.listdir(lib_dir))
+                                                  if os.path.isfile(os.path.join(lib_dir, n))]
+        for src in files:
+            shutil.copy2(src, os.path.join(bin_dir, os.path.basename(src)))
         man_dir = os.path.join(temp, "man1")
         os.makedirs(man_dir, exist_ok=True)
         shutil.copy2(os.path.join(stage, MAN_PAGE), man_dir)
