@@ -27,6 +27,7 @@ int cmd_env(int argc, char **argv);      // env.cc
 int cmd_run(int argc, char **argv);      // run.cc
 int cmd_doctor(int argc, char **argv);   // doctor.cc
 int cmd_probe(int argc, char **argv);    // probe.cc
+int cmd_lib(int argc, char **argv);      // run.cc
 
 // ---------------------------------------------------------------------------------------------
 // The environment as it was when this process started. If libucxtls.so is preloaded into the

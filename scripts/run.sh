@@ -10,7 +10,8 @@ build=${RUN_BUILD_DIR:-$top/build-run}
 if [ ! -f "$build/libucxtls.so" ] || [ -n "$(find "$top/shim" "$top/cli" "$top/helper" "$top/CMakeLists.txt" -newer "$build/libucxtls.so" 2>/dev/null | head -1)" ]; then
   echo "run.sh: building libucxtls.so in $build" >&2
   cmake -S "$top" -B "$build" -DUCXTLS_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >&2
-  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" >&2
+  cpus=$(nproc 2>/dev/null || echo 2)
+  cmake --build "$build" -j "$(( cpus < 8 ? cpus : 8 ))" >&2   # bounded: a login node is shared
 fi
 lib=$build/libucxtls.so
 if [ $# -eq 0 ]; then

@@ -140,6 +140,42 @@ def commands(t):
     t.equal("ucxtls --man prints the page the build installed", printed, text)
 
 
+def man_command_flags(text):
+    """{command: [flag usage]} from COMMANDS: each .TP/.B 'NAME ARGS' paragraph, then the flags
+    of its .RS block."""
+    out, cur, lines = {}, None, man_sections(text).get("COMMANDS", [])
+    for i, line in enumerate(lines):
+        if line == ".TP" and i + 1 < len(lines) and lines[i + 1].startswith(".B "):
+            head = unroff(lines[i + 1][3:])
+            if head.startswith("-"):
+                out[cur].append(head)
+            else:
+                cur = head.split()[0]
+                out[cur] = []
+    return out
+
+
+@case("each command: its --help and its man page entry, from one table")
+def command_entries(t):
+    text = page_text()
+    syn = "\n".join(man_sections(text)["SYNOPSIS"])
+    synopsis = {m.group(1): unroff(m.group(2) or "").strip()
+                for m in re.finditer(r"^\.B ucxtls (\w+)\n(?!\.br)(.*)$|^\.B ucxtls (\w+)$", syn, re.M) if m.group(1)}
+    synopsis.update({m.group(1): "" for m in re.finditer(r"^\.B ucxtls (\w+)\n\.br$", syn, re.M)})
+    flags = man_command_flags(text)
+    t.check("the man page has flags for explain, env, doctor and probe",
+            all(flags.get(c) for c in ("explain", "env", "doctor", "probe")), repr(flags))
+    for name in [n for n in synopsis if n not in ("COMMAND",)]:
+        p = subprocess.run([CLI, name, "--help"], stdout=subprocess.PIPE)
+        out = p.stdout.decode()
+        usage = out.split("\n", 1)[0]
+        t.equal("%s: --help's usage line == the man page's SYNOPSIS" % name,
+                usage, ("usage: ucxtls %s %s" % (name, synopsis[name])).rstrip())
+        shown = re.findall(r"^  (-[^\s,]+(?:, --\S+)?)", out.split("\noptions:\n", 1)[-1], re.M)
+        t.equal("%s: --help's options == the man page's, plus -h, --help" % name,
+                shown, flags.get(name, []) + ["-h, --help"])
+
+
 @case("cmake --install puts the man page in share/man/man1")
 def installed(t):
     with tempfile.TemporaryDirectory() as prefix:
