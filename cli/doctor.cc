@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -297,7 +298,8 @@ int cmd_doctor(int argc, char **argv) {
   }
 
   // A value with placeholders is a template: check what it composes to here.
-  if (explicit_value && strchr(explicit_value, '{')) tmpl = explicit_value, explicit_value = nullptr;
+  const char *tmpl_option = "--template";  // the option the user typed, named in its error
+  if (explicit_value && strchr(explicit_value, '{')) tmpl = explicit_value, explicit_value = nullptr, tmpl_option = "--value";
   auto r = std::make_unique<Report>();
   std::string value, source, nothing;
   const char *pid_value = nullptr;  // the process's own UCX_TLS, as it was at its start
@@ -311,6 +313,8 @@ int cmd_doctor(int argc, char **argv) {
     else r->env.load();
   } else {
     evaluate(r.get(), tmpl);
+    if (r->d.error && tmpl && r->s.invalid_var == kTemplate)  // the option's text, not UCXTLS_TEMPLATE's
+      return fail(kFailed, std::string("doctor: ") + tmpl_option + " '" + tmpl + "' " + r->s.invalid_why);
     if (r->d.error) {
       fputs(library_line(*r).c_str(), stderr);
       return kFailed;
@@ -346,6 +350,10 @@ int cmd_doctor(int argc, char **argv) {
   }
   std::vector<std::string> have;
   std::string err;
+  // A replayed machine has no UCX of its own to ask (as `ucxtls probe` says of its drivers).
+  if (!r->in.secure && (explicit_value ? getenv(kOptions[kSysroot].name) : r->in.get(kSysroot)))
+    fprintf(stderr, "ucxtls: doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info -d) is this machine's, not the "
+                    "replayed machine's\n");
   if (!ucx_transports(r->env, &have, &err)) return fail(kUsage, "doctor: " + err);
   std::string list;
   for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;

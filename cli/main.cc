@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include <string>
+#include <vector>
 
+#include "args.h"
 #include "report.h"
 
 #ifndef UCXTLS_VERSION
@@ -21,13 +23,20 @@ using namespace ucxtls::cli;
 
 namespace {
 
-struct Command {
-  const char *name;
-  const char *args;     // after the name
-  const char *summary;  // --help's lines, '\n' between them
-  const char *details;  // the man page's paragraph (the summary when NULL)
-  int (*run)(int argc, char **argv);
-};
+// Each command's flags (args.h): its parser, its --help and its man page paragraph read them.
+const Flag kExplainFlags[] = {{"--json", nullptr, "print the same as one JSON object"}, {nullptr, nullptr, nullptr}};
+const Flag kEnvFlags[] = {
+    {"--format", "sh|slurm", "sh (the default): shell text for eval; slurm: a TaskProlog's lines"},
+    {nullptr, nullptr, nullptr}};
+const Flag kNoFlags[] = {{nullptr, nullptr, nullptr}};
+const Flag kDoctorFlags[] = {{"--value", "V", "check the value V instead of the value in effect"},
+                             {"--template", "T", "check what template T composes to on this node"},
+                             {"--ucx", "PATH", "judge the UCX build at PATH (a libucp, a prefix, a wheel's .libs)"},
+                             {"--pid", "PID", "judge the UCX that process PID has mapped"},
+                             {"--timeout-ms", "MS", "bound on the helper that asks the build (default 20000)"},
+                             {nullptr, nullptr, nullptr}};
+const Flag kProbeFlags[] = {{"--save", nullptr, "store the answer for this node (UCXTLS_CACHE_DIR)"},
+                            {nullptr, nullptr, nullptr}};
 
 const Command kCommands[] = {
     {"explain", "[--json]", "the decision for this environment and machine, with evidence",
@@ -35,7 +44,7 @@ const Command kCommands[] = {
      "the action, the value, the reasons, the RDMA devices, the ucx.conf findings, each GPU family's "
      "devices (visibility variables applied), every variable read, and the library's own one-line "
      "summary. --json prints the same as one JSON object.",
-     cmd_explain},
+     kExplainFlags, false, cmd_explain},
     {"env", "[--format=sh|slurm]",
      "shell text for eval \"$(ucxtls env)\": export or unset UCX_TLS;\n"
      "slurm: the unquoted export/unset lines a Slurm TaskProlog prints",
@@ -43,11 +52,11 @@ const Command kCommands[] = {
      "preload the library; nothing when the environment is already right. --format=slurm prints "
      "unquoted export NAME=value lines and one unset NAME per line, the form a Slurm TaskProlog's "
      "output takes.",
-     cmd_env},
+     kEnvFlags, false, cmd_env},
     {"run", "[--] COMMAND...", "exec COMMAND with libucxtls.so added to LD_PRELOAD",
-     "Execs COMMAND with the library installed beside this command prepended to LD_PRELOAD (other "
-     "entries are kept). The exit status is COMMAND's.",
-     cmd_run},
+     "Execs COMMAND with the library installed beside this command appended to LD_PRELOAD (other "
+     "entries are kept, first: an AddressSanitizer runtime must be). The exit status is COMMAND's.",
+     kNoFlags, true, cmd_run},
     {"doctor", "[--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS]",
      "check that the local UCX (ucx_info -d) serves every transport of\n"
      "the value in effect, of V, or of what template T composes to here\n"
@@ -64,7 +73,7 @@ const Command kCommands[] = {
      "MS milliseconds (default 20000); no ucx_info is needed. The first line names the UCX and its "
      "version; what the build cannot do whatever UCX_TLS says (no ze_copy, cuda_copy or rocm_copy "
      "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1.",
-     cmd_doctor},
+     kDoctorFlags, false, cmd_doctor},
     {"probe", "[--save]",
      "ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"
      "which devices there are; --save stores the answer for this node,\n"
@@ -73,7 +82,13 @@ const Command kCommands[] = {
      "UCXTLS_PROBE_TIMEOUT_MS, and prints the CUDA driver API's and the Level Zero loader's answer "
      "per family with the devices they identified. --save stores it for this node (see "
      "UCXTLS_CACHE_DIR); processes with UCXTLS_PROBE=driver read it instead of asking a driver.",
-     cmd_probe},
+     kProbeFlags, false, cmd_probe},
+    {"lib", "", "print the path of libucxtls.so, for LD_PRELOAD=\"$(ucxtls lib)\"",
+     "Prints the absolute path of the libucxtls.so installed with this command (beside it in a "
+     "build tree or a Python wheel, in its libdir when installed), for LD_PRELOAD=\"$(ucxtls lib)\" "
+     "in a container's entrypoint, a pod's command or a Ray runtime_env. Exit 2 when it is not "
+     "there, or when its path holds a space or a colon, which LD_PRELOAD cannot hold.",
+     kNoFlags, false, cmd_lib},
 };
 
 struct ExitStatus {
@@ -85,7 +100,8 @@ const ExitStatus kExitStatuses[] = {
     {"0", "success"},
     {"1", "a check failed (doctor: a transport is missing; probe: no usable answer), or a setting "
           "of ours is invalid"},
-    {"2", "a usage or environment error (unknown command or option, no ucx_info, no library)"},
+    {"2", "a usage or environment error (unknown command or option, no ucx_info, no library, "
+          "output that cannot be written)"},
     {"126, 127", "run: COMMAND cannot be executed, or is not found"},
     {"other", "run: COMMAND's own exit status"},
 };
@@ -115,6 +131,8 @@ void help() {
   printf(
       "  --help, --version, --man\n"
       "\n"
+      "ucxtls COMMAND --help (or ucxtls help COMMAND) describes COMMAND and its options.\n"
+      "\n"
       "variables of ucxtls (the library and this command read the same):\n");
   for (int v = 0; v < kVarCount; v++) {
     if (v == kOwnVarCount) printf("\nvariables it reads as well:\n");
@@ -142,8 +160,10 @@ void man() {
   printf(".TH UCXTLS 1 \"\" \"ucxtls %s\" \"User Commands\"\n", UCXTLS_VERSION);
   printf(".SH NAME\nucxtls \\- explain, check and apply the UCX_TLS value libucxtls.so derives\n");
   printf(".SH SYNOPSIS\n");
-  for (const Command &c : kCommands) printf(".B ucxtls %s\n%s\n.br\n", c.name, roff(c.args).c_str());
-  printf(".B ucxtls\n\\-\\-help | \\-\\-version | \\-\\-man\n");
+  for (const Command &c : kCommands)
+    printf(".B ucxtls %s\n%s%s.br\n", c.name, roff(c.args).c_str(), *c.args ? "\n" : "");
+  printf(".B ucxtls\n\\-\\-help | \\-\\-version | \\-\\-man\n.br\n");
+  printf(".B ucxtls\nCOMMAND \\-\\-help | help COMMAND\n");
   printf(".SH DESCRIPTION\n%s\n.PP\n%s\n",
          roff("libucxtls.so is an LD_PRELOAD library: before main runs, and only when nobody has "
               "configured UCX_TLS, it sets UCX_TLS to a transport list with the device-memory copy "
@@ -160,6 +180,12 @@ void man() {
   for (const Command &c : kCommands) {
     printf(".TP\n.B %s\n%s\n", (std::string(c.name) + " " + roff(c.args)).c_str(),
            roff(c.details ? c.details : c.summary).c_str());
+    if (c.flags && c.flags->name) {
+      printf(".RS\n");
+      for (const Flag *f = c.flags; f->name; f++)
+        printf(".TP\n.B %s\n%s\n", roff(flag_usage(*f).c_str()).c_str(), roff(f->help).c_str());
+      printf(".RE\n");
+    }
   }
   printf(".SH EXIT STATUS\n");
   for (const ExitStatus &e : kExitStatuses) printf(".TP\n.B %s\n%s\n", e.status, roff(e.meaning).c_str());
@@ -182,16 +208,33 @@ void man() {
              .c_str());
 }
 
+const Command *find_command(const char *name) {
+  for (const Command &c : kCommands)
+    if (!strcmp(name, c.name)) return &c;
+  return nullptr;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
+  install_guards();  // closed descriptors, lost output, no memory (report.h)
   if (argc < 2) {
-    fprintf(stderr, "usage: ucxtls explain|env|run|doctor|probe ... (ucxtls --help)\n");
+    std::string names;
+    for (const Command &c : kCommands) names += (names.empty() ? "" : "|") + std::string(c.name);
+    fprintf(stderr, "usage: ucxtls %s ... (ucxtls --help)\n", names.c_str());
     return kUsage;
   }
   const char *cmd = argv[1];
-  for (const Command &c : kCommands)
-    if (!strcmp(cmd, c.name)) return c.run(argc - 2, argv + 2);
+  if (const Command *c = find_command(cmd)) {
+    std::vector<std::string> store;
+    std::vector<char *> args;
+    int status = prepare_args(*c, argc - 2, argv + 2, &store, &args);
+    return status >= 0 ? status : c->run(int(args.size()) - 1, args.data());
+  }
+  if (!strcmp(cmd, "help") && argc > 2) {
+    if (const Command *c = find_command(argv[2])) return command_help(*c), 0;
+    return fail(kUsage, std::string("help: unknown command '") + argv[2] + "' (try ucxtls --help)");
+  }
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return help(), 0;
   if (!strcmp(cmd, "--version")) return printf("ucxtls %s\n", UCXTLS_VERSION), 0;
   if (!strcmp(cmd, "--man")) return man(), 0;

@@ -191,9 +191,11 @@ int cmd_probe(int argc, char **argv) {
     const char *v = in.get(kProbeTimeoutMs);
     return probe_fail(kFailed, std::string(kOptions[kProbeTimeoutMs].name) + "=\"" + (v ? v : "") + "\" " + s.timeout_why);
   }
-  if (s.invalid && (s.invalid_var == kCacheDir || s.invalid_var == kSysroot)) {
-    const char *v = in.get(s.invalid_var);
-    return probe_fail(kFailed, std::string(kOptions[s.invalid_var].name) + "=\"" + (v ? v : "") + "\" " + s.invalid_why);
+  if (s.cache_dir_why || (s.invalid && s.invalid_var == kSysroot)) {
+    const Var bad = s.cache_dir_why ? kCacheDir : kSysroot;
+    const char *v = in.get(bad);
+    return probe_fail(kFailed, std::string(kOptions[bad].name) + "=\"" + (v ? v : "") + "\" " +
+                                   (s.cache_dir_why ? s.cache_dir_why : s.invalid_why));
   }
 
   // A replayed machine has no drivers to ask: the answer is this machine's, stamped (with --save)

@@ -27,6 +27,7 @@ int cmd_env(int argc, char **argv);      // env.cc
 int cmd_run(int argc, char **argv);      // run.cc
 int cmd_doctor(int argc, char **argv);   // doctor.cc
 int cmd_probe(int argc, char **argv);    // probe.cc
+int cmd_lib(int argc, char **argv);      // run.cc
 
 // ---------------------------------------------------------------------------------------------
 // The environment as it was when this process started. If libucxtls.so is preloaded into the
@@ -75,6 +76,17 @@ std::vector<std::string> split(const char *list, const char *seps);
 
 // The directory this command's executable is in (/proc/self/exe); false when it cannot be read.
 bool own_directory(std::string *dir);
+// The command's guards, installed first thing in main (install_guards):
+// - stdout as coreutils treat it (their close_stdout): output that cannot be written (a full
+//   disk, /dev/full, a closed stdout) is an error, seen when a write fails or when stdout is
+//   closed at exit (atexit): one line, exit kUsage;
+// - a descriptor 0, 1 or 2 that the caller closed is given /dev/null, so that no file or pipe
+//   this command opens takes its number (stdout's read-only: a write to it fails, as to a closed
+//   one); close-on-exec, so `run`'s COMMAND gets the descriptors as the caller gave them;
+// - no memory (ulimit -d): one line and exit kUsage, never an abort or half an answer printed as
+//   whole (what was buffered is not written).
+void install_guards();
+
 // Where a file installed with the command may be, in order: beside it in dir (a build tree), then
 // in libdir relative to it (an installed tree: <bindir>/UCXTLS_BIN_TO_LIB, fixed at configure time).
 void install_candidates(const std::string &dir, const char *name, std::string out[2]);

@@ -1,5 +1,5 @@
 // `ucxtls run [--] COMMAND [ARGS...]`: exec COMMAND with libucxtls.so, the one installed with this
-// command, in front of LD_PRELOAD.
+// command, added at the end of LD_PRELOAD.
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,20 +43,30 @@ bool preload_has(const char *list, const std::string &lib) {
   return false;
 }
 
+// The library as an LD_PRELOAD entry can name it: 0, or the failure's exit status after its line.
+int preload_library(const char *cmd, std::string *lib) {
+  std::string looked;
+  if (!find_library(lib, &looked))
+    return fail(kUsage, std::string(cmd) + ": libucxtls.so not found beside this command (looked at " + looked + ")");
+  if (lib->find_first_of(": ") != std::string::npos)
+    return fail(kUsage, std::string(cmd) + ": the library path " + *lib +
+                            " has a space or colon, which LD_PRELOAD cannot hold");
+  return 0;
+}
+
 }  // namespace
 
 int cmd_run(int argc, char **argv) {
   int i = 0;
   if (i < argc && !strcmp(argv[i], "--")) i++;
   if (i >= argc) return fail(kUsage, "run: no command given (ucxtls run [--] COMMAND [ARGS...])");
-  std::string lib, looked;
-  if (!find_library(&lib, &looked))
-    return fail(kUsage, "run: libucxtls.so not found beside this command (looked at " + looked + ")");
-  if (lib.find_first_of(": ") != std::string::npos)
-    return fail(kUsage, "run: the library path " + lib + " has a space or colon, which LD_PRELOAD cannot hold");
+  std::string lib;
+  if (int status = preload_library("run", &lib)) return status;
 
-  // The caller's environment as it was at exec (see Environment), with the library in front of
-  // any LD_PRELOAD entries already there.
+  // The caller's environment as it was at exec (see Environment), with the library after any
+  // LD_PRELOAD entries already there: AddressSanitizer refuses to start unless its runtime is
+  // first (a user's LD_PRELOAD=libasan.so), and the library exports nothing, so its place in the
+  // list decides nothing else (docs/install.md, "AddressSanitizer").
   Environment env;
   env.load();
   std::vector<char *> envp;
@@ -68,7 +78,7 @@ int cmd_run(int argc, char **argv) {
       had = true;
       const char *old = *e + 11;
       if (preload_has(old, lib)) preload = *e;
-      else if (*old) preload += std::string(":") + old;
+      else if (*old) preload = std::string("LD_PRELOAD=") + old + ":" + lib;
       envp.push_back(&preload[0]);
     } else {
       envp.push_back(*e);
@@ -81,6 +91,15 @@ int cmd_run(int argc, char **argv) {
   int err = errno;
   // 127 for a command not found, 126 for one that cannot run: as shells report them.
   return fail(err == ENOENT ? 127 : 126, std::string("run: cannot run '") + argv[i] + "': " + strerror(err));
+}
+
+// `ucxtls lib`: the path `run` would preload, for LD_PRELOAD="$(ucxtls lib)".
+int cmd_lib(int argc, char **argv) {
+  if (argc > 0) return fail(kUsage, std::string("lib: unknown argument '") + argv[0] + "' (ucxtls lib --help)");
+  std::string lib;
+  if (int status = preload_library("lib", &lib)) return status;
+  printf("%s\n", lib.c_str());
+  return 0;
 }
 
 

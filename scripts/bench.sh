@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh: what libucxtls.so costs a process start, measured against the floor.
 #
-# Builds libucxtls.so (BUILD_DIR, default build-bench; or set UCXTLS_LIB to measure a given file),
+# Builds libucxtls.so (BUILD_DIR, default build-bench; or set BENCH_LIB to measure a given file),
 # an empty preload library (tests/perf/empty_preload.c, built libc-only the same way) and the spawn
 # harness (scripts/bench_spawn.c), then runs /bin/true under each configuration below and prints
 # one markdown table:
@@ -15,7 +15,7 @@
 # empty working directory whose $HOME has no ucx.conf.
 #
 # Environment: ROUNDS (default 1000 rounds; each round spawns every configuration once),
-# BUILD_DIR, UCXTLS_LIB, CC, BENCH_OUT (also write the table to this file).
+# BUILD_DIR, BENCH_LIB, CC, BENCH_OUT (also write the table to this file).
 # Needs: cmake, a C/C++ compiler, python3; valgrind and strace for their columns ("-" without).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,13 +24,13 @@ ROUNDS=${ROUNDS:-1000}
 BUILD_DIR=${BUILD_DIR:-build-bench}
 CC=${CC:-cc}
 
-if [ -z "${UCXTLS_LIB:-}" ]; then
+if [ -z "${BENCH_LIB:-}" ]; then
   cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=OFF >&2
   # Everything, not just the library: the driver tier needs its helper executable beside it.
   cmake --build "$BUILD_DIR" -j "$(nproc 2>/dev/null || echo 2)" >&2
-  UCXTLS_LIB=$top/$BUILD_DIR/libucxtls.so
+  BENCH_LIB=$top/$BUILD_DIR/libucxtls.so
 fi
-lib=$(cd "$(dirname "$UCXTLS_LIB")" && pwd)/$(basename "$UCXTLS_LIB")
+lib=$(cd "$(dirname "$BENCH_LIB")" && pwd)/$(basename "$BENCH_LIB")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ucxtls-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -43,9 +43,9 @@ fi
 
 # --- 1. Build.
 echo "== build ($BUILD_DIR)"
-UCXTLS_TESTS=OFF
-[ "${GPU_CHECK_FAKE:-}" = 1 ] && UCXTLS_TESTS=ON  # the fakes are built by the tests
-cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=$UCXTLS_TESTS >/dev/null && cmake --build "$BUILD_DIR" -j "$(nproc)" >/dev/null ||
+with_tests=OFF
+[ "${GPU_CHECK_FAKE:-}" = 1 ] && with_tests=ON  # the fakes are built by the tests
+cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=$with_tests >/dev/null && cmake --build "$BUILD_DIR" -j "$(nproc)" >/dev/null ||
   { echo "gpu-check: build failed" >&2; exit 1; }
 LIB=$(realpath "$BUILD_DIR/libucxtls.so")
 HELPER=$(realpath "$BUILD_DIR/ucxtls-probe")

@@ -3,11 +3,13 @@
 #
 # Run as root on a fresh Debian/Ubuntu machine it installs the packages below itself; as another
 # user it says which are missing, and the tests that need them print SKIP with the reason.
-# Environment: BUILD_DIR (default build), JOBS (default nproc), UCXTLS_TEST_NO_INSTALL=1.
+# Environment: BUILD_DIR (default build), JOBS (default: the CPUs, at most 8: a shared machine stays
+# usable), UCXTLSTEST_NO_INSTALL=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+cpus=$(nproc 2>/dev/null || echo 2)
+JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 
 # What each package is for:
 #   cmake g++ make python3 binutils  build, test drivers, readelf/nm/objdump checks
@@ -26,13 +28,23 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 #   slurm-wlm munge                  a real Slurm cluster (slurmctld, two slurmd, munged) for the
 #                                    Slurm recipes of README.md and docs/recipes.md (tests/launchers)
 #   man-db groff-base                `man -l` renders the generated man page ucxtls(1) (tests/cli/test_man.py)
+#   golang-go                        a cgo Go program as a host (tests/hardening/test_go.py): what
+#                                    os.Getenv/os.Environ see; about 60 MB to fetch, 340 MB
+#                                    installed, like clang: the README's Go statement rests on it
+#   python3-pip python3-setuptools   the Python wheel (tests/packaging/test_wheel.py): the README's offline
+#   python3-wheel python3-venv       `pip wheel . --no-build-isolation`, a fresh venv to install it into
+#   python3-setuptools-whl           the isolated build (`pip install .`) with these wheels as its index,
+#   python3-wheel-whl                in place of a registry
+#   bubblewrap python3-yaml          container-like namespaces for docs/containers.md's image layer, pod
+#                                    specs (parsed as YAML) and Apptainer lines (tests/launchers)
 #   hyperfine                        (benchmark only)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
-# (UCXTLS_TEST_TORCH=1; it SKIPs and says so otherwise).
+# (UCXTLSTEST_TORCH=1; it SKIPs and says so otherwise).
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
-          man-db groff-base
+          man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
+          python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
           patchelf)  # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
 
 missing=()
@@ -40,7 +52,7 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && [ -z "${UCXTLS_TEST_NO_INSTALL:-}" ] && command -v apt-get >/dev/null; then
+  if [ "$(id -u)" = 0 ] && [ -z "${UCXTLSTEST_NO_INSTALL:-}" ] && command -v apt-get >/dev/null; then
     echo "test.sh: installing ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q >&2

@@ -76,6 +76,13 @@ int env_remove(char **arr, const char *name, size_t n) {
   return removed;
 }
 
+const char *env_value(char *const *arr, const char *name) {
+  const size_t n = env_name_len(name);
+  for (char *const *e = arr; e && *e; e++)
+    if (named(*e, name, n)) return *e + n + 1;
+  return nullptr;
+}
+
 size_t env_scan(char *const *arr, const char *const *names, int n, int *missing) {
   constexpr int kMax = 4;
   size_t len[kMax];
@@ -117,9 +124,9 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
   return missing;
 }
 
-bool process_env_write(const char *const *names, const char *const *values, int n) {
+const char *process_env_write(const char *const *names, const char *const *values, int n) {
   constexpr int kMax = 4;
-  if (n > kMax) return false;
+  if (n > kMax) return "too many variables";
   size_t len[kMax][2], strings = 0;
   for (int i = 0; i < n; i++) {
     len[i][0] = __builtin_strlen(names[i]);
@@ -132,7 +139,7 @@ bool process_env_write(const char *const *names, const char *const *values, int 
   const size_t count = env_scan(environ, names, n, &missing);
   const size_t room_bytes = missing ? (count + size_t(missing) + 1) * sizeof(char *) : 0;
   char *block = static_cast<char *>(malloc(room_bytes + strings));
-  if (!block) return false;  // nothing has changed
+  if (!block) return "no memory";  // nothing has changed
   char *entries[kMax], *added[kMax];
   char *p = block + room_bytes;
   for (int i = 0; i < n; i++) {
@@ -145,16 +152,17 @@ bool process_env_write(const char *const *names, const char *const *values, int 
   }
   int k = env_write(&environ, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr,
                     missing ? count + size_t(missing) + 1 : 0, added);
-  if (k < 0) return false;  // another thread grew the environment: the additions are lost, not written past
+  if (k < 0) return "another thread grew the environment meanwhile";  // the additions are lost, not written past
   // A host with its own variable table (bash) learns of an added variable through its own
   // setenv, which our call binds to when the program defines one. glibc's own setenv would only
   // replace the pointer just published with a copy of its own (about 2,500 instructions each):
   // it is not called. Not putenv: ksh93 exports its own, which crashes before main.
-  if (!main_program_defines(reinterpret_cast<const void *>(&setenv))) return true;
+  if (!main_program_defines(reinterpret_cast<const void *>(&setenv))) return nullptr;
+  const char *why = nullptr;
   for (int i = 0; i < k; i++)
     for (int j = 0; j < n; j++)
-      if (added[i] == entries[j]) setenv(names[j], values[j], 1);
-  return true;
+      if (added[i] == entries[j] && setenv(names[j], values[j], 1) != 0) why = "the program's own setenv failed";
+  return why;
 }
 
 void process_env_remove(const char *const *names, int n) {

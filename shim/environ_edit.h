@@ -31,6 +31,9 @@ int env_replace(char **arr, char *entry);
 // unsetenv. Returns how many.
 int env_remove(char **arr, const char *name, size_t n);
 
+// The value of the first entry named name, or NULL: getenv's answer for arr.
+const char *env_value(char *const *arr, const char *name);
+
 // One pass over arr: the entry count before the NULL (0 for a NULL array), and in *missing how
 // many of names[0..n) (n <= 4) no entry has.
 size_t env_scan(char *const *arr, const char *const *names, int n, int *missing);
@@ -47,9 +50,12 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
 // glibc calls main with the `environ` of that moment, so main's envp (bash's) is whatever array
 // `environ` holds when the constructors are done: the edited one, or the one published here.
 // Writes NAME=value for each (names[i], values[i]), i < n <= 4, in one allocation (the new array
-// when a name is missing, and the strings; never freed); false, with nothing changed, when there
-// is no memory for it.
-bool process_env_write(const char *const *names, const char *const *values, int n);
+// when a name is missing, and the strings; never freed). NULL when the host sees every one; else
+// why not (static text): no memory for it (nothing changed), another thread grew the environment
+// meanwhile (the present names replaced, the missing ones not added), or the program's own setenv
+// refused one.
+const char *process_env_write(const char *const *names, const char *const *values, int n);
+// Removes every entry of each name, in place: nothing is allocated, so it cannot fail.
 void process_env_remove(const char *const *names, int n);
 
 }  // namespace ucxtls

@@ -20,18 +20,25 @@ bool start_line(char *out, size_t cap, Text *t) {
 
 }  // namespace
 
-size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap) {
+size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap, const char *failed_write,
+                   const char *now) {
   Text t;
   if (!start_line(out, cap, &t)) return 0;
   if (d.error) {
     t.add(d.reasons[0]);
   } else {
-    t.add(action_name(d.action));
     const char *v = effective_value(in, d);
-    if (d.action == Action::set || d.action == Action::repair) t.add(" UCX_TLS=").add(v);
-    else if (d.action == Action::clear) t.add(" UCX_TLS and UCXTLS_DERIVED");
-    else if (v) t.add(" UCX_TLS=").add_quoted(v, 200);
-    else t.add(" (UCX_TLS stays unset)");
+    if (failed_write && (d.action == Action::set || d.action == Action::repair)) {  // the host does not see v
+      t.add("failed to set UCX_TLS=").add(v).add(" (").add(failed_write).add("): UCX_TLS ");
+      if (now) t.add("is ").add_quoted(now, 200);
+      else t.add("stays unset");
+    } else {
+      t.add(action_name(d.action));
+      if (d.action == Action::set || d.action == Action::repair) t.add(" UCX_TLS=").add(v);
+      else if (d.action == Action::clear) t.add(" UCX_TLS and UCXTLS_DERIVED");
+      else if (v) t.add(" UCX_TLS=").add_quoted(v, 200);
+      else t.add(" (UCX_TLS stays unset)");
+    }
     for (int i = 0; i < d.nreasons; i++) t.add(i ? "; " : ": ").add(d.reasons[i]);
   }
   // Evidence carries names read from the file system (directory entries, link targets): a control
@@ -46,10 +53,15 @@ size_t format_unknown_line(const Inputs &in, const Settings &s, char *out, size_
     return 0;
   }
   const size_t n = env_name_len(in.unknown);
-  t.add("unknown variable ").add(in.unknown, n > 64 ? 64 : n);
+  // An entry without '=' (only a program's own execve can make one) is no variable at all: getenv
+  // never finds it, so it sets nothing; it is named as what it is, with no suggestion (its name
+  // may be an option's own: "did you mean UCXTLS_DEBUG?" for UCXTLS_DEBUG would make no sense).
+  const bool no_equals = !in.unknown[n];
+  t.add(no_equals ? "environment entry " : "unknown variable ").add(in.unknown, n > 64 ? 64 : n);
   if (n > 64) t.add("...");
-  Var v = closest_option(in.unknown, n);
-  if (v != kVarCount) t.add(" (did you mean ").add(kOptions[v].name).add("?)");
+  Var v = no_equals ? kVarCount : closest_option(in.unknown, n);
+  if (no_equals) t.add(" without '=' (it sets nothing)");
+  else if (v != kVarCount) t.add(" (did you mean ").add(kOptions[v].name).add("?)");
   if (in.unknown_count > 1)
     t.add(", and ").add((long long)(in.unknown_count - 1)).add(" more unknown UCXTLS_ variable")
         .add(in.unknown_count > 2 ? "s" : "");

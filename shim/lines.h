@@ -14,7 +14,11 @@ constexpr size_t kLineMax = 1024;         // the longest debug or error line, wi
 constexpr size_t kUnknownLineMax = 224;  // the longest unknown-variable line, with "\n" and NUL
 
 // The single line of a decision (debug or error), "ucxtls: ...\n". Returns its length.
-size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap);
+// failed_write: NULL when the decision's write reached the environment (or there was none); else
+// why not (environ_edit.h), and now is the UCX_TLS the environment holds after it (NULL: unset):
+// the line then says "failed to set", never "set".
+size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap, const char *failed_write = nullptr,
+                   const char *now = nullptr);
 
 // "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n" for
 // in.unknown. Returns its length: 0 (no line) when there is none, in secure execution, and when

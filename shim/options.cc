@@ -35,7 +35,7 @@ const Option kOptions[kVarCount] = {
      "directory put in front of every /dev, /sys, /proc, /etc path the probe reads"},
     {"UCXTLS_DERIVED", "-",
      "written by the library with UCX_TLS: marks the value as derived, so it is derived again"},
-    {"UCX_TLS", "-", "UCX's transport list: left alone whenever it is set, even empty"},
+    {"UCX_TLS", "-", "UCX's transport list: kept when set, even empty, unless it equals UCXTLS_DERIVED (then derived again)"},
     {"UCX_CONFIG_DIR", "-", "UCX's extra ucx.conf directory, checked for a UCX_TLS line"},
     {"HOME", "-", "$HOME/ucx.conf is checked for a UCX_TLS line"},
     {"CUDA_VISIBLE_DEVICES", "-", "NVIDIA GPUs the process may use (CUDA's rules)"},
@@ -210,7 +210,8 @@ void parse_settings(const Inputs &in, Settings *s) {
     if (problem) mark_invalid(s, kSysroot, problem);
   }
   const char *cache = in.get(kCacheDir);
-  if (set_nonempty(cache) && cache[0] != '/') mark_invalid(s, kCacheDir, "is not an absolute path");
+  s->cache_dir_why = set_nonempty(cache) && cache[0] != '/' ? "is not an absolute path" : nullptr;
+  if (s->cache_dir_why && s->tier == ProbeTier::driver) mark_invalid(s, kCacheDir, s->cache_dir_why);
 }
 
 }  // namespace ucxtls

@@ -87,6 +87,9 @@ struct Settings {
   int probe_timeout_ms = kProbeTimeoutMsDefault;
   const char *timeout_why = nullptr;
   const char *sysroot = nullptr;  // NULL or non-empty
+  // UCXTLS_CACHE_DIR is the driver tier's (and `ucxtls probe --save`'s) alone: a bad one is always
+  // named here, and is an invalid setting only with UCXTLS_PROBE=driver.
+  const char *cache_dir_why = nullptr;
   // First invalid setting: which variable, and why (static text).
   bool invalid = false;
   Var invalid_var = kVarCount;

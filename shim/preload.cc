@@ -22,14 +22,24 @@ namespace {
 
 using namespace ucxtls;
 
-// The stderr line(s), written so that they can neither kill nor stop the host: with stderr a pipe
-// whose reader has gone, write raises SIGPIPE (default: death, and the host's stdout is lost); a
-// background job writing to a `stty tostop` terminal gets SIGTTOU (default: stopped). Both are
-// blocked around the write: a blocked SIGTTOU is never raised (the kernel lets the write through),
-// a SIGPIPE that the write raised stays pending and is taken here with a zero timeout, unless one
-// was pending already (then it is the host's and stays). A host that did not block SIGPIPE has
-// none pending: it would have been delivered. Then the host's mask is restored. Costs nothing
-// unless a line is printed: this runs only then.
+// The stderr line(s), written so that they can neither kill nor stop the host. Every signal a
+// write(2) can raise, and what is done about it:
+// - SIGPIPE: stderr a pipe or socket whose reader has gone (EPIPE; default: death, and the
+//   host's stdout is lost). Blocked around the write, and the one the write raised is taken.
+// - SIGXFSZ: stderr a regular file at the process's RLIMIT_FSIZE (a job log at its cap: EFBIG;
+//   default: death with a core, exit 153 in a shell). The same as SIGPIPE.
+// - SIGTTOU: a background job writing to a `stty tostop` terminal (default: stopped). Blocked
+//   around the write: the kernel does not raise a blocked SIGTTOU, it lets the write through.
+// - Not covered, on purpose: SIGIO/SIGURG go to the owner that F_SETOWN named on an O_ASYNC file
+//   (the reader asked for them; any write by anyone raises the same, and blocking them would hide
+//   from the host a signal sent to it); SIGSYS from a seccomp filter that forbids write is the
+//   host's own policy (a trap is forced, a kill cannot be blocked); a bad buffer is EFAULT, never
+//   SIGSEGV, and the buffers are the library's own.
+// A signal the write raised stays pending while blocked and is taken here with a zero timeout,
+// unless one was pending already (then it is the host's and stays: standard signals do not
+// queue). A host that did not block one has none pending: it would have been delivered. Then
+// the host's mask is restored; its dispositions are never touched. Costs nothing unless a line
+// is printed: this runs only then.
 //
 // A line is written only when stderr can take it now (poll, zero timeout): a pipe whose reader
 // reads late (a launcher collecting the output of hundreds of processes) may be full, and a
@@ -42,12 +52,18 @@ bool writable_now(int fd) {
   return r == 1 && (p.revents & POLLOUT);
 }
 
-void write_all(const char *p, size_t n, bool *broken_pipe) {
+// The signals a failed write raised, and the errno that says so.
+constexpr int kRaisedBy[][2] = {{SIGPIPE, EPIPE}, {SIGXFSZ, EFBIG}};
+constexpr int kRaising = sizeof kRaisedBy / sizeof kRaisedBy[0];
+
+// Writes p[0..n); on a failure that raised a signal, sets its bit in *raised (bit i: kRaisedBy[i]).
+void write_all(const char *p, size_t n, unsigned *raised) {
   if (!n || !writable_now(2)) return;
   while (n) {
-    ssize_t w = write_some(2, p, n);
+    ssize_t w = write_some(2, p, n);  // -errno on failure
     if (w <= 0) {  // stderr closed, full or gone: the host is not ours to disturb
-      if (w < 0 && errno == EPIPE) *broken_pipe = true;
+      for (int i = 0; i < kRaising; i++)
+        if (w == -kRaisedBy[i][1]) *raised |= 1u << i;
       return;
     }
     p += w, n -= size_t(w);
@@ -57,49 +73,59 @@ void write_all(const char *p, size_t n, bool *broken_pipe) {
 void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb = 0) {
   sigset_t guard, host_mask;
   sigemptyset(&guard);
-  sigaddset(&guard, SIGPIPE);
+  for (int i = 0; i < kRaising; i++) sigaddset(&guard, kRaisedBy[i][0]);
   sigaddset(&guard, SIGTTOU);
   if (sigprocmask(SIG_BLOCK, &guard, &host_mask) != 0) return;  // unguarded, the line is not written
-  bool pipe_pending_before = false;
-  if (sigismember(&host_mask, SIGPIPE)) {
+  unsigned pending_before = 0;  // bit i: the host's own kRaisedBy[i] was pending (it had it blocked)
+  bool host_blocks = false;
+  for (int i = 0; i < kRaising; i++) host_blocks |= sigismember(&host_mask, kRaisedBy[i][0]) == 1;
+  if (host_blocks) {
     sigset_t pending;
-    pipe_pending_before = sigpending(&pending) != 0 || sigismember(&pending, SIGPIPE);
+    const bool known = sigpending(&pending) == 0;
+    for (int i = 0; i < kRaising; i++)
+      if (sigismember(&host_mask, kRaisedBy[i][0]) == 1 && (!known || sigismember(&pending, kRaisedBy[i][0]) == 1))
+        pending_before |= 1u << i;
   }
-  bool broken_pipe = false;
-  write_all(a, na, &broken_pipe);
-  if (!broken_pipe) write_all(b, nb, &broken_pipe);
-  if (broken_pipe && !pipe_pending_before) {
-    sigset_t pipe_only;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
+  unsigned raised = 0;
+  write_all(a, na, &raised);
+  if (!raised) write_all(b, nb, &raised);
+  for (int i = 0; i < kRaising; i++) {
+    if (!(raised >> i & 1) || (pending_before >> i & 1)) continue;
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, kRaisedBy[i][0]);
     struct timespec zero = {0, 0};
     // The raw call: glibc's sigtimedwait would be one more import.
-    syscall(SYS_rt_sigtimedwait, &pipe_only, nullptr, &zero, 8);  // the kernel's sigset: _NSIG / 8
+    syscall(SYS_rt_sigtimedwait, &only, nullptr, &zero, 8);  // the kernel's sigset: _NSIG / 8
   }
   sigprocmask(SIG_SETMASK, &host_mask, nullptr);
 }
 
-void apply(const Inputs &in, const Decision &d) {
-  if (!env_needs_write(in, d)) return;  // nothing to do, or re-derived to the value already there
+// Applies the decision: NULL when the host sees it, else why not (environ_edit.h). A clear is
+// done in place and cannot fail; a set allocates, and may.
+const char *apply(const Inputs &in, const Decision &d) {
+  if (!env_needs_write(in, d)) return nullptr;  // nothing to do, or re-derived to the value already there
   const char *const names[] = {kOptions[kUcxTls].name, kOptions[kDerived].name};
   if (d.action == Action::clear) {
     process_env_remove(names, 2);
-  } else {
-    // A repair rewrites the user's value and marks nothing: a child on another node repairs again.
-    const char *const values[] = {d.value, d.value};
-    process_env_write(names, values, d.action == Action::repair ? 1 : 2);
+    return nullptr;
   }
+  // A repair rewrites the user's value and marks nothing: a child on another node repairs again.
+  const char *const values[] = {d.value, d.value};
+  return process_env_write(names, values, d.action == Action::repair ? 1 : 2);
 }
 
 // The stderr lines: a misspelt variable of ours (UCXTLS_ACCELL) is named, as UCX names its own
 // (not when the library is off), then the debug or error line. Their text is only on the stack
 // while they are printed.
-__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Decision &d) {
+// A failed write is named as failed, with the UCX_TLS the environment holds afterwards.
+__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Decision &d, const char *failed) {
   char unknown[kUnknownLineMax];
   size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
   if (s.debug || d.error) {
     char line[kLineMax];
-    write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line));
+    const char *now = failed ? env_value(environ, kOptions[kUcxTls].name) : nullptr;
+    write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line, failed, now));
   } else if (nu) {
     write_stderr(unknown, nu);
   }
@@ -121,8 +147,8 @@ __attribute__((constructor)) void ucxtls_init() {
     ProbeOptions o;
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
-    apply(in, d);
-    if (s.debug || d.error || in.unknown) report(in, s, d);
+    const char *failed = apply(in, d);
+    if (s.debug || d.error || in.unknown) report(in, s, d, failed);
   }
   errno = saved_errno;
 }

@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from harness import LIB, SOURCE_DIR, Checks, add_case, case, env_for, main, run, sh_value  # noqa: E402
 import test_fixtures  # noqa: E402  (its ROWS: the machine/variable table)
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 ACTIONS = {"set", "keep", "skip", "clear"}
 FAMILIES = {"cuda", "rocm", "ze", "none"}
 COPY = {"cuda": "cuda_copy", "rocm": "rocm_copy", "ze": "ze_copy"}
@@ -284,8 +284,8 @@ def run_command(t):
             "rc_x,rc,dc_x,dc,ze_copy|" + os.path.realpath(LIB), p.stderr.decode())
     other = "/lib/x86_64-linux-gnu/libm.so.6" if os.path.exists("/lib/x86_64-linux-gnu/libm.so.6") else "libm.so.6"
     p = cli(["run", "--", "sh", "-c", 'printf "%s" "$LD_PRELOAD"; exit 7'], env_for("dgx", preload=False, LD_PRELOAD=other))
-    t.equal("run: existing LD_PRELOAD entries kept; exit status passes through", (p.stdout.decode(), p.returncode),
-            (os.path.realpath(LIB) + ":" + other, 7), p.stderr.decode())
+    t.equal("run: existing LD_PRELOAD entries kept, first (the library appended); exit status passes through",
+            (p.stdout.decode(), p.returncode), (other + ":" + os.path.realpath(LIB), 7), p.stderr.decode())
     p = cli(["run", "sh", "-c", 'printf "%s" "$LD_PRELOAD"'], env_for("dgx", preload=False, LD_PRELOAD=os.path.realpath(LIB)))
     t.equal("run: the library is not added twice", p.stdout.decode(), os.path.realpath(LIB))
     p = cli(["run", "sh", "-c", "kill -TERM $$"], env_for("dgx", preload=False))
@@ -318,12 +318,82 @@ def readme_table(t):
     t.equal("README variable table == --help (names and defaults)", norm, shown)
 
 
+def subcommands():
+    """The subcommands ucxtls --help lists (its table, kCommands)."""
+    out = cli(["--help"], env_for(None, preload=False)).stdout.decode()
+    return re.findall(r"^  ([a-z]+) ", out.split("commands:\n", 1)[1].split("\n\n", 1)[0], re.M)
+
+
+def help_case(t, name):
+    p = cli([name, "--help"], env_for("intel-xe", preload=False))
+    out = p.stdout.decode()
+    t.check("%s --help: usage on stdout, exit 0, nothing on stderr" % name,
+            p.returncode == 0 and out.startswith("usage: ucxtls %s" % name) and "\noptions:\n" in out
+            and re.search(r"^  -h, --help ", out, re.M) and p.stderr == b"", repr(p))
+    for form in ([name, "-h"], ["help", name]):
+        q = cli(form, env_for("intel-xe", preload=False))
+        t.equal("%s: the same text as %s --help" % (" ".join(form), name), (q.stdout, q.returncode), (p.stdout, 0))
+
+
+for _name in ("explain", "env", "run", "doctor", "probe", "lib"):
+    add_case("--help: ucxtls %s --help" % _name, help_case, _name)
+
+
+@case("--help: every subcommand has a row above")
+def help_rows(t):
+    t.equal("the subcommands --help lists == those with a --help row",
+            subcommands(), ["explain", "env", "run", "doctor", "probe", "lib"])
+
+
+@case("--help: run --help is help, run -- --help runs --help; flags with a value in both forms")
+def help_forms(t):
+    env = env_for("intel-xe", preload=False)
+    p = cli(["run", "--help", "sh", "-c", "echo RAN"], env)
+    t.check("run --help sh -c ...: the help, nothing run", p.returncode == 0 and b"RAN" not in p.stdout
+            and p.stdout.startswith(b"usage: ucxtls run"), repr(p))
+    p = cli(["run", "--", "--help"], env)
+    t.check("run -- --help: tries to run a program named --help (exit 127, one stderr line)",
+            p.returncode == 127 and p.stdout == b"" and b"'--help'" in p.stderr, repr(p))
+    p = cli(["run", "sh", "-c", 'printf %s "$1"', "sh", "--help"], env)
+    t.equal("run COMMAND --help: --help is COMMAND's argument", (p.stdout, p.returncode), (b"--help", 0), repr(p))
+    eq = cli(["env", "--format=slurm"], env)
+    sp = cli(["env", "--format", "slurm"], env)
+    t.check("env --format slurm == env --format=slurm (the export lines, exit 0)",
+            eq.returncode == sp.returncode == 0 and eq.stdout == sp.stdout
+            and eq.stdout.startswith(b"export UCX_TLS=rc_x,rc,dc_x,dc,ze_copy\n"), repr((eq, sp)))
+    p = cli(["env", "--format", "--help"], env)
+    t.check("env --format --help: --help is the value of --format (refused as a format, exit 2)",
+            p.returncode == 2 and p.stdout == b"" and b"--format=--help" in p.stderr, repr(p))
+    for args in (["env", "--format"], ["doctor", "--value"], ["doctor", "--template"]):
+        p = cli(args, env)
+        t.check("%s without its value: exit 2, one stderr line naming the flag" % " ".join(args),
+                p.returncode == 2 and p.stdout == b"" and p.stderr.count(b"\n") == 1
+                and (" %s needs a value" % args[-1]).encode() in p.stderr, repr(p))
+    p = cli(["lib"], env)
+    t.equal("lib: the library beside the command, one line", (p.stdout.decode(), p.returncode),
+            (os.path.realpath(LIB) + "\n", 0), repr(p))
+
+
+@case("README quick start: the number of Debian packages scripts/test.sh installs")
+def readme_packages(t):
+    readme = open(os.path.join(SOURCE_DIR, "README.md")).read()
+    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    said = [int(n) for n in re.findall(r"\b(\d+) Debian packages", quick)]
+    # The list as bash reads it (the script's own array).
+    p = run(["bash", "-c", 'eval "$(sed -n "/^PACKAGES=(/,/)/p" "$1")"; echo ${#PACKAGES[@]}', "bash",
+             os.path.join(SOURCE_DIR, "scripts", "test.sh")], env_for(None, preload=False))
+    count = int(p.stdout.decode().strip() or -1)
+    t.check("the quick start says %s Debian packages; scripts/test.sh's PACKAGES has %d" % (said, count),
+            said and all(n == count for n in said), quick)
+
+
 @case("--version, and errors: one stderr line")
 def version_errors(t):
     version = re.search(r"project\(ucxtls VERSION (\S+)", open(os.path.join(SOURCE_DIR, "CMakeLists.txt")).read()).group(1)
     p = cli(["--version"], env_for(None, preload=False))
     t.equal("--version prints the project version", (p.stdout.decode(), p.returncode), ("ucxtls %s\n" % version, 0))
-    for args in (["frobnicate"], [], ["explain", "--yaml"], ["env", "x"], ["doctor", "--bogus"]):
+    for args in (["frobnicate"], [], ["explain", "--yaml"], ["env", "x"], ["doctor", "--bogus"], ["lib", "x"],
+                 ["help", "frobnicate"]):
         p = cli(args, env_for(None, preload=False))
         t.check("%s: non-zero exit, one stderr line, nothing on stdout" % (args or "no command"),
                 p.returncode != 0 and p.stdout == b"" and p.stderr.count(b"\n") == 1, repr(p))

@@ -11,7 +11,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from harness import LIB, add_case, case, env_for, have, main, run  # noqa: E402
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
 
 def doctor(args, env):
@@ -127,6 +127,28 @@ def templates(t):
             t.check("doctor %s %r on %s: composes %s and checks it" % (args[0], tmpl, machine or "this machine", value),
                     ok, out + p.stderr.decode())
 
+
+
+@case("a bad template names the option typed; a replayed machine's UCX is this machine's")
+@needs_ucx_info
+def option_named_and_sysroot(t):
+    for args in (["--template", "{rdam},{copy}"], ["--value", "{rdam},{copy}"], ["--template={rdam},{copy}"]):
+        p, out, _ = doctor(args, env_for("dgx", preload=False))
+        option = args[0].split("=")[0]
+        err = p.stderr.decode()
+        t.check("doctor %s: exit 1, the error names %s '{rdam},{copy}', not UCXTLS_TEMPLATE" % (" ".join(args), option),
+                p.returncode == 1 and err.startswith("ucxtls: doctor: %s '{rdam},{copy}' has an entry" % option)
+                and "UCXTLS_TEMPLATE" not in err and out == "", repr(err))
+    p, _, _ = doctor([], env_for("dgx", preload=False, UCXTLS_TEMPLATE="{rdam}"))
+    t.check("doctor with UCXTLS_TEMPLATE={rdam} in the environment: the variable is named",
+            p.returncode == 1 and p.stderr.decode().startswith('ucxtls: UCXTLS_TEMPLATE="{rdam}"'), repr(p.stderr))
+    note = "ucxtls: doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info -d) is this machine's, not the replayed machine's\n"
+    for args in ([], ["--value", "tcp"], ["--template", "tcp,{copy}"]):
+        p, _, _ = doctor(args, env_for("dgx", preload=False))
+        t.check("doctor %s under UCXTLS_SYSROOT: says the UCX checked is this machine's" % (" ".join(args) or "(the value in effect)"),
+                p.stderr.decode().startswith(note), repr(p.stderr))
+    p, _, _ = doctor(["--value", "tcp"], HERE_ENV)
+    t.check("doctor without UCXTLS_SYSROOT: no such note", "UCXTLS_SYSROOT" not in p.stderr.decode(), repr(p.stderr))
 
 
 @case("an empty value fails")

@@ -18,8 +18,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from harness import BUILD_DIR, LIB, add_case, case, env_for, have, main, run  # noqa: E402
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
-FAKES = os.environ.get("UCXTLS_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+FAKES = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
 HERE_ENV = env_for(None, preload=False)
 
 
@@ -351,7 +351,7 @@ def first_line_ucx_info(t):
 
 @case("an installed tree: doctor --ucx runs the installed helper")
 def installed(t):
-    cmake = os.environ.get("UCXTLS_CMAKE", "cmake")
+    cmake = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
     with tempfile.TemporaryDirectory() as prefix:
         p = subprocess.run([cmake, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT)

@@ -14,8 +14,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run  # noqa: E402
 
-CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
-CPACK = os.environ.get("UCXTLS_CPACK", "cpack")
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
+CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
 SHOW = 'printf "%s|%s" "${UCX_TLS-<unset>}" "${LD_PRELOAD-<unset>}"'
 ZE = "rc_x,rc,dc_x,dc,ze_copy"
 

@@ -15,8 +15,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from harness import BUILD_DIR, SOURCE_DIR, case, have, main, run, BASE_ENV  # noqa: E402
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(BUILD_DIR, "ucxtls"))
-CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(BUILD_DIR, "ucxtls"))
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 PAGE = os.path.join(BUILD_DIR, "ucxtls.1")
 
 
@@ -140,6 +140,42 @@ def commands(t):
     t.equal("ucxtls --man prints the page the build installed", printed, text)
 
 
+def man_command_flags(text):
+    """{command: [flag usage]} from COMMANDS: each .TP/.B 'NAME ARGS' paragraph, then the flags
+    of its .RS block."""
+    out, cur, lines = {}, None, man_sections(text).get("COMMANDS", [])
+    for i, line in enumerate(lines):
+        if line == ".TP" and i + 1 < len(lines) and lines[i + 1].startswith(".B "):
+            head = unroff(lines[i + 1][3:])
+            if head.startswith("-"):
+                out[cur].append(head)
+            else:
+                cur = head.split()[0]
+                out[cur] = []
+    return out
+
+
+@case("each command: its --help and its man page entry, from one table")
+def command_entries(t):
+    text = page_text()
+    syn = "\n".join(man_sections(text)["SYNOPSIS"])
+    synopsis = {m.group(1): unroff(m.group(2) or "").strip()
+                for m in re.finditer(r"^\.B ucxtls (\w+)\n(?!\.br)(.*)$|^\.B ucxtls (\w+)$", syn, re.M) if m.group(1)}
+    synopsis.update({m.group(1): "" for m in re.finditer(r"^\.B ucxtls (\w+)\n\.br$", syn, re.M)})
+    flags = man_command_flags(text)
+    t.check("the man page has flags for explain, env, doctor and probe",
+            all(flags.get(c) for c in ("explain", "env", "doctor", "probe")), repr(flags))
+    for name in [n for n in synopsis if n not in ("COMMAND",)]:
+        p = subprocess.run([CLI, name, "--help"], stdout=subprocess.PIPE)
+        out = p.stdout.decode()
+        usage = out.split("\n", 1)[0]
+        t.equal("%s: --help's usage line == the man page's SYNOPSIS" % name,
+                usage, ("usage: ucxtls %s %s" % (name, synopsis[name])).rstrip())
+        shown = re.findall(r"^  (-[^\s,]+(?:, --\S+)?)", out.split("\noptions:\n", 1)[-1], re.M)
+        t.equal("%s: --help's options == the man page's, plus -h, --help" % name,
+                shown, flags.get(name, []) + ["-h, --help"])
+
+
 @case("cmake --install puts the man page in share/man/man1")
 def installed(t):
     with tempfile.TemporaryDirectory() as prefix:
@@ -149,6 +185,19 @@ def installed(t):
         t.check("cmake --install --prefix P: P/share/man/man1/ucxtls.1 is the page",
                 p.returncode == 0 and os.path.exists(dest) and open(dest).read() == page_text(),
                 p.stdout.decode()[-2000:])
+
+
+@case("UCX_TLS's rule as --help and the man page state it: kept unless it equals UCXTLS_DERIVED")
+def ucx_tls_rule(t):
+    # The library keeps a UCX_TLS that is set (even empty) and derives again one that equals
+    # UCXTLS_DERIVED (its own, inherited): "left alone whenever it is set" is not the rule.
+    helped = subprocess.run([CLI, "--help"], stdout=subprocess.PIPE).stdout.decode()
+    line = next((l for l in helped.splitlines() if re.match(r"^  UCX_TLS ", l)), "")
+    t.check("--help: UCX_TLS is kept when set unless it equals UCXTLS_DERIVED",
+            "unless it equals UCXTLS_DERIVED" in line and "whenever" not in line, line)
+    page = unroff(page_text()) if os.path.exists(PAGE) else ""
+    m = re.search(r"^\.B UCX_TLS\n(.*)$", page, re.M)
+    t.check("man page: the same rule", m and "unless it equals UCXTLS_DERIVED" in m.group(1), m and m.group(1))
 
 
 if __name__ == "__main__":

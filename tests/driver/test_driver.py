@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("UCXTLS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tests", "e2e"))
+sys.path.insert(0, os.path.join(os.environ.get("UCXTLSTEST_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tests", "e2e"))
 from harness import BUILD_DIR, LIB, SHOW, Checks, add_case, case, env_for, fixture, have, main, run  # noqa: E402
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"

@@ -1,7 +1,7 @@
 """Shared helpers for the end-to-end tests: run real processes with the real libucxtls.so.
 
-Every test script is run by CTest with UCXTLS_LIB (the built library), UCXTLS_BUILD_DIR and
-UCXTLS_SOURCE_DIR in its environment (run by hand from the source tree, they default to build/).
+Every test script is run by CTest with UCXTLSTEST_LIB (the built library), UCXTLSTEST_BUILD_DIR and
+UCXTLSTEST_SOURCE_DIR in its environment (run by hand from the source tree, they default to build/).
 A script is a list of named cases (`@case("name")` or `add_case(name, fn, *args)`), run by
 `main(title)`; the work of a case runs only when it is selected. Output: "-- NAME" before each
 case, one line per check ("ok", "FAIL" or "SKIP" with the reason), then "N cases; N passed,
@@ -27,9 +27,9 @@ import tempfile
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.environ.get("UCXTLS_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
-BUILD_DIR = os.environ.get("UCXTLS_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
-LIB = os.environ.get("UCXTLS_LIB", os.path.join(BUILD_DIR, "libucxtls.so"))
+SOURCE_DIR = os.environ.get("UCXTLSTEST_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
+BUILD_DIR = os.environ.get("UCXTLSTEST_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
+LIB = os.environ.get("UCXTLSTEST_LIB", os.path.join(BUILD_DIR, "libucxtls.so"))
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "fixtures"))
 import machines  # noqa: E402

@@ -164,6 +164,19 @@ def timeout_is_the_commands(t):
     t.equal("UCXTLS_PROBE_TIMEOUT_MS=5s: the library still sets UCX_TLS, and says nothing", (tls, err), (C, ""))
 
 
+@case("a relative UCXTLS_CACHE_DIR is the driver tier's business, not the kernel tier's")
+def cache_dir_is_the_driver_tiers(t):
+    # Only the driver tier (and `ucxtls probe --save`, tests/driver) reads it: with the default
+    # kernel tier the library carries on, silently; with the driver tier it is an invalid setting.
+    tls, derived, err = sh_value(env_for("dgx", UCXTLS_CACHE_DIR="relative/dir"))
+    t.equal("UCXTLS_CACHE_DIR=relative/dir, kernel tier: the library still sets UCX_TLS, and says nothing",
+            (tls, err), (C, ""))
+    tls, derived, err = sh_value(env_for("dgx", UCXTLS_CACHE_DIR="relative/dir", UCXTLS_PROBE="driver"))
+    t.check("UCXTLS_CACHE_DIR=relative/dir, driver tier: UCX_TLS unset and one line naming UCXTLS_CACHE_DIR",
+            tls == UNSET and err == 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; UCX_TLS left unchanged\n',
+            repr(err))
+
+
 @case("invalid setting with a value inherited from another node")
 def invalid_inherited(t):
     # An invalid setting where the value was inherited from another node: the stale value goes.
@@ -275,6 +288,22 @@ def ucx_conf_links(t):
             t.check("./ucx.conf -> %s: never opened (strace: O_PATH only), the value still written" % target,
                     p.returncode == 0 and looked and not opened and sh_value(env_for("dgx"), cwd=cwd)[0] == C,
                     "\n".join(looked))
+
+
+@case("machines.py --list: each machine's whole description on its line")
+def machines_list(t):
+    import subprocess
+    import sys
+    import machines
+    p = subprocess.run([sys.executable, machines.__file__, "--list"], stdout=subprocess.PIPE, check=True)
+    lines = dict(line.split(None, 1) for line in p.stdout.decode().splitlines())
+    t.equal("one line per machine", sorted(lines), sorted(machines.MACHINES))
+    multi = [n for n, m in machines.MACHINES.items() if len((m.__doc__ or "").strip().splitlines()) > 1]
+    t.check("some descriptions span several lines (%d)" % len(multi), multi)
+    for name in multi:
+        last = machines.MACHINES[name].__doc__.strip().splitlines()[-1].strip()
+        t.check("%s: the listed line ends with its description's last line" % name, lines[name].rstrip().endswith(last),
+                lines[name])
 
 
 @case("a value exported to another node is derived again")

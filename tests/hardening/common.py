@@ -1,6 +1,9 @@
 """Shared by the hardening tests: the e2e harness, timing of runs, compiling small programs."""
+import atexit
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -44,3 +47,10 @@ def compile_c(out_dir, name, source, cc="gcc", flags=()):
     if p.returncode:
         return None, p.stdout.decode(errors="replace")[-2000:]
     return exe, None
+
+
+def scratch_dir(prefix):
+    """A new directory, removed when the test process ends."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d

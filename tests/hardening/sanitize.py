@@ -7,7 +7,7 @@
   sanitize.py fixtures CMAKE  every row of tests/e2e/test_fixtures.py, plus hostile settings,
                               through fixture_driver (the constructor's run_ladder), sanitized
   sanitize.py fuzz CMAKE      each fuzz target for a few seconds on its committed seed corpus
-                              (tests/fuzz/corpus/<target>); UCXTLS_FUZZ_SECONDS changes the time
+                              (tests/fuzz/corpus/<target>); UCXTLSTEST_FUZZ_SECONDS changes the time
 
 Without clang the build step prints SKIP and leaves BUILD_DIR/sanitize/SKIPPED with the reason;
 the other steps then SKIP with it.
@@ -63,7 +63,7 @@ def build(t, cmake):
     with open(os.path.join(SAN_DIR, "sanitize_targets.txt")) as f:
         targets = [l.strip() for l in f if l.strip()]
     targets += ["fuzz_" + n for n in fuzz_targets()]
-    jobs = os.environ.get("UCXTLS_SANITIZE_JOBS", "2")
+    jobs = os.environ.get("UCXTLSTEST_SANITIZE_JOBS", "2")
     b = subprocess.run([cmake, "--build", SAN_DIR, "-j", jobs, "--target"] + targets,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     t.check("build %s with -fsanitize=address,undefined" % " ".join(targets), b.returncode == 0,
@@ -158,7 +158,7 @@ def fuzz(t):
     if not names:
         t.skip("fuzzing", "clang cannot link -fsanitize=fuzzer (Debian: libclang-rt-14-dev)")
         return
-    seconds = os.environ.get("UCXTLS_FUZZ_SECONDS", "3")
+    seconds = os.environ.get("UCXTLSTEST_FUZZ_SECONDS", "3")
     for name in names:
         binary = exe("fuzz_" + name)
         seeds = os.path.join(SOURCE_DIR, "tests", "fuzz", "corpus", name)

@@ -14,14 +14,11 @@
 
 SKIP with the reason where a toolchain is missing.
 """
-import atexit
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 
-from common import ARGS, BUILD_DIR, LIB, SOURCE_DIR, case, compile_c, env_for, have, main
+from common import ARGS, BUILD_DIR, LIB, SOURCE_DIR, case, compile_c, env_for, have, main, scratch_dir
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -45,9 +42,7 @@ def lines(b):
 
 def work_dir():
     """A scratch directory for this case's programs (removed when the process ends)."""
-    d = tempfile.mkdtemp(prefix="ucxtls-foreign-")
-    atexit.register(shutil.rmtree, d, True)
-    return d
+    return scratch_dir("ucxtls-foreign-")
 
 
 @case("static binary")

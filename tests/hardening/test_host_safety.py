@@ -14,25 +14,28 @@
    with a SIGPIPE of its own already pending. A background job on a real pty with `stty tostop`:
    not stopped, the line printed. A control preload library that writes a line without the guard
    is killed (SIGPIPE) and stopped (SIGTTOU), so the setups do provoke both.
+   stderr a regular file at RLIMIT_FSIZE (a job log at its cap), full or with room for part of the
+   line: /bin/echo, python3 and a C host run as without the library, its mask and pending set too
+   (SIGXFSZ unblocked, blocked, blocked with one of its own pending), the file not written past
+   its cap; the unguarded control is killed by SIGXFSZ.
 4. errno as the host left it: a linked library's constructor sets errno; main sees the same value
    with the library on every path (set, re-derive, keep, skip, clear, invalid setting, debug line,
    unknown variable, a broken-pipe line).
 5. An unknown UCXTLS_* variable: one stderr line with the closest name; the library carries on.
 """
-import atexit
 import json
 import os
-import shutil
+import resource
 import signal
 import subprocess
 import sys
 import tempfile
 
-from common import case, compile_c, env_for, have, main, run
+from common import case, compile_c, env_for, have, main, run, scratch_dir
 
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 Z = "rc_x,rc,dc_x,dc,ze_copy"
-SETENV_LIB = os.environ.get("UCXTLS_SETENV_LIB", "")
+SETENV_LIB = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 RUNS = 300
 
 GETENV_THREAD_LIB = r"""
@@ -88,9 +91,9 @@ int main(void) {
   sigset_t blocked, pending;
   sigprocmask(SIG_BLOCK, NULL, &blocked);
   sigpending(&pending);
-  printf("errno=%d blocked_pipe=%d blocked_ttou=%d pending_pipe=%d UCX_TLS=%s\n", e,
-         sigismember(&blocked, SIGPIPE), sigismember(&blocked, SIGTTOU), sigismember(&pending, SIGPIPE),
-         getenv("UCX_TLS") ? getenv("UCX_TLS") : "<unset>");
+  printf("errno=%d blocked_pipe=%d blocked_ttou=%d blocked_xfsz=%d pending_pipe=%d pending_xfsz=%d UCX_TLS=%s\n", e,
+         sigismember(&blocked, SIGPIPE), sigismember(&blocked, SIGTTOU), sigismember(&blocked, SIGXFSZ),
+         sigismember(&pending, SIGPIPE), sigismember(&pending, SIGXFSZ), getenv("UCX_TLS") ? getenv("UCX_TLS") : "<unset>");
   puts("hello");
   return 3;
 }
@@ -223,8 +226,7 @@ def programs(t):
         t.skip("all", "gcc not installed")
         t.exit()
     if not _built:
-        work = tempfile.mkdtemp(prefix="ucxtls-safety-")
-        atexit.register(shutil.rmtree, work, True)
+        work = scratch_dir("ucxtls-safety-")
         _built.append(Programs(t, work))
     if not _built[0].ok:
         t.check("the test programs compiled", False, "see the compile lines above")
@@ -330,22 +332,27 @@ def full_pipe_run(argv, env, timeout=10):
         os.close(r)
 
 
-def block_pipe():
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+def blocking(sig, raise_one=False):
+    """A preexec_fn: the host starts with sig blocked (and, with raise_one, one of its own
+    pending across exec)."""
+    def preexec():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+        if raise_one:
+            os.kill(os.getpid(), sig)
+    return preexec
 
 
-def block_and_raise_pipe():
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
-    os.kill(os.getpid(), signal.SIGPIPE)  # pending across exec: the host's own
+# The three stderr lines the library writes.
+LINES = [("debug line", "dgx", {"UCXTLS_DEBUG": "1"}),
+         ("invalid setting", "dgx", {"UCXTLS_ACCEL": "foo"}),
+         ("unknown variable", "dgx", {"UCXTLS_ACCELL": "ze"})]
 
 
 @case("signals: the stderr line cannot kill or stop the host")
 def signals(t):
     prog = programs(t)
     work = prog.work
-    lines = [("debug line", "dgx", {"UCXTLS_DEBUG": "1"}),
-             ("invalid setting", "dgx", {"UCXTLS_ACCEL": "foo"}),
-             ("unknown variable", "dgx", {"UCXTLS_ACCELL": "ze"})]
+    lines = LINES
     sh = ["/bin/sh", "-c", "echo hello; exit 3"]
     for label, machine, extra in lines:
         plain = broken_pipe_run(sh, env_for(machine, preload=False, **extra))
@@ -367,8 +374,8 @@ def signals(t):
     ctl = full_pipe_run(sh, env_for(None, preload=False, LD_PRELOAD=prog.plain_writer), timeout=3)
     t.check("control: an unguarded stderr line on a full pipe hangs sh (killed after 3 s)", ctl is None)
 
-    for how, preexec in [("default mask", None), ("SIGPIPE blocked by the parent", block_pipe),
-                         ("SIGPIPE blocked and one of the host's own pending", block_and_raise_pipe)]:
+    for how, preexec in [("default mask", None), ("SIGPIPE blocked by the parent", blocking(signal.SIGPIPE)),
+                         ("SIGPIPE blocked and one of the host's own pending", blocking(signal.SIGPIPE, True))]:
         for label, machine, extra in lines:
             plain = broken_pipe_run([prog.signal_host], env_for(machine, preload=False, **extra), preexec)
             pre = broken_pipe_run([prog.signal_host], env_for(machine, **extra), preexec)
@@ -402,6 +409,60 @@ def signals(t):
                 not pre["stopped"] and pre["status"] == 3 == plain["status"], "with %r\nwithout %r" % (pre, plain))
         t.equal("tostop pty: stdout as without the library", pre["stdout"], plain["stdout"])
         t.check("tostop pty: the line is printed on the terminal", "ucxtls: set UCX_TLS=" + C in pre["tty"], repr(pre))
+
+
+def capped_file_run(argv, env, room, preexec=None):
+    """argv with stderr a regular file at RLIMIT_FSIZE (room bytes left below the cap): the
+    completed process and the file's size afterwards, with the cap."""
+    fd, path = tempfile.mkstemp(prefix="ucxtls-capped-")
+    cap = 4096
+    os.write(fd, b"x" * (cap - room))
+    os.close(fd)
+    w = os.open(path, os.O_WRONLY | os.O_APPEND)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (cap, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        if preexec:
+            preexec()
+    try:
+        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=w, timeout=60, preexec_fn=limit)
+    finally:
+        os.close(w)
+    size = os.path.getsize(path)
+    os.unlink(path)
+    return p, size, cap
+
+
+@case("signals: a regular-file stderr at RLIMIT_FSIZE (SIGXFSZ)")
+def file_size_limit(t):
+    prog = programs(t)
+    lines = LINES
+    ctl, size, cap = capped_file_run(["/bin/echo", "hello"], env_for(None, preload=False, LD_PRELOAD=prog.plain_writer), 0)
+    t.equal("control: an unguarded stderr line at the file size limit kills /bin/echo with SIGXFSZ",
+            ctl.returncode, -signal.SIGXFSZ)
+    hosts = [("/bin/echo", ["/bin/echo", "hello"]),
+             ("python3", [sys.executable, "-c", "import os; print('hello', os.environ.get('UCX_TLS'))"])]
+    for room in (0, 10):
+        where = "at its cap" if not room else "%d bytes below its cap" % room
+        for host, argv in hosts:
+            for label, machine, extra in lines:
+                plain, _, _ = capped_file_run(argv, env_for(machine, preload=False, **extra), room)
+                pre, size, cap = capped_file_run(argv, env_for(machine, **extra), room)
+                t.check("stderr a file %s, %s, %s: exit 0 and stdout as without the library (the value aside)"
+                        % (where, host, label), pre.returncode == 0 == plain.returncode and
+                        pre.stdout.replace(C.encode(), b"None") == plain.stdout,
+                        "with: %r (%d)\nwithout: %r (%d)" % (pre.stdout, pre.returncode, plain.stdout, plain.returncode))
+                t.check("stderr a file %s, %s, %s: not written past its cap" % (where, host, label), size <= cap,
+                        "%d bytes, cap %d" % (size, cap))
+    for how, preexec in [("default mask", None), ("SIGXFSZ blocked by the parent", blocking(signal.SIGXFSZ)),
+                         ("SIGXFSZ blocked and one of the host's own pending", blocking(signal.SIGXFSZ, True))]:
+        for label, machine, extra in lines:
+            plain, _, _ = capped_file_run([prog.signal_host], env_for(machine, preload=False, **extra), 0, preexec)
+            pre, _, _ = capped_file_run([prog.signal_host], env_for(machine, **extra), 0, preexec)
+            t.check("stderr a file at its cap, %s, %s: exit 3, the signal mask and pending SIGXFSZ as without the "
+                    "library" % (how, label), pre.returncode == 3 and plain.returncode == 3 and
+                    pre.stdout.replace(b"UCX_TLS=" + C.encode(), b"UCX_TLS=<unset>") == plain.stdout,
+                    "with: %r (%d)\nwithout: %r (%d)" % (pre.stdout, pre.returncode, plain.stdout, plain.returncode))
 
 
 @case("errno as the host left it")

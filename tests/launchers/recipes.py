@@ -1,4 +1,4 @@
-"""The launcher recipes of README.md and docs/recipes.md, run as printed.
+"""The launcher recipes of README.md, docs/recipes.md and docs/containers.md, run as printed.
 
 One source: a recipe is a fenced block preceded by `<!-- recipe: NAME -->`, in README.md (the short
 forms) or docs/recipes.md (the rest); a test takes it from there with block(NAME) and runs it
@@ -25,11 +25,11 @@ from harness import BUILD_DIR, LIB, SOURCE_DIR, Checks  # noqa: E402
 
 README = os.path.join(SOURCE_DIR, "README.md")
 # Where recipe blocks live: the README's short forms, then the full recipes.
-RECIPE_FILES = [README, os.path.join(SOURCE_DIR, "docs", "recipes.md")]
+RECIPE_FILES = [README, os.path.join(SOURCE_DIR, "docs", "recipes.md"), os.path.join(SOURCE_DIR, "docs", "containers.md")]
 PREFIX = "/opt/ucxtls"
 OPT_LIB = PREFIX + "/lib/libucxtls.so"
 OPT_CLI = PREFIX + "/bin/ucxtls"
-MARK = "UCXTLS_LAUNCHERS_NS"
+MARK = "UCXTLSTEST_LAUNCHERS_NS"
 
 # The values (docs/design.md, "Values") for the fixture machines the launcher tests replay.
 CUDA = "rc_x,rc,dc_x,dc,cuda_copy"
@@ -37,8 +37,8 @@ ZE = "rc_x,rc,dc_x,dc,ze_copy"
 
 
 def block(name):
-    """The text of block `name` (without its fences) from README.md or docs/recipes.md; raises if it
-    is absent, or marked more than once across the two files."""
+    """The text of block `name` (without its fences) from one of RECIPE_FILES; raises if it is
+    absent, or marked more than once across them."""
     found, where = [], []
     pattern = r"^<!-- recipe: %s -->\n```[A-Za-z]*\n(.*?)^```$" % re.escape(name)
     for path in RECIPE_FILES:
@@ -49,8 +49,9 @@ def block(name):
         found += hits
         where += [os.path.relpath(path, SOURCE_DIR)] * len(hits)
     if len(found) != 1:
-        raise LookupError("%d blocks marked '<!-- recipe: %s -->' in README.md and docs/recipes.md%s" % (
-            len(found), name, " (%s)" % ", ".join(where) if where else ""))
+        raise LookupError("%d blocks marked '<!-- recipe: %s -->' in %s%s" % (
+            len(found), name, ", ".join(os.path.relpath(p, SOURCE_DIR) for p in RECIPE_FILES),
+            " (%s)" % ", ".join(where) if where else ""))
     return found[0]
 
 
@@ -120,7 +121,7 @@ def install_opt(t):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "ucxtls-launchers", "/opt"], check=True)
     if not mounted("/opt", "tmpfs"):
         raise SystemExit("launchers: /opt is not this namespace's tmpfs; not installing")
-    cmake = os.environ.get("UCXTLS_CMAKE", "cmake")
+    cmake = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
     p = subprocess.run([cmake, "--install", BUILD_DIR, "--prefix", PREFIX], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT)
     return t.check("cmake --install %s --prefix %s (the README's step) gives %s and %s" % (BUILD_DIR, PREFIX, OPT_LIB, OPT_CLI),

@@ -9,7 +9,7 @@ namespace's first process ends; stop() also kills them in order on the normal pa
 
 Each slurmd replays a fixture machine: slurm.conf's TaskProlog is `taskprolog.sh`, which picks
 UCXTLS_SYSROOT by SLURMD_NODENAME (a task may override its node's machine with
-UCXTLS_TEST_MACHINE_<node>=<fixture root> in its environment) and prints `export
+UCXTLSTEST_MACHINE_<node>=<fixture root> in its environment) and prints `export
 UCXTLS_SYSROOT=...` (Slurm's TaskProlog protocol). When the file `site-prolog-on` exists, it then
 runs `site-prolog.sh` (the README's site TaskProlog, written there by the test) with that
 UCXTLS_SYSROOT exported, so the site recipe is asked about the node's fixture machine.
@@ -29,7 +29,7 @@ case "$SLURMD_NODENAME" in
 %(cases)s
 *) echo "print taskprolog: unknown node $SLURMD_NODENAME"; exit 0 ;;
 esac
-eval "override=\${UCXTLS_TEST_MACHINE_$SLURMD_NODENAME-}"
+eval "override=\${UCXTLSTEST_MACHINE_$SLURMD_NODENAME-}"
 [ -n "$override" ] && root=$override
 echo "export UCXTLS_SYSROOT=$root"
 if [ -e %(dir)s/site-prolog-on ]; then

@@ -33,7 +33,7 @@ import recipes as R  # noqa: E402
 import harness  # noqa: E402
 from harness import LIB, Checks, case, env_for, fixture, have, main, run  # noqa: E402
 
-CLI = os.environ.get("UCXTLS_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
 PROGRAM = r"""
 #include <mpi.h>

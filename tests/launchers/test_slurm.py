@@ -289,10 +289,10 @@ def run_all(t, s, blocks, srun_lines):
         s.tasks("slurm-taskprolog, forwarded CUDA pair: n2 re-derived, n1 already right",
                 *s.alloc("srun ./train.sh", PAIR_FROM_CUDA_HOST), loaded=False)
         s.tasks("slurm-taskprolog, forwarded pair, n2 replaying a CPU node (no GPU): unset there",
-                *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLS_TEST_MACHINE_n2=fixture("no-gpu"))),
+                *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLSTEST_MACHINE_n2=fixture("no-gpu"))),
                 want={"n1": R.CUDA, "n2": None}, loaded=False)
         s.tasks("slurm-taskprolog, forwarded pair, n2 replaying a GPU node without RDMA (EFA): all there",
-                *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLS_TEST_MACHINE_n2=fixture("aws-p5"))),
+                *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLSTEST_MACHINE_n2=fixture("aws-p5"))),
                 want={"n1": R.CUDA, "n2": "all"}, loaded=False)
         s.tasks("slurm-taskprolog, an invalid UCXTLS_ACCEL: the task still runs, the inherited pair is removed",
                 *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLS_ACCEL="foo")),

@@ -5,7 +5,7 @@ started without the library sees, and whether the library is mapped into it. The
 the intel-xe fixture machine and carries a pair forwarded from a CUDA host, so each worker must
 have derived its own value.
 
-Opt-in (python3-torch is large): set UCXTLS_TEST_TORCH=1; otherwise the test SKIPs and says so.
+Opt-in (python3-torch is large): set UCXTLSTEST_TORCH=1; otherwise the test SKIPs and says so.
 """
 import os
 import re
@@ -39,9 +39,9 @@ def torch_version():
 
 def start():
     """Opt-in and torch present (else SKIP, all of it), then the namespace (recipes.start)."""
-    if os.environ.get("UCXTLS_TEST_TORCH") != "1":
+    if os.environ.get("UCXTLSTEST_TORCH") != "1":
         t = Checks(TITLE)
-        t.skip("torchrun", "opt-in: set UCXTLS_TEST_TORCH=1 (needs Debian python3-torch, about 1 GB installed)")
+        t.skip("torchrun", "opt-in: set UCXTLSTEST_TORCH=1 (needs Debian python3-torch, about 1 GB installed)")
         t.exit()
     version, why = torch_version()
     if why:

@@ -17,11 +17,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cli"))
 from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run, sh_value  # noqa: E402
 from test_install import ZE, run_from  # noqa: E402
 
-CMAKE = os.environ.get("UCXTLS_CMAKE", "cmake")
-CPACK = os.environ.get("UCXTLS_CPACK", "cpack")
-VERSION = os.environ["UCXTLS_PROJECT_VERSION"]
-SUMMARY = os.environ["UCXTLS_PROJECT_DESCRIPTION"]
-HOMEPAGE = os.environ["UCXTLS_PROJECT_HOMEPAGE"]
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
+CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
+VERSION = os.environ["UCXTLSTEST_PROJECT_VERSION"]
+SUMMARY = os.environ["UCXTLSTEST_PROJECT_DESCRIPTION"]
+HOMEPAGE = os.environ["UCXTLSTEST_PROJECT_HOMEPAGE"]
 
 
 def out(argv, **kw):
@@ -139,8 +139,8 @@ def rpm_package(t):
         t.equal("R/usr/lib64/libucxtls.so preloaded into /bin/sh on the intel-xe machine: UCX_TLS and UCXTLS_DERIVED",
                 sh_value(env_for("intel-xe", preload=False, LD_PRELOAD=lib)), (ZE, ZE, ""))
         modulefile = open(root + lua).read()
-        t.check("the package's modulefile prepends /usr/lib64/libucxtls.so to LD_PRELOAD",
-                'prepend_path("LD_PRELOAD", "/usr/lib64/libucxtls.so")' in modulefile, modulefile)
+        t.check("the package's modulefile appends /usr/lib64/libucxtls.so to LD_PRELOAD",
+                'append_path("LD_PRELOAD", "/usr/lib64/libucxtls.so")' in modulefile, modulefile)
 
         rc, text = out(["rpm", "--root", root, "-e", "ucxtls"])
         left = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "usr")) for f in fs]

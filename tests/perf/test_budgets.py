@@ -24,10 +24,10 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from harness import LIB, Checks, add_case, case, env_for, fixture, have, main, run, sh_value  # noqa: E402
 
-EMPTY = os.environ.get("UCXTLS_EMPTY_LIB", "")
-SETENV = os.environ.get("UCXTLS_SETENV_LIB", "")
+EMPTY = os.environ.get("UCXTLSTEST_EMPTY_LIB", "")
+SETENV = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 # The instruction budget is for an optimised build; -O0 code is not what ships.
-OPTIMISED = os.environ.get("UCXTLS_BUILD_TYPE", "RelWithDebInfo") not in ("Debug", "")
+OPTIMISED = os.environ.get("UCXTLSTEST_BUILD_TYPE", "RelWithDebInfo") not in ("Debug", "")
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 UNSET = "<unset>"
 
@@ -152,7 +152,7 @@ def saved_driver_answer():
 def start():
     t = Checks("performance budgets of " + LIB)
     if not EMPTY or not os.path.exists(EMPTY):
-        t.skip("all budgets", "UCXTLS_EMPTY_LIB (the empty preload library) is not built")
+        t.skip("all budgets", "UCXTLSTEST_EMPTY_LIB (the empty preload library) is not built")
         t.exit()
     return t
 
@@ -310,7 +310,7 @@ def instruction_budget(t, name, machine, extra, budget):
         return
     if not OPTIMISED:
         t.skip("%s: instructions" % name, "a %s build: the budget is for an optimised one"
-               % (os.environ.get("UCXTLS_BUILD_TYPE") or "unoptimised"))
+               % (os.environ.get("UCXTLSTEST_BUILD_TYPE") or "unoptimised"))
         return
     extra = row_env(t, name, extra)
     if extra is None:
@@ -335,7 +335,7 @@ def heap_budget(t, name, machine, extra, floor_name):
         return
     floors = {"empty": EMPTY, "setenv": SETENV}
     if not floors[floor_name] or not os.path.exists(floors[floor_name]):
-        t.skip("%s: heap" % name, "UCXTLS_SETENV_LIB (the setenv-only preload library) is not built")
+        t.skip("%s: heap" % name, "UCXTLSTEST_SETENV_LIB (the setenv-only preload library) is not built")
         return
     ldso = interpreter("/bin/true")
     env = env_for(machine, preload=False, **extra)

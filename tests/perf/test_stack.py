@@ -20,7 +20,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from harness import BUILD_DIR, LIB, SOURCE_DIR, Checks, case, env_for, have, main  # noqa: E402
 
-EMPTY = os.environ.get("UCXTLS_EMPTY_LIB", "")
+EMPTY = os.environ.get("UCXTLSTEST_EMPTY_LIB", "")
 BUDGET = 8192
 C = "rc_x,rc,dc_x,dc,cuda_copy"
 
@@ -105,7 +105,7 @@ def start():
         t.skip("all", "gcc not installed")
         t.exit()
     if not EMPTY or not os.path.exists(EMPTY):
-        t.skip("all", "the empty preload library (UCXTLS_EMPTY_LIB) is not built; run through ctest")
+        t.skip("all", "the empty preload library (UCXTLSTEST_EMPTY_LIB) is not built; run through ctest")
         t.exit()
     return t
 

@@ -297,13 +297,21 @@ TEST_CASE("cache: where it is looked for, in order") {
     CAPTURE(r.cache_dir ? r.cache_dir : "(unset)");
     CHECK(got == r.want);
   }
-  // A relative UCXTLS_CACHE_DIR names a different place in every working directory: invalid.
-  Inputs in;
-  in.var[kCacheDir] = "cache";
-  Settings s;
-  parse_settings(in, &s);
-  CHECK(s.invalid);
-  CHECK(s.invalid_var == kCacheDir);
+  // A relative UCXTLS_CACHE_DIR names a different place in every working directory: invalid for
+  // the tier that reads it (and `ucxtls probe --save`, through cache_dir_why); the kernel tier
+  // never reads it, so there it switches nothing off.
+  for (const char *tier : {"driver", "kernel", static_cast<const char *>(nullptr)}) {
+    CAPTURE(tier ? tier : "(unset)");
+    Inputs in;
+    in.var[kCacheDir] = "cache";
+    in.var[kProbe] = tier;
+    Settings s;
+    parse_settings(in, &s);
+    CHECK(s.cache_dir_why != nullptr);
+    const bool driver = tier && !strcmp(tier, "driver");
+    CHECK(s.invalid == driver);
+    if (driver) CHECK(s.invalid_var == kCacheDir);
+  }
 }
 
 TEST_CASE("cache: trusted only when owned by root or the reader and writable by no one else") {

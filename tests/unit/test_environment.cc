@@ -64,6 +64,38 @@ TEST_CASE("env_remove: every entry of the name, later entries move down, the arr
   CHECK(listed(prefix.arr()).size() == 2);
 }
 
+TEST_CASE("env_value: getenv's answer, the first entry of the exact name") {
+  Block b{"UCX_TLSX=no", "UCX_TLS=first", "UCX_TLS=second", "UCX_TLS"};
+  CHECK(std::string(env_value(b.arr(), "UCX_TLS")) == "first");
+  Block none{"UCX_TLS", "UCX_TL=x"};
+  CHECK(env_value(none.arr(), "UCX_TLS") == nullptr);  // an entry without '=' is no variable
+  CHECK(env_value(nullptr, "UCX_TLS") == nullptr);
+}
+
+TEST_CASE("format_line: a failed write says failed, and what the environment holds; never set") {
+  Inputs in;
+  Decision d;
+  d.action = Action::set;
+  strcpy(d.value, "rc,cuda_copy");
+  d.nreasons = 1;
+  strcpy(d.reasons[0], "why");
+  char line[kLineMax];
+  struct Row {
+    const char *failed, *now, *want;
+  } rows[] = {
+      {nullptr, nullptr, "ucxtls: set UCX_TLS=rc,cuda_copy: why\n"},
+      {"no memory", nullptr, "ucxtls: failed to set UCX_TLS=rc,cuda_copy (no memory): UCX_TLS stays unset: why\n"},
+      {"no memory", "old", "ucxtls: failed to set UCX_TLS=rc,cuda_copy (no memory): UCX_TLS is \"old\": why\n"},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.want);
+    CHECK(std::string(line, format_line(in, d, line, sizeof line, r.failed, r.now)) == r.want);
+  }
+  d.action = Action::clear;  // done in place: it cannot fail, and the line never claims it did
+  CHECK(std::string(line, format_line(in, d, line, sizeof line, nullptr, nullptr)) ==
+        "ucxtls: clear UCX_TLS and UCXTLS_DERIVED: why\n");
+}
+
 TEST_CASE("env_write: present names in place; the rest in one new array, the old one untouched") {
   char tls[] = "UCX_TLS=v", derived[] = "UCXTLS_DERIVED=v";
   char *const entries[] = {tls, derived};
@@ -185,6 +217,14 @@ TEST_CASE("format_unknown_line: one line naming the variable, the suggestion, ho
   in.unknown_count = 2;
   n = format_unknown_line(in, s, line, sizeof line);
   CHECK(std::string(line, n) == "ucxtls: unknown variable UCXTLS_FOO, and 1 more unknown UCXTLS_ variable; ignored\n");
+  // An entry without '=' is no variable: named as an entry, never "did you mean" its own name.
+  for (int v = 0; v < kOwnVarCount; v++) {
+    in.unknown = kOptions[v].name;
+    in.unknown_count = 1;
+    n = format_unknown_line(in, s, line, sizeof line);
+    CHECK(std::string(line, n) == std::string("ucxtls: environment entry ") + kOptions[v].name +
+                                      " without '=' (it sets nothing); ignored\n");
+  }
   // Control bytes and very long names: still one printable line that fits.
   std::string odd = "UCXTLS_A\nB\x1b" + std::string(300, 'Z') + "=1";
   in.unknown = odd.c_str();
