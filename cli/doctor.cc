@@ -320,8 +320,8 @@ int cmd_doctor(int argc, char **argv) {
       return kFailed;
     }
     const char *v = effective_value(r->in, r->d);
-    if (!v && r->f.ucx_conf == Tri::yes) {
-      nothing = std::string("UCX_TLS is not in the environment: UCX takes it from ") + r->f.ucx_conf_evidence +
+    if (!v && r->f.ucx_conf.value == Tri::yes) {
+      nothing = std::string("UCX_TLS is not in the environment: UCX takes it from ") + r->f.ucx_conf.evidence +
                 "; check that value with --value";
     } else if (!v) {
       nothing = std::string("UCX_TLS stays unset here (") + action_name(r->d.action) +

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "report.h"
 #include "sys.h"
@@ -50,6 +51,17 @@ std::string json_str(const char *s) {
     }
   }
   return o + "\"";
+}
+
+// The decision's reasons in words (lines.h render_reason: the library's own words).
+std::vector<std::string> reasons(const Report &r) {
+  std::vector<std::string> out;
+  char reason[kReasonMax];
+  for (int i = 0; i < r.d.nsteps; i++) {
+    render_reason(Decided{r.in, r.s, r.f, r.d}, i, reason, sizeof reason);
+    out.push_back(reason);
+  }
+  return out;
 }
 
 const char *json_tri(Tri t) { return t == Tri::yes ? "true" : t == Tri::no ? "false" : "null"; }
@@ -101,8 +113,8 @@ void explain_text(const Report &r) {
     printf("UCX_TLS   unset (the inherited UCX_TLS and UCXTLS_DERIVED are removed)\n");
   else if (value)
     printf("UCX_TLS   %s (left as it is)\n", value);
-  else if (r.f.ucx_conf == Tri::yes)
-    printf("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf_evidence);
+  else if (r.f.ucx_conf.value == Tri::yes)
+    printf("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf.evidence);
   else
     printf("UCX_TLS   unset (UCX uses its default, all)\n");
   const std::string warning = kept_value_warning(r);
@@ -114,21 +126,21 @@ void explain_text(const Report &r) {
                           : "what the probe sees; the decision did not need it");
   printf("template  %s (%s)\n", r.s.tmpl, r.s.template_from_user ? "UCXTLS_TEMPLATE" : "default");
   printf("reasons\n");
-  for (int i = 0; i < d.nreasons; i++) printf("  - %s\n", d.reasons[i]);
+  for (const std::string &reason : reasons(r)) printf("  - %s\n", reason.c_str());
   if (r.in.secure) return;  // nothing else was read
   printf("evidence\n");
-  printf("  rdma      %-10s %s\n", r.f.rdma == Tri::yes ? rdma_transports(rdma_kind(r.f)) : tri_word(r.f.rdma, r.f.rdma_error),
-         r.f.rdma_evidence);
-  printf("  ucx.conf  %-10s %s\n", r.f.ucx_conf == Tri::yes ? "UCX_TLS" : tri_word(r.f.ucx_conf, r.f.ucx_conf_error),
-         r.f.ucx_conf_evidence);
+  printf("  rdma      %-10s %s\n", r.f.rdma.value == Tri::yes ? rdma_transports(rdma_kind(r.f)) : tri_word(r.f.rdma.value, r.f.rdma.error),
+         r.f.rdma.evidence);
+  printf("  ucx.conf  %-10s %s\n", r.f.ucx_conf.value == Tri::yes ? "UCX_TLS" : tri_word(r.f.ucx_conf.value, r.f.ucx_conf.error),
+         r.f.ucx_conf.evidence);
   if (r.s.tier == ProbeTier::driver)
-    printf("  driver    %-10s %s\n", r.f.driver.ran == Tri::yes ? "saved" : "none", r.f.driver.evidence);
-  if (r.s.tier == ProbeTier::driver && r.f.driver.ran != Tri::yes)  // how to create it
+    printf("  driver    %-10s %s\n", r.f.driver.value == Tri::yes ? "saved" : "none", r.f.driver.evidence);
+  if (r.s.tier == ProbeTier::driver && r.f.driver.value != Tri::yes)  // how to create it
     printf("            `ucxtls probe --save` asks the drivers and saves their answer for this node (docs/driver-probe.md)\n");
   for (Family fam : kShown) {
     const FamilyFact &ff = r.f.family[int(fam)];
     printf("  %-9s %-10s %s\n", family_name(fam),
-           ff.visible == Tri::yes ? "visible" : ff.visible == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
+           ff.value == Tri::yes ? "visible" : ff.value == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
            ff.evidence);
   }
   printf("variables\n");
@@ -153,8 +165,9 @@ void explain_json(const Report &r) {
   o += ",\"family\":" + json_str(family_name(r.family));
   o += std::string(",\"family_decided\":") + (r.family_decided ? "true" : "false");
   o += ",\"reasons\":[";
-  for (int i = 0; i < d.nreasons; i++) o += (i ? "," : "") + json_str(d.reasons[i]);
-  o += "],\"error\":" + (d.error ? json_str(d.reasons[0]) : std::string("null"));
+  const std::vector<std::string> why = reasons(r);
+  for (size_t i = 0; i < why.size(); i++) o += (i ? "," : "") + json_str(why[i].c_str());
+  o += "],\"error\":" + (d.error ? json_str(why[0].c_str()) : std::string("null"));
   const std::string warning = kept_value_warning(r);
   o += ",\"warning\":" + (warning.empty() ? std::string("null") : json_str(warning.c_str()));
   const std::string note = left_out_note(r);
@@ -172,17 +185,17 @@ void explain_json(const Report &r) {
   line.pop_back();  // the newline
   o += ",\"line\":" + json_str(line.c_str());
   o += ",\"evidence\":{";
-  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.f.rdma)) + ",\"transports\":" +
-       json_str(rdma_transports(rdma_kind(r.f))) + ",\"error\":" + json_str(r.f.rdma_error ? errno_name(r.f.rdma_error) : nullptr) +
-       ",\"evidence\":" + json_str(r.f.rdma_evidence) + "}";
-  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.f.ucx_conf)) +
-       ",\"evidence\":" + json_str(r.f.ucx_conf_evidence) + "}";
+  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.f.rdma.value)) + ",\"transports\":" +
+       json_str(rdma_transports(rdma_kind(r.f))) + ",\"error\":" + json_str(r.f.rdma.error ? errno_name(r.f.rdma.error) : nullptr) +
+       ",\"evidence\":" + json_str(r.f.rdma.evidence) + "}";
+  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.f.ucx_conf.value)) +
+       ",\"evidence\":" + json_str(r.f.ucx_conf.evidence) + "}";
   if (r.s.tier == ProbeTier::driver)
-    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.f.driver.ran)) +
+    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.f.driver.value)) +
          ",\"evidence\":" + json_str(r.f.driver.evidence) + "}";
   for (Family fam : kShown) {
     const FamilyFact &ff = r.f.family[int(fam)];
-    o += ",\"" + std::string(family_name(fam)) + "\":{\"visible\":" + json_tri(ff.visible) +
+    o += ",\"" + std::string(family_name(fam)) + "\":{\"visible\":" + json_tri(ff.value) +
          ",\"present\":" + std::to_string(ff.present) + ",\"visible_count\":" + std::to_string(ff.visible_n) +
          ",\"error\":" + json_str(ff.error ? errno_name(ff.error) : nullptr) +
          ",\"evidence\":" + json_str(ff.evidence) + "}";

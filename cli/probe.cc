@@ -265,7 +265,7 @@ int cmd_probe(int argc, char **argv) {
   probe_driver(in, s, &check);
   printf("saved  %s/%s (boot %s)\n", dir.c_str(), kCacheFileName, boot);
   printf("reader %s\n", check.evidence);
-  if (check.ran != Tri::yes && !status) status = probe_fail(kFailed, std::string("saved, but the library ignores it: ") + check.evidence);
+  if (check.value != Tri::yes && !status) status = probe_fail(kFailed, std::string("saved, but the library ignores it: ") + check.evidence);
   return status;
 }
 

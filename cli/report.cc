@@ -43,21 +43,6 @@ void Environment::load() {
   vars.push_back(nullptr);
 }
 
-namespace {
-
-bool fact_known(const Facts &f, Need n) {
-  switch (n) {
-    case Need::rdma: return f.rdma != Tri::unknown || f.rdma_error;
-    case Need::ucx_conf: return f.ucx_conf != Tri::unknown || f.ucx_conf_error;
-    case Need::driver: return f.driver.ran != Tri::unknown;
-    case Need::cuda: return f.family[int(Family::cuda)].visible != Tri::unknown || f.family[int(Family::cuda)].error;
-    case Need::rocm: return f.family[int(Family::rocm)].visible != Tri::unknown || f.family[int(Family::rocm)].error;
-    case Need::ze: return f.family[int(Family::ze)].visible != Tri::unknown || f.family[int(Family::ze)].error;
-    default: return true;
-  }
-}
-
-}  // namespace
 
 void evaluate(Report *r, const char *tmpl) {
   r->env.load();
@@ -79,7 +64,7 @@ void evaluate(Report *r, const char *tmpl) {
   const Need rest[] = {Need::rdma, Need::ucx_conf, Need::driver, Need::cuda, Need::rocm, Need::ze};
   for (Need n : rest) {
     if (n == Need::driver && r->s.tier != ProbeTier::driver) continue;
-    if (!fact_known(r->f, n)) probe(n, r->in, r->s, all, &r->f);
+    if (need_state(r->f, n) == FactState::to_probe) probe(n, r->in, r->s, all, &r->f);
   }
   // The family: the decision's, or, when it did not need one (UCX_TLS already set, no RDMA with
   // the default template, a ucx.conf, the library off, an invalid setting), the core's answer to
@@ -103,7 +88,7 @@ std::string library_line(const Report &r) {
   o.evidence = true;
   run_ladder(r.in, r.s, o, f.get(), d.get());
   char line[kLineMax];
-  size_t n = format_line(r.in, *d, line, sizeof line);
+  size_t n = format_line(Decided{r.in, r.s, *f, *d}, line, sizeof line);
   return std::string(line, n);
 }
 

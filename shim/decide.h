@@ -1,7 +1,7 @@
-// The decision: facts and settings in, one action out, by the ladder of docs/design.md ("The
-// ladder"; the step numbers in decide.cc are its numbers). Every fact starts unknown; decide()
-// asks for the next one it needs, in cost order, and the shell (probe.cc run_ladder) fills it and
-// asks again. Pure (see core.h).
+// The decision: facts and settings in, one action and its reasons (codes) out, by the ladder of
+// docs/design.md ("The ladder"; the step numbers in decide.cc are its numbers). Every fact starts
+// unknown; decide() asks for the next one it needs, in the ladder's order, and the shell
+// (ladder.cc run_ladder) fills it and asks again. Pure (see core.h).
 #pragma once
 
 #include <stddef.h>
@@ -26,16 +26,33 @@ struct FileFacts {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Facts: what the probes saw. Evidence strings are for `explain` and the debug line.
+// Facts: what the probes saw. One shape for every fact: its value (unknown until probed), the
+// error of a probe that could not finish, and the evidence, what it saw in a user's words (for
+// `explain` and the debug line).
 constexpr size_t kEvidenceMax = 160;
+constexpr size_t kDriverEvidenceMax = 256;
 
-struct FamilyFact {
-  Tri visible = Tri::unknown;
-  int error = 0;     // -errno: the probe could not finish, so visible stays unknown
-  int present = 0;   // devices the probe found (may stop early: see enumeration bounds)
-  int visible_n = 0; // of those, visible after the variables
-  bool partial = false;  // the probe stopped before listing every device
-  char evidence[kEvidenceMax] = {};
+template <size_t EvidenceMax>
+struct FactOf {
+  Tri value = Tri::unknown;
+  int error = 0;  // -errno: the probe could not finish, so value stays unknown
+  char evidence[EvidenceMax] = {};
+};
+using Fact = FactOf<kEvidenceMax>;
+
+// The one rule for what a decision may do with a fact: use it, ask for its probe, or, when the
+// probe could not finish, nothing on a guess ("cannot tell" is never read as "no").
+enum class FactState : uint8_t { known, to_probe, cannot_tell };
+template <size_t N>
+FactState fact_state(const FactOf<N> &f) {
+  return f.value != Tri::unknown ? FactState::known : f.error ? FactState::cannot_tell : FactState::to_probe;
+}
+
+// A GPU family's kernel probe: value is "visible".
+struct FamilyFact : Fact {
+  int present = 0;        // devices the probe found (may stop early: see enumeration bounds)
+  int visible_n = 0;      // of those, visible after the variables
+  bool partial = false;   // the probe stopped before listing every device
 };
 
 // The driver's answer for one family, as the driver tier uses it (driver_report.h: how it is
@@ -48,29 +65,29 @@ struct DriverAnswer {
   char name[48] = {};           // the driver's name for it, e.g. CUDA_ERROR_NO_DEVICE, or why none
 };
 
-constexpr size_t kDriverEvidenceMax = 256;
-struct DriverFact {
-  Tri ran = Tri::unknown;  // yes: a saved answer of this node was read; no: none usable (evidence says why)
+// The driver tier's saved answer: value yes when one of this node was read, no when none is
+// usable (evidence says why; never an error: the kernel's answer stands).
+struct DriverFact : FactOf<kDriverEvidenceMax> {
   DriverAnswer cuda, ze;
-  char evidence[kDriverEvidenceMax] = {};
 };
 
-// Each fact is unknown until probed; a probe that cannot finish leaves it unknown and sets its
-// error (-errno): "cannot tell" is never read as "no".
 struct Facts {
-  Tri rdma = Tri::unknown;  // yes: a device UCX's rc transport runs on (CA, port ACTIVE, uverbs node)
-  bool rdma_mlx5 = false;   // ... and one of them is a ConnectX (mlx5_core)
-  int rdma_error = 0;
-  char rdma_evidence[kEvidenceMax] = {};
-  Tri ucx_conf = Tri::unknown;  // yes: a ucx.conf that UCX reads assigns UCX_TLS
-  int ucx_conf_error = 0;
-  char ucx_conf_evidence[kEvidenceMax] = {};
+  Fact rdma;                // yes: a device UCX's rc transport runs on (CA, port ACTIVE, uverbs node)
+  bool rdma_mlx5 = false;   // ... and one of them is a ConnectX
+  Fact ucx_conf;            // yes: a ucx.conf that UCX reads assigns UCX_TLS
   DriverFact driver;
   FamilyFact family[kFamilies];  // indexed by Family (none unused)
 };
 
 // What the node's RDMA runs, from the facts (Rdma::none until it is known to run anything).
 Rdma rdma_kind(const Facts &f);
+
+// The driver tier's answer for a family, when it has one (the driver tier, CUDA or ze, answered);
+// NULL: the kernel probe's fact stands. decide() and the words of its reasons ask the same.
+const DriverAnswer *driver_answer(const Settings &s, const Facts &f, Family fam);
+// The driver tier is on, and asks for this family: its answer may be missing (NULL above) and
+// the kernel's stand in.
+const DriverAnswer *driver_asked(const Settings &s, const Facts &f, Family fam);
 
 // ---------------------------------------------------------------------------------------------
 // The decision.
@@ -86,10 +103,41 @@ enum class Action : uint8_t {
 const char *action_name(Action a);
 
 enum class Need : uint8_t { nothing, rdma, ucx_conf, driver, cuda, rocm, ze };
-const char *need_name(Need n);
 
-constexpr int kReasonsMax = 8;
-constexpr size_t kReasonMax = 200;
+// The state of the fact a Need names (Need::nothing: known).
+FactState need_state(const Facts &f, Need n);
+
+// Why: the steps the ladder took, as codes and the facts they name (arg: a Family, or the Need
+// of a fact that could not be probed). decide() records them; lines.h renders their words, in one
+// place, for the debug line, `explain` and its JSON alike.
+enum class Reason : uint8_t {
+  secure,             // step 1
+  disabled,           // step 2
+  kept,               // step 3: UCX_TLS is the user's
+  rederived,          // step 3: it was ours: derived again
+  mismatch,           // step 3: the kept value names another family's GPU transports
+  repaired,           // ... and UCXTLS_REPAIR rewrote it
+  nothing_remains,    // ... nothing of it would remain: kept
+  invalid,            // step 4: the error line
+  sysroot,            // a replayed machine
+  ucx_conf,           // step 5
+  user_template,      // a template the user set
+  no_gpu_placeholder,  // the template needs no family
+  accel_forced,       // step 6: UCXTLS_ACCEL
+  driver_tier,        // step 6: the driver tier's saved answer (its evidence)
+  family_seen,        // step 6: what was seen of family `arg`
+  no_gpu,             // step 6: no family, default template
+  rdma,               // step 7: the RDMA evidence
+  all_without_rc,     // step 7: all
+  too_long,           // step 8: the error line
+  empty_value,        // step 8
+  cannot_tell,        // a fact (arg: its Need) could not be probed
+};
+struct Step {
+  Reason reason;
+  uint8_t arg;
+};
+constexpr int kStepsMax = 12;
 
 struct Decision {
   Action action = Action::need;
@@ -97,15 +145,20 @@ struct Decision {
   Family family = Family::none;
   bool family_known = false;
   bool rederived = false;     // UCX_TLS was our own inherited value, derived again here
-  bool error = false;         // an invalid setting: reasons[0] is the one-line error
+  bool error = false;         // an invalid setting: steps[0] is the one-line error
   bool unknown_fact = false;  // a probe could not finish: nothing written on a guess
   bool mismatch = false;      // the kept UCX_TLS names another GPU family's transports, none of this node's
-  char value[kValueMax] = {}; // the value to write (set)
-  bool quiet = false;         // no reasons are written (run_ladder sets it from
-                              // ProbeOptions::evidence); an error's line is written all the same
-  int nreasons = 0;
-  char reasons[kReasonsMax][kReasonMax] = {};
-  Text reason(bool always = false);  // starts a new reason line (a no-op Text when quiet)
+  // Somebody will read the reasons (the debug line, `explain`): the one thing that makes the
+  // ladder look further than its answer needs (a kept value's family). run_ladder sets it.
+  bool explained = false;
+  Var invalid_var = kVarCount;       // the invalid setting (error, Reason::invalid), as the ladder
+  const char *invalid_why = nullptr;  // found it: the sysroot's check is made in the probe loop
+  char value[kValueMax] = {}; // the value to write (set, repair)
+  int nsteps = 0;
+  Step steps[kStepsMax] = {};
+  void note(Reason r, uint8_t arg = 0) {
+    if (nsteps < kStepsMax) steps[nsteps++] = Step{r, arg};
+  }
 };
 
 void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d);

@@ -53,7 +53,7 @@ Found use(const Inputs &in, const Settings &s, const Path &dir, char *text, size
     return Found::decided;
   }
   answer_from_report(r, in, out);
-  out->ran = Tri::yes;
+  out->value = Tri::yes;
   ev.add("answer saved by ucxtls probe at ");
   add_file(ev, dir);
   return Found::decided;
@@ -135,7 +135,7 @@ bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node
 
 void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
   *out = DriverFact();
-  out->ran = Tri::no;
+  out->value = Tri::no;
   out->cuda.answered = out->ze.answered = Tri::no;
   Text ev;
   ev.init(out->evidence, sizeof out->evidence);

@@ -92,7 +92,7 @@ bool same_boot(const char *boot, const char *boot_id, size_t n);
 
 // The driver fact for this process from a trusted cache of this boot: per family, the devices the
 // driver listed, narrowed by this process's CUDA_VISIBLE_DEVICES (ordinals and GPU- prefixes
-// against the saved UUIDs) and ZE_AFFINITY_MASK. Leaves out->ran and out->evidence to the caller.
+// against the saved UUIDs) and ZE_AFFINITY_MASK. Leaves out->value and out->evidence to the caller.
 void answer_from_report(const DriverReport &r, const Inputs &in, DriverFact *out);
 
 }  // namespace ucxtls

@@ -39,7 +39,7 @@ void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, 
 
 void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
   Settings checked = s;
-  d->quiet = !o.evidence;  // one switch: no evidence, no reasons (but an error's line)
+  d->explained = o.evidence;  // one switch: the evidence and the reasons are read, or neither
   probe_until(
       [&](const Settings &cs) {
         decide(in, cs, *f, d);

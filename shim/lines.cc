@@ -1,7 +1,8 @@
-// The library's stderr lines: pure functions only (see lines.h).
+// The words of the reasons and the library's stderr lines: pure functions only (see lines.h).
 #include "lines.h"
 
 #include "environ_edit.h"
+#include "repair.h"
 
 namespace ucxtls {
 namespace {
@@ -18,14 +19,107 @@ bool start_line(char *out, size_t cap, Text *t) {
   return true;
 }
 
+
+// The words of a family's evidence: the driver tier's answer for it, else the kernel probe's.
+void family_words(const Decided &x, Family fam, Text &r) {
+  r.add(family_name(fam)).add(": ");
+  const DriverAnswer *asked = driver_asked(x.s, x.f, fam);
+  if (const DriverAnswer *drv = driver_answer(x.s, x.f, fam)) {
+    r.add("driver API: ").add((long long)drv->present).add(" device(s)");
+    if (drv->count != drv->present) r.add(", ").add((long long)drv->count).add(" visible");
+    if (drv->name[0]) r.add(" (").add(drv->name).add(")");
+    return;
+  }
+  if (asked) {
+    r.add("driver API gave no answer");
+    if (asked->name[0]) r.add(" (").add(asked->name).add(")");
+    r.add(", kernel: ");
+  }
+  r.add(x.f.family[int(fam)].evidence);
+}
+
+// The fact a decision could not probe, by name and evidence.
+void cannot_tell_words(const Decided &x, Need fact, Text &r) {
+  const Family fam = fact == Need::cuda ? Family::cuda : fact == Need::rocm ? Family::rocm : Family::ze;
+  const char *name = fact == Need::rdma ? "rdma" : fact == Need::ucx_conf ? "ucx.conf" : family_name(fam);
+  const char *evidence = fact == Need::rdma       ? x.f.rdma.evidence
+                         : fact == Need::ucx_conf ? x.f.ucx_conf.evidence
+                                                  : x.f.family[int(fam)].evidence;
+  r.add(name).add(": cannot tell (").add(evidence).add("): nothing is written on a guess");
+}
+
 }  // namespace
 
-size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap, const char *failed_write,
-                   const char *now) {
+void render_reason(const Decided &x, int i, char *out, size_t cap) {
+  Text r;
+  r.init(out, cap < kReasonMax ? cap : kReasonMax);
+  if (!cap || i < 0 || i >= x.d.nsteps) return;
+  const Step st = x.d.steps[i];
+  const char *tls = x.in.get(kUcxTls);
+  switch (st.reason) {
+    case Reason::secure: r.add("secure execution (AT_SECURE): the library does nothing"); break;
+    case Reason::disabled: r.add("UCXTLS_DISABLE is set"); break;
+    case Reason::kept:
+      r.add("UCX_TLS is already set (").add_quoted(tls ? tls : "").add(")");
+      if (tls && !tls[0]) r.add("; empty: UCX will fail with \"The TLs list is empty\"");
+      break;
+    case Reason::rederived:
+      r.add("UCX_TLS equals UCXTLS_DERIVED: derived by ucxtls in a parent process or on another node; deriving again");
+      break;
+    case Reason::mismatch:
+    case Reason::repaired:
+    case Reason::nothing_remains: {
+      r.add("it names ");
+      describe_foreign_entries(tls ? tls : "", x.d.family, r);
+      r.add(" but this node's GPUs are ").add(family_name(x.d.family));
+      if (st.reason == Reason::mismatch) r.add(": UCXTLS_REPAIR=1 rewrites them, or unset UCX_TLS");
+      else if (st.reason == Reason::repaired) r.add("; UCXTLS_REPAIR=1: rewritten to this node's family");
+      else if (st.reason == Reason::nothing_remains) r.add("; UCXTLS_REPAIR=1: nothing would remain of the value, so it is kept");
+      break;
+    }
+    case Reason::invalid: {
+      if (x.d.invalid_var >= kVarCount) break;
+      const char *v = x.in.get(x.d.invalid_var);
+      r.add(kOptions[x.d.invalid_var].name).add("=").add_quoted(v ? v : "").add(" ").add(x.d.invalid_why);
+      r.add(x.d.rederived ? "; the inherited UCX_TLS derived by ucxtls is removed" : "; UCX_TLS left unchanged");
+      break;
+    }
+    case Reason::sysroot: r.add("UCXTLS_SYSROOT=").add_quoted(x.s.sysroot ? x.s.sysroot : "").add(" (a replayed machine)"); break;
+    case Reason::ucx_conf:
+      r.add("a ucx.conf assigns UCX_TLS (").add(x.f.ucx_conf.evidence).add("): UCX reads it from there");
+      break;
+    case Reason::user_template: r.add("UCXTLS_TEMPLATE=").add_quoted(x.s.tmpl).add(" (a user template is applied as written)"); break;
+    case Reason::no_gpu_placeholder: r.add("the template has no {copy} or {ipc}: no GPU probe"); break;
+    case Reason::accel_forced: r.add("UCXTLS_ACCEL=").add(family_name(x.s.accel)); break;
+    case Reason::driver_tier: r.add("driver tier: ").add(x.f.driver.evidence); break;
+    case Reason::family_seen: family_words(x, Family(st.arg), r); break;
+    case Reason::no_gpu: r.add("no GPU family found: nothing to fix here, UCX's default stands"); break;
+    case Reason::rdma: r.add("rdma: ").add(x.f.rdma.evidence); break;
+    case Reason::all_without_rc:
+      r.add("no RDMA device UCX's rc transport runs on: all (UCX's own default), so a hard-coded rc list cannot break this node");
+      break;
+    case Reason::too_long: {
+      static constexpr auto kTooLong =
+          lit("UCXTLS_TEMPLATE gives a value longer than ") + decimal<kValueMax - 1>() + lit(" bytes; UCX_TLS left unchanged");
+      r.add(kTooLong.s);
+      break;
+    }
+    case Reason::empty_value:
+      r.add("the template gives an empty value for family ").add(family_name(x.d.family)).add(": nothing to write");
+      break;
+    case Reason::cannot_tell: cannot_tell_words(x, Need(st.arg), r); break;
+  }
+}
+
+size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_write, const char *now) {
+  const Inputs &in = x.in;
+  const Decision &d = x.d;
   Text t;
   if (!start_line(out, cap, &t)) return 0;
+  char reason[kReasonMax];
   if (d.error) {
-    t.add(d.reasons[0]);
+    render_reason(x, 0, reason, sizeof reason);
+    t.add(reason);
   } else {
     const char *v = effective_value(in, d);
     if (failed_write && (d.action == Action::set || d.action == Action::repair)) {  // the host does not see v
@@ -39,7 +133,10 @@ size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap, c
       else if (v) t.add(" UCX_TLS=").add_quoted(v, 200);
       else t.add(" (UCX_TLS stays unset)");
     }
-    for (int i = 0; i < d.nreasons; i++) t.add(i ? "; " : ": ").add(d.reasons[i]);
+    for (int i = 0; i < d.nsteps; i++) {
+      render_reason(x, i, reason, sizeof reason);
+      t.add(i ? "; " : ": ").add(reason);
+    }
   }
   // Evidence carries names read from the file system (directory entries, link targets): a control
   // byte there would break the one-line promise, so the whole line gets the add_quoted rule.

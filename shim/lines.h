@@ -1,6 +1,7 @@
-// The library's stderr lines, as text: the debug or error line of a decision, and the line that
-// names an unknown UCXTLS_* variable. The constructor writes them (preload.cc report), `ucxtls
-// explain` shows them as the library would print them. Pure (see core.h).
+// The words, in one place: each reason of a decision (decide.h Reason) rendered from the facts it
+// names, the library's stderr lines (the debug or error line of a decision, the line that names
+// an unknown UCXTLS_* variable). The constructor writes the lines (preload.cc report); `ucxtls
+// explain` prints the same reasons and lines, as text and JSON. Pure (see core.h).
 #pragma once
 
 #include <stddef.h>
@@ -12,12 +13,24 @@ namespace ucxtls {
 
 constexpr size_t kLineMax = 1024;         // the longest debug or error line, with "\n" and NUL
 constexpr size_t kUnknownLineMax = 224;  // the longest unknown-variable line, with "\n" and NUL
+constexpr size_t kReasonMax = 200;       // one reason's words, with the NUL (a longer one is cut)
+
+// What a decision was made from: the words of its reasons need all four.
+struct Decided {
+  const Inputs &in;
+  const Settings &s;
+  const Facts &f;
+  const Decision &d;
+};
+
+// The words of step i of the decision (at most kReasonMax - 1 bytes, NUL-terminated).
+void render_reason(const Decided &x, int i, char *out, size_t cap);
 
 // The single line of a decision (debug or error), "ucxtls: ...\n". Returns its length.
 // failed_write: NULL when the decision's write reached the environment (or there was none); else
 // why not (environ_edit.h), and now is the UCX_TLS the environment holds after it (NULL: unset):
 // the line then says "failed to set", never "set".
-size_t format_line(const Inputs &in, const Decision &d, char *out, size_t cap, const char *failed_write = nullptr,
+size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_write = nullptr,
                    const char *now = nullptr);
 
 // "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n" for

@@ -119,13 +119,14 @@ const char *apply(const Inputs &in, const Decision &d) {
 // (not when the library is off), then the debug or error line. Their text is only on the stack
 // while they are printed.
 // A failed write is named as failed, with the UCX_TLS the environment holds afterwards.
-__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Decision &d, const char *failed) {
+__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Facts &f, const Decision &d,
+                                      const char *failed) {
   char unknown[kUnknownLineMax];
   size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
   if (s.debug || d.error) {
     char line[kLineMax];
     const char *now = failed ? env_value(environ, kOptions[kUcxTls].name) : nullptr;
-    write_stderr(unknown, nu, line, format_line(in, d, line, sizeof line, failed, now));
+    write_stderr(unknown, nu, line, format_line(Decided{in, s, f, d}, line, sizeof line, failed, now));
   } else if (nu) {
     write_stderr(unknown, nu);
   }
@@ -140,7 +141,7 @@ __attribute__((constructor)) void ucxtls_init() {
     read_inputs(environ, &in);
     Settings s;
     parse_settings(in, &s);
-    // The facts and the decision (about 7 KiB with the value and the reasons) live in static
+    // The facts and the decision (about 6 KiB with the value and the evidence) live in static
     // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
     UCXTLS_FILE_BACKED static Facts f;
     UCXTLS_FILE_BACKED static Decision d;
@@ -148,7 +149,7 @@ __attribute__((constructor)) void ucxtls_init() {
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
     const char *failed = apply(in, d);
-    if (s.debug || d.error || in.unknown) report(in, s, d, failed);
+    if (s.debug || d.error || in.unknown) report(in, s, f, d, failed);
   }
   errno = saved_errno;
 }

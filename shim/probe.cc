@@ -70,7 +70,7 @@ void Failure::note(const char *what, const Path &p, long err, bool evidence) {
 // sources"); the library-relative file cannot be known before UCX is loaded. 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
 UCXTLS_OWN_FRAME void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
-  ev.init(f->ucx_conf_evidence, o.evidence ? sizeof f->ucx_conf_evidence : 0);
+  ev.init(f->ucx_conf.evidence, o.evidence ? sizeof f->ucx_conf.evidence : 0);
   const char *home = in.get(kHome), *dir = in.get(kUcxConfigDir);
   for (int i = 0; i < 4; i++) {
     Path p(i == 0 ? s.sysroot : nullptr, i == 0 ? "/etc/ucx/ucx.conf" : i == 3 ? "./ucx.conf" : "");
@@ -83,17 +83,17 @@ UCXTLS_OWN_FRAME void probe_ucx_conf(const Inputs &in, const Settings &s, const 
     int r = read_chunks(p, 1 << 20, [&](const char *c, size_t n) { scan.feed(c, n); });
     // A file UCX cannot read either (EACCES) is as good as absent; anything else is "cannot tell".
     if (r < 0 && !absent(r) && r != -EACCES) {
-      f->ucx_conf_error = r;
+      f->ucx_conf.error = r;
       describe_failure(ev, "read", p, r);
       return;
     }
     if (scan.found) {
-      f->ucx_conf = Tri::yes;
+      f->ucx_conf.value = Tri::yes;
       ev.add(p.buf);
       return;
     }
   }
-  f->ucx_conf = Tri::no;
+  f->ucx_conf.value = Tri::no;
   ev.add("no UCX_TLS line in any ucx.conf");
 }
 

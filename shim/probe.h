@@ -11,13 +11,15 @@ namespace ucxtls {
 struct ProbeOptions {
   // List every device (for `ucxtls explain`) instead of stopping as soon as the answer is known.
   bool exhaustive = false;
-  // Write the evidence strings and the decision's reasons (the debug line, `ucxtls explain`). The
-  // constructor turns it off when nobody will read them: building them was a tenth of its
-  // instructions. An invalid setting's line is written all the same.
+  // Write the evidence strings (the debug line, `ucxtls explain`), and let the decision look at
+  // what only its reasons show (a kept value's family). The constructor turns it off when nobody
+  // will read them: building them was a tenth of its instructions. The reasons themselves are
+  // codes, rendered only when a line is printed (lines.h).
   bool evidence = true;
 };
 
-// Fills the fact that `need` names. Every failure is a plain "no" with its evidence.
+// Fills the fact that `need` names: its value, or, when the probe could not finish (anything but
+// "not there"), its error; with its evidence either way (decide.h FactState).
 void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);
 
 // The decision loop shared by the library and the command (ladder.cc): decide, probe what it asks

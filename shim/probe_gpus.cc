@@ -48,7 +48,7 @@ UCXTLS_FILE_BACKED DeviceTable g_devices;
 
 void finish(FamilyFact *ff, int visible_n) {
   ff->visible_n = visible_n;
-  ff->visible = visible_n > 0 ? Tri::yes : Tri::no;
+  ff->value = visible_n > 0 ? Tri::yes : Tri::no;
 }
 
 // The end of a listing probe (CUDA, ROCm): the devices found and how many are visible, or, when a
@@ -78,7 +78,7 @@ UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const Prob
   Path ctl(s.sysroot, "/dev/nvidiactl");
   int r = path_access(ctl, F_OK);
   if (absent(r)) {
-    ff->visible = Tri::no;
+    ff->value = Tri::no;
     ev.add("no /dev/nvidiactl");
     return;
   }
@@ -151,7 +151,7 @@ UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const Prob
   Path kfd(s.sysroot, "/dev/kfd");
   int r = path_access(kfd, F_OK);
   if (absent(r)) {
-    ff->visible = Tri::no;
+    ff->value = Tri::no;
     ev.add("no /dev/kfd");
     return;
   }
@@ -209,7 +209,7 @@ UCXTLS_OWN_FRAME void probe_ze(const Inputs &in, const Settings &s, const ProbeO
   const char *mask = in.get(kZeAffinity);
   bool hidden = ze_mask_hides_all(mask);
   if (hidden && !o.exhaustive) {
-    ff->visible = Tri::no;
+    ff->value = Tri::no;
     describe_variable(ev, "ZE_AFFINITY_MASK", mask);
     ev.add(" names no device");
     return;

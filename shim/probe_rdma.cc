@@ -132,7 +132,7 @@ void describe_device(Text &t, const RdmaDevice &d, const char *node) {
 
 UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
-  ev.init(f->rdma_evidence, o.evidence ? sizeof f->rdma_evidence : 0);
+  ev.init(f->rdma.evidence, o.evidence ? sizeof f->rdma.evidence : 0);
   Rdma best = Rdma::none;
   int usable = 0, unusable = 0;
   Failure fail;
@@ -170,16 +170,16 @@ UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts
     if (d.error && !absent(d.error)) fail.note("list", dir, d.error, o.evidence);
   }
   if (best == Rdma::none && fail.error) {
-    f->rdma_error = fail.error;
+    f->rdma.error = fail.error;
     ev.add(fail.text);
     return;
   }
   if (best == Rdma::rc && fail.error) {  // a device we could not read may be a ConnectX
-    f->rdma_error = fail.error;
+    f->rdma.error = fail.error;
     ev.add(first_usable).add("; ").add(fail.text);
     return;
   }
-  f->rdma = best != Rdma::none ? Tri::yes : Tri::no;
+  f->rdma.value = best != Rdma::none ? Tri::yes : Tri::no;
   f->rdma_mlx5 = best == Rdma::mlx5;
   if (best != Rdma::none) {
     ev.add(first_usable);

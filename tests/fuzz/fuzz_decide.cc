@@ -67,12 +67,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int err = t == Tri::unknown ? -24 : 0;
     switch (d.need) {
       case Need::rdma:
-        f.rdma = t, f.rdma_error = err, f.rdma_mlx5 = in.byte() & 1;
-        evidence(in, f.rdma_evidence, sizeof f.rdma_evidence);
+        f.rdma.value = t, f.rdma.error = err, f.rdma_mlx5 = in.byte() & 1;
+        evidence(in, f.rdma.evidence, sizeof f.rdma.evidence);
         break;
-      case Need::ucx_conf: f.ucx_conf = t, f.ucx_conf_error = err; evidence(in, f.ucx_conf_evidence, sizeof f.ucx_conf_evidence); break;
+      case Need::ucx_conf: f.ucx_conf.value = t, f.ucx_conf.error = err; evidence(in, f.ucx_conf.evidence, sizeof f.ucx_conf.evidence); break;
       case Need::driver: {
-        f.driver.ran = t == Tri::unknown ? Tri::no : t;
+        f.driver.value = t == Tri::unknown ? Tri::no : t;
         f.driver.cuda.answered = tri(in.byte());
         f.driver.cuda.count = in.byte() - 2;
         f.driver.ze.answered = tri(in.byte());
@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
       case Need::cuda: case Need::rocm: case Need::ze: {
         int fam = d.need == Need::cuda ? 1 : d.need == Need::rocm ? 2 : 3;
-        f.family[fam].visible = t;
+        f.family[fam].value = t;
         f.family[fam].error = err;
         evidence(in, f.family[fam].evidence, sizeof f.family[fam].evidence);
         break;
@@ -96,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)effective_value(inputs, d);
 
   char *line = static_cast<char *>(malloc(line_cap ? line_cap : 1));
-  size_t n = format_line(inputs, d, line_cap ? line : nullptr, line_cap);
+  size_t n = format_line(Decided{inputs, s, f, d}, line_cap ? line : nullptr, line_cap);
   if (line_cap >= 2) {
     FUZZ_CHECK(n >= 1 && n < line_cap && line[n] == '\0' && line[n - 1] == '\n');
     for (size_t i = 0; i + 1 < n; i++) {

@@ -28,7 +28,7 @@ int main() {
   printf("%s\n", v ? v : "<unset>");
   if (s.debug || d.error) {
     char line[1024];
-    size_t n = format_line(in, d, line, sizeof line);
+    size_t n = format_line(Decided{in, s, f, d}, line, sizeof line);
     fwrite(line, 1, n, stderr);
   }
   // The exhaustive pass must reach the same action.

@@ -36,12 +36,12 @@ struct Env {
 // a ConnectX (mlx5); rc_only() makes it a device that runs rc_verbs alone.
 Facts facts(Tri rdma, Tri conf, Tri cuda, Tri rocm, Tri ze) {
   Facts f;
-  f.rdma = rdma;
+  f.rdma.value = rdma;
   f.rdma_mlx5 = rdma == Tri::yes;
-  f.ucx_conf = conf;
-  f.family[int(Family::cuda)].visible = cuda;
-  f.family[int(Family::rocm)].visible = rocm;
-  f.family[int(Family::ze)].visible = ze;
+  f.ucx_conf.value = conf;
+  f.family[int(Family::cuda)].value = cuda;
+  f.family[int(Family::rocm)].value = rocm;
+  f.family[int(Family::ze)].value = ze;
   return f;
 }
 
@@ -69,11 +69,11 @@ Facts rc_only(Facts f) {
 // A fact whose probe could not finish: unknown, with its error.
 Facts failed(Facts f, Need n) {
   switch (n) {
-    case Need::rdma: f.rdma = U, f.rdma_mlx5 = false, f.rdma_error = -24; break;
-    case Need::ucx_conf: f.ucx_conf = U, f.ucx_conf_error = -24; break;
-    case Need::cuda: f.family[int(Family::cuda)].visible = U, f.family[int(Family::cuda)].error = -24; break;
-    case Need::rocm: f.family[int(Family::rocm)].visible = U, f.family[int(Family::rocm)].error = -24; break;
-    default: f.family[int(Family::ze)].visible = U, f.family[int(Family::ze)].error = -24; break;
+    case Need::rdma: f.rdma.value = U, f.rdma_mlx5 = false, f.rdma.error = -24; break;
+    case Need::ucx_conf: f.ucx_conf.value = U, f.ucx_conf.error = -24; break;
+    case Need::cuda: f.family[int(Family::cuda)].value = U, f.family[int(Family::cuda)].error = -24; break;
+    case Need::rocm: f.family[int(Family::rocm)].value = U, f.family[int(Family::rocm)].error = -24; break;
+    default: f.family[int(Family::ze)].value = U, f.family[int(Family::ze)].error = -24; break;
   }
   return f;
 }
@@ -584,11 +584,11 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
     if (d.action != Action::need) break;
     asked.push_back(d.need);
     switch (d.need) {
-      case Need::rdma: f.rdma = Y; break;
-      case Need::ucx_conf: f.ucx_conf = N; break;
-      case Need::cuda: f.family[int(Family::cuda)].visible = N; break;
-      case Need::rocm: f.family[int(Family::rocm)].visible = Y; break;
-      default: f.family[int(Family::ze)].visible = Y; break;
+      case Need::rdma: f.rdma.value = Y; break;
+      case Need::ucx_conf: f.ucx_conf.value = N; break;
+      case Need::cuda: f.family[int(Family::cuda)].value = N; break;
+      case Need::rocm: f.family[int(Family::rocm)].value = Y; break;
+      default: f.family[int(Family::ze)].value = Y; break;
     }
   }
   std::vector<Need> want = {Need::ucx_conf, Need::cuda, Need::rocm, Need::rdma};
@@ -613,7 +613,7 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   decide(e.in, s, g, &d);
   CHECK(d.action == Action::skip);
   // With a GPU, it is asked last.
-  g.family[int(Family::ze)].visible = Y;
+  g.family[int(Family::ze)].value = Y;
   decide(e.in, s, g, &d);
   CHECK(d.need == Need::rdma);
 
@@ -623,13 +623,13 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   Facts h = facts(Y, N, U, U, U);
   decide(drv.in, s, h, &d);
   CHECK(d.need == Need::driver);
-  h.driver.ran = Y;
+  h.driver.value = Y;
   h.driver.cuda.answered = Y;
   h.driver.cuda.count = 0;
   h.driver.ze.answered = N;
   decide(drv.in, s, h, &d);
   CHECK(d.need == Need::rocm);  // CUDA answered (0 devices) by the driver; ROCm is kernel-only
-  h.family[int(Family::rocm)].visible = N;
+  h.family[int(Family::rocm)].value = N;
   decide(drv.in, s, h, &d);
   CHECK(d.need == Need::ze);  // the ze driver gave no answer: the kernel answer stands
 }
@@ -639,9 +639,10 @@ TEST_CASE("the stderr line is one line, names the variable, and never leaks cont
   Settings s;
   parse_settings(e.in, &s);
   Decision d;
-  decide(e.in, s, Facts(), &d);
+  Facts none;
+  decide(e.in, s, none, &d);
   char line[1024];
-  size_t n = format_line(e.in, d, line, sizeof line);
+  size_t n = format_line(Decided{e.in, s, none, d}, line, sizeof line);
   std::string l(line, n);
   CHECK(l.rfind("ucxtls: UCXTLS_ACCEL=", 0) == 0);
   CHECK(l.find('\n') == l.size() - 1);
@@ -650,8 +651,8 @@ TEST_CASE("the stderr line is one line, names the variable, and never leaks cont
   std::string huge(100000, 'x');
   Env k{{kUcxTls, huge.c_str()}};
   parse_settings(k.in, &s);
-  decide(k.in, s, Facts(), &d);
-  n = format_line(k.in, d, line, sizeof line);
+  decide(k.in, s, none, &d);
+  n = format_line(Decided{k.in, s, none, d}, line, sizeof line);
   CHECK(n < sizeof line);
   CHECK(line[n - 1] == '\n');
 }

@@ -427,19 +427,32 @@ struct DriverCase {
   Family want;
 };
 
-Decision decide_with(const DriverCase &c, const char *probe = "driver") {
+// A decision with everything it was made from (its words need them all).
+struct Made {
   Inputs in;
-  in.var[kProbe] = probe;
   Settings s;
-  parse_settings(in, &s);
   Facts f;
-  f.rdma = Y;
+  Decision d;
+  std::string line() const {
+    char buf[kLineMax];
+    return std::string(buf, format_line(Decided{in, s, f, d}, buf, sizeof buf));
+  }
+};
+
+Made decide_with(const DriverCase &c, const char *probe = "driver") {
+  Made m;
+  Inputs &in = m.in;
+  in.var[kProbe] = probe;
+  Settings &s = m.s;
+  parse_settings(in, &s);
+  Facts &f = m.f;
+  f.rdma.value = Y;
   f.rdma_mlx5 = true;
-  f.ucx_conf = N;
-  f.family[int(Family::cuda)].visible = c.kernel_cuda;
-  f.family[int(Family::rocm)].visible = c.kernel_rocm;
-  f.family[int(Family::ze)].visible = c.kernel_ze;
-  f.driver.ran = c.ran;
+  f.ucx_conf.value = N;
+  f.family[int(Family::cuda)].value = c.kernel_cuda;
+  f.family[int(Family::rocm)].value = c.kernel_rocm;
+  f.family[int(Family::ze)].value = c.kernel_ze;
+  f.driver.value = c.ran;
   strcpy(f.driver.evidence, "answer saved by ucxtls probe at /run/ucxtls/driver");
   f.driver.cuda.answered = c.cuda_answered;
   f.driver.cuda.count = f.driver.cuda.present = c.cuda_count;
@@ -447,9 +460,8 @@ Decision decide_with(const DriverCase &c, const char *probe = "driver") {
   f.driver.ze.answered = c.ze_answered;
   f.driver.ze.count = f.driver.ze.present = c.ze_count;
   strcpy(f.driver.ze.name, "ZE_RESULT_SUCCESS");
-  Decision d;
-  decide(in, s, f, &d);
-  return d;
+  decide(in, s, f, &m.d);
+  return m;
 }
 
 }  // namespace
@@ -472,17 +484,17 @@ TEST_CASE("decide(): the driver's answer wins for CUDA and ze, the kernel's stan
       {Y, N, N, N, N, 0, N, 0, Family::cuda},
   };
   for (const DriverCase &c : rows) {
-    Decision d = decide_with(c);
-    CAPTURE(d.reasons[0]);
+    const Made m = decide_with(c);
+    const Decision &d = m.d;
+    CAPTURE(m.line());
     CHECK(d.action == (c.want == Family::none ? Action::skip : Action::set));  // no GPU: UCX's default
     CHECK(d.family == c.want);
   }
 }
 
 TEST_CASE("decide(): the debug line says which tier answered, with the driver's names") {
-  Decision d = decide_with({Y, N, N, Y, Y, 0, Y, 2, Family::ze});
   char line[1024];
-  std::string l(line, format_line(Inputs(), d, line, sizeof line));
+  std::string l = decide_with({Y, N, N, Y, Y, 0, Y, 2, Family::ze}).line();
   CAPTURE(l);
   CHECK(l.find("driver tier: answer saved by ucxtls probe at /run/ucxtls/driver") != std::string::npos);
   CHECK(l.find("cuda: driver API: 0 device(s) (CUDA_ERROR_NO_DEVICE)") != std::string::npos);
@@ -495,21 +507,20 @@ TEST_CASE("decide(): the debug line says which tier answered, with the driver's 
     Settings s;
     parse_settings(in, &s);
     Facts f;
-    f.rdma = Y;
-    f.ucx_conf = N;
-    f.driver.ran = Y;
+    f.rdma.value = Y;
+    f.ucx_conf.value = N;
+    f.driver.value = Y;
     f.driver.cuda.answered = Y;
     f.driver.cuda.present = 8;
     f.driver.cuda.count = 1;
     strcpy(f.driver.cuda.name, "CUDA_SUCCESS");
     Decision v;
     decide(in, s, f, &v);
-    std::string vl(line, format_line(in, v, line, sizeof line));
+    std::string vl(line, format_line(Decided{in, s, f, v}, line, sizeof line));
     CHECK(vl.find("cuda: driver API: 8 device(s), 1 visible (CUDA_SUCCESS)") != std::string::npos);
   }
 
-  d = decide_with({Y, N, N, Y, N, 0, Y, 0, Family::cuda});
-  l.assign(line, format_line(Inputs(), d, line, sizeof line));
+  l = decide_with({Y, N, N, Y, N, 0, Y, 0, Family::cuda}).line();
   CAPTURE(l);
   CHECK(l.find("cuda: driver API gave no answer (libcuda.so.1 not found), kernel: ") != std::string::npos);
 
@@ -518,9 +529,9 @@ TEST_CASE("decide(): the debug line says which tier answered, with the driver's 
   Settings s;
   parse_settings(in, &s);
   Facts f;
-  f.rdma = Y;
+  f.rdma.value = Y;
   f.rdma_mlx5 = true;
-  f.ucx_conf = N;
+  f.ucx_conf.value = N;
   Decision k;
   decide(in, s, f, &k);
   CHECK(k.need == Need::cuda);

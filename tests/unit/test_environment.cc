@@ -74,26 +74,29 @@ TEST_CASE("env_value: getenv's answer, the first entry of the exact name") {
 
 TEST_CASE("format_line: a failed write says failed, and what the environment holds; never set") {
   Inputs in;
+  Settings s;
+  Facts f;
   Decision d;
   d.action = Action::set;
   strcpy(d.value, "rc,cuda_copy");
-  d.nreasons = 1;
-  strcpy(d.reasons[0], "why");
+  d.note(Reason::no_gpu_placeholder);  // any one reason
+  const char *why = "the template has no {copy} or {ipc}: no GPU probe";
   char line[kLineMax];
   struct Row {
     const char *failed, *now, *want;
   } rows[] = {
-      {nullptr, nullptr, "ucxtls: set UCX_TLS=rc,cuda_copy: why\n"},
-      {"no memory", nullptr, "ucxtls: failed to set UCX_TLS=rc,cuda_copy (no memory): UCX_TLS stays unset: why\n"},
-      {"no memory", "old", "ucxtls: failed to set UCX_TLS=rc,cuda_copy (no memory): UCX_TLS is \"old\": why\n"},
+      {nullptr, nullptr, "ucxtls: set UCX_TLS=rc,cuda_copy: "},
+      {"no memory", nullptr, "ucxtls: failed to set UCX_TLS=rc,cuda_copy (no memory): UCX_TLS stays unset: "},
+      {"no memory", "old", "ucxtls: failed to set UCX_TLS=rc,cuda_copy (no memory): UCX_TLS is \"old\": "},
   };
   for (const Row &r : rows) {
     CAPTURE(r.want);
-    CHECK(std::string(line, format_line(in, d, line, sizeof line, r.failed, r.now)) == r.want);
+    CHECK(std::string(line, format_line(Decided{in, s, f, d}, line, sizeof line, r.failed, r.now)) ==
+          std::string(r.want) + why + "\n");
   }
   d.action = Action::clear;  // done in place: it cannot fail, and the line never claims it did
-  CHECK(std::string(line, format_line(in, d, line, sizeof line, nullptr, nullptr)) ==
-        "ucxtls: clear UCX_TLS and UCXTLS_DERIVED: why\n");
+  CHECK(std::string(line, format_line(Decided{in, s, f, d}, line, sizeof line, nullptr, nullptr)) ==
+        std::string("ucxtls: clear UCX_TLS and UCXTLS_DERIVED: ") + why + "\n");
 }
 
 TEST_CASE("env_write: present names in place; the rest in one new array, the old one untouched") {

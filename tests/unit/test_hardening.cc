@@ -18,14 +18,17 @@ using namespace ucxtls;
 TEST_CASE("format_line into a buffer too small for a line writes nothing past it") {
   // fuzz_decide: cap 0 wrote the newline through a null pointer, cap 1 one byte past the end.
   Inputs in;
+  Settings s;
+  Facts f;
   Decision d;
   d.action = Action::skip;
+  const Decided x{in, s, f, d};
   char guard[4] = {'x', 'x', 'x', 'x'};
-  CHECK(format_line(in, d, nullptr, 0) == 0);
-  CHECK(format_line(in, d, guard, 1) == 0);
+  CHECK(format_line(x, nullptr, 0) == 0);
+  CHECK(format_line(x, guard, 1) == 0);
   CHECK(guard[0] == '\0');
   CHECK(guard[1] == 'x');
-  CHECK(format_line(in, d, guard, 2) == 1);
+  CHECK(format_line(x, guard, 2) == 1);
   CHECK(std::string(guard) == "\n");
   CHECK(guard[2] == 'x');
 }
@@ -34,11 +37,14 @@ TEST_CASE("format_line stays one line when evidence read from the file system ha
   // fuzz_decide invariant: a directory entry or link target named "mlx5_0\nX" (possible under
   // UCXTLS_SYSROOT) went into the debug line verbatim.
   Inputs in;
+  Settings s;
+  Facts f;
+  strcpy(f.rdma.evidence, "no usable RDMA device (HCA mlx5_0\nsecond\x1b[31m)");
   Decision d;
   d.action = Action::skip;
-  d.reason().add("no usable RDMA device (HCA mlx5_0\nsecond\x1b[31m)");
+  d.note(Reason::rdma);
   char line[256];
-  size_t n = format_line(in, d, line, sizeof line);
+  size_t n = format_line(Decided{in, s, f, d}, line, sizeof line);
   REQUIRE(n > 1);
   CHECK(line[n - 1] == '\n');
   CHECK(strchr(line, '\n') == line + n - 1);

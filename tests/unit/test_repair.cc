@@ -139,10 +139,10 @@ struct Env {
 // A node with a ConnectX and one family's GPUs, every fact known.
 Facts node_of(Family fam) {
   Facts f;
-  f.rdma = Tri::yes;
+  f.rdma.value = Tri::yes;
   f.rdma_mlx5 = true;
-  f.ucx_conf = Tri::no;
-  for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].visible = g == fam ? Tri::yes : Tri::no;
+  f.ucx_conf.value = Tri::no;
+  for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].value = g == fam ? Tri::yes : Tri::no;
   return f;
 }
 
@@ -160,20 +160,24 @@ Result decide_keep(const Env &e, Family node, bool quiet) {
   parse_settings(e.in, &s);
   Facts f = node_of(node);
   Facts known = f;
-  for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].visible = Tri::unknown;
+  for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].value = Tri::unknown;
   Decision d;
-  d.quiet = quiet;
+  d.explained = !quiet;
   Result r;
   for (int i = 0; i < 8; i++) {
     decide(e.in, s, f, &d);
     if (d.action != Action::need) break;
     r.asked.push_back(d.need);
     Family g = d.need == Need::cuda ? Family::cuda : d.need == Need::rocm ? Family::rocm : Family::ze;
-    f.family[int(g)].visible = known.family[int(g)].visible;
+    f.family[int(g)].value = known.family[int(g)].value;
   }
   r.action = d.action;
   r.value = d.action == Action::repair || d.action == Action::set ? d.value : "";
-  for (int i = 0; i < d.nreasons; i++) r.reasons += std::string(d.reasons[i]) + "; ";
+  char reason[kReasonMax];
+  for (int i = 0; i < d.nsteps; i++) {
+    render_reason(Decided{e.in, s, f, d}, i, reason, sizeof reason);
+    r.reasons += std::string(reason) + "; ";
+  }
   r.mismatch = d.mismatch;
   return r;
 }
