@@ -26,7 +26,8 @@ enum class Found : uint8_t { missing, decided };
 
 void add_file(Text &ev, const Path &dir) { ev.add(dir.buf).add("/").add(kCacheFileName); }
 
-Found ignored(Text &ev, const Path &dir, const char *what, const char *why = nullptr) {
+// The saved answer is not used: the evidence names the file, why, and how to save a new one.
+Found reject(Text &ev, const Path &dir, const char *what, const char *why = nullptr) {
   add_file(ev, dir);
   ev.add(" ignored: ").add(what);
   if (why) ev.add(why);
@@ -34,18 +35,18 @@ Found ignored(Text &ev, const Path &dir, const char *what, const char *why = nul
   return Found::decided;
 }
 
-// The parsed report against this boot and the drivers' load times, then this process's
-// visibility variables.
-Found use(const Inputs &in, const Settings &s, const Path &dir, char *text, size_t len, long long mtime_ns,
+// The parsed report, accepted when it is this boot's and no driver loaded since it was saved;
+// then this process's visibility variables are applied to it.
+Found accept_if_current(const Inputs &in, const Settings &s, const Path &dir, char *text, size_t len, long long mtime_ns,
           DriverFact *out, Text &ev) {
   DriverReport r;
   const char *why = nullptr;
-  if (!parse_driver_report(text, len, &r, &why)) return ignored(ev, dir, "malformed: ", why);
-  if (!r.boot) return ignored(ev, dir, "malformed: no boot line");
+  if (!parse_driver_report(text, len, &r, &why)) return reject(ev, dir, "malformed: ", why);
+  if (!r.boot) return reject(ev, dir, "malformed: no boot line");
   char boot[kBootIdMax + 8];
   ssize_t n = read_boot_id(s, boot, sizeof boot);
-  if (n <= 0) return ignored(ev, dir, "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
-  if (!same_boot(r.boot, boot, size_t(n))) return ignored(ev, dir, "saved in another boot");
+  if (n <= 0) return reject(ev, dir, "this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
+  if (!same_boot(r.boot, boot, size_t(n))) return reject(ev, dir, "saved in another boot");
   char node[256];
   if (driver_loaded_after(s, mtime_ns, node, sizeof node)) {
     add_file(ev, dir);
@@ -80,14 +81,14 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   };
   if (stat_fd(dfd, &facts) != 0 || !cache_trusted(facts, reader(facts), true, why)) {
     close_fd(dfd);
-    return ignored(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)");
+    return reject(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)");
   }
   const int fd = open_file_in(dfd, kCacheFileName);
   const int open_errno = fd < 0 ? -fd : 0;
   close_fd(dfd);
   if (fd < 0) {
     if (open_errno == ENOENT) return Found::missing;
-    if (open_errno == ELOOP) return ignored(ev, dir, "it is a symbolic link");
+    if (open_errno == ELOOP) return reject(ev, dir, "it is a symbolic link");
     add_file(ev, dir);
     ev.add(" ignored: it cannot be opened (").add(errno_name(open_errno)).add(")").add(kRemedy);
     return Found::decided;
@@ -103,10 +104,10 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
     }
   }
   close_fd(fd);
-  if (why.len) return ignored(ev, dir, "it ", why_buf);
-  if (facts.size > (long long)sizeof g_report) return ignored(ev, dir, "larger than any answer ucxtls probe writes");
-  if (len < 0) return ignored(ev, dir, "it cannot be checked (fstat failed)");
-  return use(in, s, dir, text, size_t(len), facts.mtime_ns, out, ev);
+  if (why.len) return reject(ev, dir, "it ", why_buf);
+  if (facts.size > (long long)sizeof g_report) return reject(ev, dir, "larger than any answer ucxtls probe writes");
+  if (len < 0) return reject(ev, dir, "it cannot be checked (fstat failed)");
+  return accept_if_current(in, s, dir, text, size_t(len), facts.mtime_ns, out, ev);
 }
 
 }  // namespace

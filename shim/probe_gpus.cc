@@ -46,7 +46,7 @@ struct DeviceTable {
 
 UCXTLS_FILE_BACKED DeviceTable g_devices;
 
-void finish(FamilyFact *ff, int visible_n) {
+void record_visible(FamilyFact *ff, int visible_n) {
   ff->visible_n = visible_n;
   ff->value = visible_n > 0 ? Tri::yes : Tri::no;
 }
@@ -54,7 +54,7 @@ void finish(FamilyFact *ff, int visible_n) {
 // The end of a listing probe (CUDA, ROCm): the devices found and how many are visible, or, when a
 // part failed and the answer could depend on it, "cannot tell" with the failure as the evidence.
 // True when the fact is settled (the caller adds the variables to the evidence, after "; ").
-bool settle(FamilyFact *ff, int present, int visible_n, const Failure &fail, const char *a, const char *b,
+bool conclude_listing(FamilyFact *ff, int present, int visible_n, const Failure &fail, const char *a, const char *b,
             const char *c, const ProbeOptions &o, Text &ev) {
   ff->present = present;
   if (fail.error && !yes_despite_failure(visible_n, a, b, c)) {
@@ -63,7 +63,7 @@ bool settle(FamilyFact *ff, int present, int visible_n, const Failure &fail, con
     ev.add(fail.text);
     return false;
   }
-  finish(ff, visible_n);
+  record_visible(ff, visible_n);
   ev.add("; ");
   return true;
 }
@@ -137,7 +137,7 @@ UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const Prob
   } else if (!fail.error) {
     ev.add("/dev/nvidiactl");
   }
-  if (!settle(ff, t.n, cuda_visible_count(cvd, t.view()), fail, cvd, nullptr, nullptr, o, ev)) return;
+  if (!conclude_listing(ff, t.n, cuda_visible_count(cvd, t.view()), fail, cvd, nullptr, nullptr, o, ev)) return;
   describe_variable(ev, "CUDA_VISIBLE_DEVICES", cvd);
   ev.add(": ").add((long long)ff->visible_n).add(ff->partial ? "+" : "").add(" visible");
 }
@@ -191,7 +191,7 @@ UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const Prob
   } else if (!fail.error) {
     ev.add("/dev/kfd");
   }
-  if (!settle(ff, t.n, rocm_visible_count(rocr, hip, cvd, t.view()), fail, rocr, hip, cvd, o, ev)) return;
+  if (!conclude_listing(ff, t.n, rocm_visible_count(rocr, hip, cvd, t.view()), fail, rocr, hip, cvd, o, ev)) return;
   describe_variable(ev, "ROCR_VISIBLE_DEVICES", rocr);
   ev.add(", ");
   if (hip || !cvd) describe_variable(ev, "HIP_VISIBLE_DEVICES", hip);
@@ -264,7 +264,7 @@ UCXTLS_OWN_FRAME void probe_ze(const Inputs &in, const Settings &s, const ProbeO
   else if (other[0]) ev.add(", not ze: ").add(other);
   ev.add("; ");
   describe_variable(ev, "ZE_AFFINITY_MASK", mask);
-  finish(ff, hidden ? 0 : found);
+  record_visible(ff, hidden ? 0 : found);
   ev.add(": ").add((long long)ff->visible_n).add(ff->partial && !hidden ? "+" : "").add(hidden ? " visible (names no device)" : " visible");
 }
 
