@@ -160,7 +160,7 @@ class Loaded:
 
 
 # ---------------------------------------------------------------------------------------------
-@case("copy: the fixture is laid out like NIXL's wheel")
+@case("copy: the fixture is laid out like NIXL's wheel", tags=("nixl_copy",))
 @needs_copy
 def copy_layout(t, libs):
     names, dyn = needed(os.path.join(libs, "libucp-nixl.so.0"))
@@ -182,7 +182,7 @@ def copy_layout(t, libs):
             ucx_files and all(f.startswith(libs) for f in ucx_files), "\n".join(sorted(ucx_files)) + proc.said)
 
 
-@case("copy: --ucx judges the system UCX and the copy differently, as UCX itself does")
+@case("copy: --ucx judges the system UCX and the copy differently, as UCX itself does", tags=("nixl_copy",))
 @needs_copy
 def copy_versus_system(t, libs):
     copy_ucp = os.path.join(libs, "libucp-nixl.so.0")
@@ -204,7 +204,7 @@ def copy_versus_system(t, libs):
             and " cma" not in out.split("\n")[2], out)
 
 
-@case("copy: --pid of a real process that loaded the copy, and of one that loaded the system UCX")
+@case("copy: --pid of a real process that loaded the copy, and of one that loaded the system UCX", tags=("nixl_copy",))
 @needs_copy
 def copy_pid(t, libs):
     copy_ucp = os.path.join(libs, "libucp-nixl.so.0")
@@ -226,7 +226,7 @@ def copy_pid(t, libs):
         t.equal("--pid (%s): MISSING" % where, missing, want_missing, out)
 
 
-@case("copy: on a replayed Intel node, ze_copy is MISSING and the missing Level Zero support named")
+@case("copy: on a replayed Intel node, ze_copy is MISSING and the missing Level Zero support named", tags=("nixl_copy",))
 @needs_copy
 def copy_intel(t, libs):
     p, out, missing, err = doctor(["--ucx", libs], env_for("intel-xe", preload=False))

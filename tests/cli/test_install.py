@@ -104,7 +104,7 @@ def moved_tree(t):
             repr(p))
 
 
-@case("deb: the package from CPack, unpacked and run")
+@case("deb: the package from CPack, unpacked and run", tags=("deb",))
 def deb(t):
     # The .deb from CPack, unpacked (not installed: the test must not change the machine).
     if not (have("dpkg-deb") and os.path.exists(os.path.join(BUILD_DIR, "CPackConfig.cmake"))):
@@ -188,7 +188,7 @@ def build32():
     return p, os.path.join(M32, "libucxtls.so")
 
 
-@case("$LIB 32-bit: the library built with -m32")
+@case("$LIB 32-bit: the library built with -m32", tags=("m32_library",))
 def library_32(t):
     if not probe32():
         t.skip("32-bit library", "gcc -m32 cannot build here (Debian: gcc-multilib)")
@@ -200,7 +200,7 @@ def library_32(t):
             p.returncode == 0 and "ELF32" in header and needed == ["libc.so.6"], p.stdout.decode()[-2000:] + header)
 
 
-@case("$LIB 32-bit: a 32-bit process under the same LD_PRELOAD")
+@case("$LIB 32-bit: a 32-bit process under the same LD_PRELOAD", tags=("m32_process",))
 def process_32(t):
     exe = probe32()
     if not exe:

@@ -60,7 +60,8 @@ def printing(t, label, args, extra, needs):
 
 
 for _label, _args, _extra, _needs in PRINTING:
-    add_case("stdout cannot be written: " + _label, printing, _label, _args, _extra, _needs)
+    add_case("stdout cannot be written: " + _label, printing, _label, _args, _extra, _needs,
+             tags=(_needs,) if _needs else ())
 
 
 def nothing_to_print(t):

@@ -50,10 +50,11 @@ for _machine, _extra, _want in (("dgx", {}, HARDCODED), ("intel-xe", {}, "rc_x,r
                                 ("no-gpu", {"UCXTLS_ACCEL": "none"}, "rc_x,rc,dc_x,dc"),
                                 ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
                                 ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, "rc_x,rc,dc_x,dc,ze_copy")):
-    add_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want)
+    add_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want,
+             tags=("ucx_info",))
 
 
-@case("ucx_info -e: a UCP endpoint with a value the library wrote")
+@case("ucx_info -e: a UCP endpoint with a value the library wrote", tags=("ucx_info",))
 def ucx_info_endpoint(t):
     if no_ucx_info(t):
         return
@@ -64,7 +65,7 @@ def ucx_info_endpoint(t):
             p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out, out + p.stderr.decode())
 
 
-@case("ucx_info: the portable template composed here and on broadcom-roce")
+@case("ucx_info: the portable template composed here and on broadcom-roce", tags=("ucx_info",))
 def ucx_info_portable(t):
     if no_ucx_info(t):
         return
@@ -107,10 +108,11 @@ def recommended_endpoint(t, what, template, composed):
 
 
 for _what, _template, _composed in RECOMMENDED:
-    add_case("ucx_info -e: %s on a node without rc" % _what, recommended_endpoint, _what, _template, _composed)
+    add_case("ucx_info -e: %s on a node without rc" % _what, recommended_endpoint, _what, _template, _composed,
+             tags=("ucx_info",))
 
 
-@case("ucx_info -e, a GPU node without rc (aws-p5 replayed): all works, the hard-coded value fails")
+@case("ucx_info -e, a GPU node without rc (aws-p5 replayed): all works, the hard-coded value fails", tags=("ucx_info",))
 def ucx_info_all(t):
     if no_ucx_info(t):
         return
@@ -125,7 +127,7 @@ def ucx_info_all(t):
             "UCP endpoint" in trainer.stdout.decode(), trainer.stdout.decode() + trainer.stderr.decode())
 
 
-@case("ucx_info -e on this machine (no GPU): unset works, the hard-coded value fails")
+@case("ucx_info -e on this machine (no GPU): unset works, the hard-coded value fails", tags=("ucx_info",))
 def ucx_info_here(t):
     if no_ucx_info(t):
         return
@@ -142,7 +144,7 @@ def ucx_info_here(t):
             "no usable transports" in out, out)
 
 
-@case("ucp_client_server: UCX's example exchanges a message")
+@case("ucp_client_server: UCX's example exchanges a message", tags=("client_server",))
 def client_server(t):
     example = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
     if not (os.path.exists(example) and have("gcc")):

@@ -267,7 +267,7 @@ for _label in ("/etc/ucx/ucx.conf (under UCXTLS_SYSROOT)", "$HOME/ucx.conf", "$U
     add_case("ucx.conf at " + _label, ucx_conf, _label)
 
 
-@case("strace: a ./ucx.conf that links to a device or a procfs stream is never opened")
+@case("strace: a ./ucx.conf that links to a device or a procfs stream is never opened", tags=("strace",))
 def ucx_conf_links(t):
     # A ./ucx.conf that is a link to a device or a procfs stream is never opened: opening /dev/ptmx
     # allocates a pty in the host, reading /proc/kmsg takes the kernel log from its reader.

@@ -45,7 +45,7 @@ def work_dir():
     return scratch_dir("ucxtls-foreign-")
 
 
-@case("static binary")
+@case("static binary", tags=("static",))
 def static_binary(t):
     work = work_dir()
     exe, err = compile_c(work, "static", PROGRAM, flags=["-static"])
@@ -59,7 +59,7 @@ def static_binary(t):
     t.equal("static: stderr identical (silent)", pre.stderr, plain.stderr)
 
 
-@case("musl program")
+@case("musl program", tags=("musl",))
 def musl_binary(t):
     work = work_dir()
     if not have("musl-gcc"):
@@ -101,7 +101,7 @@ def program32(t):
     return exe32
 
 
-@case("32-bit: a copy of the library built with -m32 passes the artifact rules")
+@case("32-bit: a copy of the library built with -m32 passes the artifact rules", tags=("m32_library",))
 def library32(t):
     if program32(t) is None:
         return
@@ -121,7 +121,7 @@ def library32(t):
     artifact_rules(t, lib32, "32-bit copy")
 
 
-@case("32-bit: a 32-bit program given the 64-bit library")
+@case("32-bit: a 32-bit program given the 64-bit library", tags=("m32_process",))
 def program32_lib64(t):
     exe32 = program32(t)
     if exe32 is None:

@@ -297,7 +297,7 @@ def env_api_plain(t):
     env_api(t, False)
 
 
-@case("memcheck: the host's own environment calls after the library")
+@case("memcheck: the host's own environment calls after the library", tags=("memcheck",))
 def env_api_memcheck(t):
     env_api(t, True)
 

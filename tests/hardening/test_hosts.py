@@ -107,7 +107,8 @@ def host_case(t, label, index, case, machine, inherited, want):
 HOSTS = ["bash", "dash", "zsh", "mksh", "ksh93", "busybox sh", "perl", "python3"]  # the order of hosts()
 for _index, _label in enumerate(HOSTS):
     for _case, _machine, _inherited, _want in CASES:
-        add_case("%s: %s" % (_label, _case), host_case, _label, _index, _case, _machine, _inherited, _want)
+        add_case("%s: %s" % (_label, _case), host_case, _label, _index, _case, _machine, _inherited, _want,
+                 tags=(_label.split()[0],))  # busybox sh: busybox
 
 
 if __name__ == "__main__":

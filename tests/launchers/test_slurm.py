@@ -149,13 +149,13 @@ def installed(t):
         t.exit()
 
 
-@case("ucxtls env --format=slurm")
+@case("ucxtls env --format=slurm", tags=("slurm_format",))
 def format_case(t):
     installed(t)
     format_checks(t)
 
 
-@case("Slurm cluster: the README's recipes on two nodes")
+@case("Slurm cluster: the README's recipes on two nodes", tags=("slurm_cluster",))
 def cluster_case(t):
     installed(t)
     missing = slurm_cluster.missing_tools()

@@ -41,7 +41,7 @@ def no_rpm(t):
     return bool(missing)
 
 
-@case("cpack -G RPM refuses a build that is not lib64")
+@case("cpack -G RPM refuses a build that is not lib64", tags=("rpm_refused",))
 def refused(t):
     if no_rpm(t):
         return
@@ -63,7 +63,7 @@ def refused(t):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-@case("the RPM: built as the README says, installed into a scratch root, run, removed")
+@case("the RPM: built as the README says, installed into a scratch root, run, removed", tags=("rpm_build",))
 def rpm_package(t):
     if no_rpm(t):
         return

@@ -252,7 +252,7 @@ def wheel_commands(t):
             and b"space or colon" in q.stderr, p.stdout.decode() + repr(q))
 
 
-@case("wheel: isolated build (pip install . with setuptools and wheel from an index)")
+@case("wheel: isolated build (pip install . with setuptools and wheel from an index)", tags=("isolated",))
 def wheel_isolated(t):
     py = need_python(t)
     have_whl = all(glob.glob(os.path.join(WHEELHOUSE, n + "-*.whl")) for n in ("setuptools", "wheel"))

@@ -253,7 +253,7 @@ def syscall_budget(t, name, machine, extra, budget):
 
 
 for _name, _machine, _extra, _, _budget in SYSCALL_ROWS:
-    add_case("strace: syscalls: " + _name, syscall_budget, _name, _machine, _extra, _budget)
+    add_case("strace: syscalls: " + _name, syscall_budget, _name, _machine, _extra, _budget, tags=("strace",))
 
 
 def per_device(t, kind, small, big, budget):
@@ -280,10 +280,10 @@ def per_device(t, kind, small, big, budget):
 
 
 for _kind, _small, _big, _budget in PER_DEVICE_ROWS:
-    add_case("strace: syscalls per further RDMA device: " + _kind, per_device, _kind, _small, _big, _budget)
+    add_case("strace: syscalls per further RDMA device: " + _kind, per_device, _kind, _small, _big, _budget, tags=("strace",))
 
 
-@case("strace: syscalls: the driver tier against the kernel tier on the same node")
+@case("strace: syscalls: the driver tier against the kernel tier on the same node", tags=("strace",))
 def driver_tier_extra(t):
     if no_strace(t):
         return
@@ -327,7 +327,8 @@ def instruction_budget(t, name, machine, extra, budget):
 
 
 for _name, _machine, _extra, _budget in INSTRUCTION_ROWS:
-    add_case("callgrind: instructions: " + _name, instruction_budget, _name, _machine, _extra, _budget)
+    add_case("callgrind: instructions: " + _name, instruction_budget, _name, _machine, _extra, _budget,
+             tags=("callgrind",))
 
 
 def heap_budget(t, name, machine, extra, floor_name):
@@ -354,7 +355,7 @@ def heap_budget(t, name, machine, extra, floor_name):
 
 
 for _name, _machine, _extra, _floor in HEAP_ROWS:
-    add_case("memcheck: heap: " + _name, heap_budget, _name, _machine, _extra, _floor)
+    add_case("memcheck: heap: " + _name, heap_budget, _name, _machine, _extra, _floor, tags=("memcheck",))
 
 
 if __name__ == "__main__":
