@@ -11,19 +11,18 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
 SHOW = 'printf "%s|%s" "${UCX_TLS-<unset>}" "${LD_PRELOAD-<unset>}"'
-ZE = "rc_x,rc,dc_x,dc,ze_copy"
 
 
 def run_from(t, label, cli, lib):
     """`cli run sh` on the intel-xe fixture must see the ze value and `lib` preloaded."""
     p = run([cli, "run", "sh", "-c", SHOW], env_for("intel-xe", preload=False))
-    t.equal(label, (p.stdout.decode(), p.returncode), ("%s|%s" % (ZE, os.path.realpath(lib)), 0), p.stderr.decode())
+    t.equal(label, (p.stdout.decode(), p.returncode), ("%s|%s" % (Z, os.path.realpath(lib)), 0), p.stderr.decode())
 
 
 SCRATCH = tempfile.mkdtemp(prefix="ucxtls-install-")
@@ -72,7 +71,7 @@ def install_tree(t):
     lib = libs[0]
     run_from(t, "P/bin/ucxtls run finds P's library", cli, lib)
     p = run([cli, "explain", "--json"], env_for("intel-xe", preload=False))
-    t.check("P/bin/ucxtls explain works from the install tree", p.returncode == 0 and ZE in p.stdout.decode(),
+    t.check("P/bin/ucxtls explain works from the install tree", p.returncode == 0 and Z in p.stdout.decode(),
             p.stdout.decode() + p.stderr.decode())
 
 
@@ -154,7 +153,7 @@ def lib_64(t):
     p = run(["/bin/sh", "-c", SHOW + '; echo; grep -o "%s/[^ ]*libucxtls.so" /proc/$$/maps | sort -u' % TREE], LIB_ENV)
     lines = p.stdout.decode().splitlines()
     t.check("LD_PRELOAD='P/$LIB/libucxtls.so' (quoted) loads the library: UCX_TLS set, no ld.so error",
-            len(lines) == 2 and lines[0].startswith(ZE + "|") and "$LIB" in lines[0] and p.stderr == b""
+            len(lines) == 2 and lines[0].startswith(Z + "|") and "$LIB" in lines[0] and p.stderr == b""
             and os.path.dirname(lines[1]) != TREE, p.stdout.decode() + p.stderr.decode())
     if len(lines) == 2:
         print("     $LIB here = %s" % os.path.relpath(os.path.dirname(lines[1]), TREE))
@@ -227,7 +226,7 @@ def process_32(t):
         shutil.copy(copy, os.path.join(TREE, d, "libucxtls.so"))
     p = run([exe], LIB_ENV)
     t.equal("a 32-bit process under the same LD_PRELOAD='P/$LIB/libucxtls.so' gets the value, no ld.so error",
-            (p.stdout.decode(), p.stderr.decode()), (ZE, ""))
+            (p.stdout.decode(), p.stderr.decode()), (Z, ""))
 
 
 if __name__ == "__main__":

@@ -21,13 +21,9 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("UCXTLSTEST_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tests", "e2e"))
-from harness import BUILD_DIR, LIB, SHOW, Checks, add_case, case, env_for, fixture, have, main, run  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, LIB, SHOW, C, R, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run  # noqa: E402
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-R = "rc_x,rc,dc_x,dc,rocm_copy"
-Z = "rc_x,rc,dc_x,dc,ze_copy"
-UNSET = "<unset>"  # no GPU family found: nothing to fix, UCX's default stands
 
 HELPER = os.path.join(os.path.dirname(LIB), "ucxtls-probe")
 UCXTLS = os.path.join(os.path.dirname(LIB), "ucxtls")

@@ -8,14 +8,8 @@ import os
 import shutil
 import tempfile
 
-from harness import add_case, case, env_for, fixture, have, main, run, sh_value
+from harness import ALL, C, NONE, R, UNSET, Z, add_case, case, env_for, fixture, have, main, run, sh_value
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-R = "rc_x,rc,dc_x,dc,rocm_copy"
-Z = "rc_x,rc,dc_x,dc,ze_copy"
-NONE = "rc_x,rc,dc_x,dc"
-ALL = "all"
-UNSET = "<unset>"
 PORTABLE = "{rdma},sm,self,{ipc},{copy}"
 
 ROWS = [

@@ -130,7 +130,6 @@ def fixtures(t):
     drv = exe("fixture_driver")
     if not t.check("fixture_driver was built", drv is not None):
         return
-    sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "e2e"))
     import test_fixtures
     for machine, extra, want in test_fixtures.ROWS:
         label = "sanitized %s %s" % (machine, " ".join("%s=%r" % kv for kv in extra.items()) or "(defaults)")

@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 
-from common import ARGS, BUILD_DIR, LIB, SOURCE_DIR, case, compile_c, env_for, have, main, scratch_dir
+from common import ARGS, BUILD_DIR, C, LIB, SOURCE_DIR, case, compile_c, env_for, have, main, scratch_dir
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -29,7 +29,6 @@ int main(void) {
   return 3;
 }
 """
-C = "rc_x,rc,dc_x,dc,cuda_copy"
 
 
 def run(argv, env):

@@ -14,11 +14,8 @@ import os
 import shutil
 import sys
 
-from common import add_case, env_for, main, run
+from common import C, UNSET, Z, add_case, env_for, main, run  # Z: also another node's value, inherited
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-Z = "rc_x,rc,dc_x,dc,ze_copy"  # another node's value (an Intel node), inherited
-UNSET = "<unset>"
 
 SH = 'printf "%s|%s\\n" "${UCX_TLS-<unset>}" "${UCXTLS_DERIVED-<unset>}"; unset LD_PRELOAD; exec /usr/bin/env'
 PERL = ('$| = 1; printf("%s|%s\\n", $ENV{UCX_TLS} // "<unset>", $ENV{UCXTLS_DERIVED} // "<unset>"); '

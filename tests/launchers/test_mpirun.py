@@ -28,8 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import recipes as R  # noqa: E402
+import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
 import harness  # noqa: E402
 from harness import LIB, Checks, case, env_for, fixture, have, main, run  # noqa: E402
 

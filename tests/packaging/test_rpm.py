@@ -11,11 +11,9 @@ import sys
 import tempfile
 import shutil
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cli"))
-from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run, sh_value  # noqa: E402
-from test_install import ZE, run_from  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, SOURCE_DIR, Z, case, env_for, have, main, run, sh_value  # noqa: E402
+from test_install import run_from  # noqa: E402  (tests/cli, on the path harness sets)
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
@@ -130,14 +128,14 @@ def rpm_package(t):
             value = json.loads(p.stdout.decode())["value"]
         except ValueError:
             value = None
-        t.equal("R/usr/bin/ucxtls explain on the intel-xe machine", (value, p.returncode), (ZE, 0), p.stderr.decode())
+        t.equal("R/usr/bin/ucxtls explain on the intel-xe machine", (value, p.returncode), (Z, 0), p.stderr.decode())
         run_from(t, "R/usr/bin/ucxtls run finds R/usr/lib64/libucxtls.so (bin -> lib64)", cli, lib)
         p = run([cli, "probe"], env_for(None, preload=False))
         said = p.stdout.decode()
         t.check("the installed command's `ucxtls probe` runs the installed helper R/usr/lib64/ucxtls-probe",
                 re.search(r"^helper %s/usr/(bin/\.\./)?lib64/ucxtls-probe answered" % re.escape(root), said, re.M), said + p.stderr.decode())
         t.equal("R/usr/lib64/libucxtls.so preloaded into /bin/sh on the intel-xe machine: UCX_TLS and UCXTLS_DERIVED",
-                sh_value(env_for("intel-xe", preload=False, LD_PRELOAD=lib)), (ZE, ZE, ""))
+                sh_value(env_for("intel-xe", preload=False, LD_PRELOAD=lib)), (Z, Z, ""))
         modulefile = open(root + lua).read()
         t.check("the package's modulefile appends /usr/lib64/libucxtls.so to LD_PRELOAD",
                 'append_path("LD_PRELOAD", "/usr/lib64/libucxtls.so")' in modulefile, modulefile)

@@ -16,8 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import SOURCE_DIR, case, main  # noqa: E402
 
 RECIPE = os.path.join(SOURCE_DIR, "packaging", "spack", "package.py")

@@ -23,14 +23,11 @@ import sys
 import tempfile
 import zipfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "launchers"))
-from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 from recipes import commands  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
-ZE = "rc_x,rc,dc_x,dc,ze_copy"
 WHEELHOUSE = os.environ.get("UCXTLSTEST_WHEELHOUSE", "/usr/share/python-wheels")  # Debian's *-whl packages
 SCRATCH = tempfile.mkdtemp(prefix="ucxtls-wheel-")
 _state = {}
@@ -217,7 +214,7 @@ def wheel_commands(t):
              [os.path.join(link_dir, "ucxtls"), "run"], link_dir)):
         p = run(argv + ["/bin/sh", "-c", show], env_for("intel-xe", preload=False, PATH=path + ":/usr/bin:/bin"))
         t.equal("%s on the intel-xe machine: the ze value, LD_PRELOAD the wheel's library, mapped, "
-                "signals as a shell starts them" % label, p.stdout.decode(), "%s|%s|mapped\n%s" % (ZE, lib, direct),
+                "signals as a shell starts them" % label, p.stdout.decode(), "%s|%s|mapped\n%s" % (Z, lib, direct),
                 p.stderr.decode())
     env = env_for("intel-xe", preload=False, PATH=bindir + ":/usr/bin:/bin")
     p = run(["ucxtls", "lib"], env)
@@ -225,10 +222,10 @@ def wheel_commands(t):
     t.equal("ucxtls lib and ucxtls.library_path() print the wheel's library", (p.stdout.decode(), q.stdout.decode()),
             (lib + "\n", lib + "\n"), p.stderr.decode() + q.stderr.decode())
     p = run(["ucxtls", "explain"], env)
-    t.check("ucxtls explain: exit 0, the ze value", p.returncode == 0 and ZE in p.stdout.decode(), repr(p))
+    t.check("ucxtls explain: exit 0, the ze value", p.returncode == 0 and Z in p.stdout.decode(), repr(p))
     p = run(["ucxtls", "env"], env)
     t.equal("ucxtls env: the export lines", (p.stdout.decode(), p.returncode),
-            ("export UCX_TLS='%s'\nexport UCXTLS_DERIVED='%s'\n" % (ZE, ZE), 0), p.stderr.decode())
+            ("export UCX_TLS='%s'\nexport UCXTLS_DERIVED='%s'\n" % (Z, Z), 0), p.stderr.decode())
     p = run(["python", "-m", "ucxtls", "run", "--help"], env)
     t.check("python -m ucxtls run --help: usage on stdout, exit 0",
             p.returncode == 0 and p.stdout.startswith(b"usage: ucxtls run"), repr(p))
@@ -270,7 +267,7 @@ def wheel_isolated(t):
             and re.search(r"Successfully installed ucxtls-", out), out[-3000:])
     p = run([os.path.join(venv, "bin", "ucxtls"), "run", "/bin/sh", "-c", 'printf %s "$UCX_TLS"'],
             env_for("intel-xe", preload=False))
-    t.equal("the installed command: ucxtls run on the intel-xe machine gives the ze value", p.stdout.decode(), ZE,
+    t.equal("the installed command: ucxtls run on the intel-xe machine gives the ze value", p.stdout.decode(), Z,
             p.stderr.decode())
 
 

@@ -21,15 +21,13 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import LIB, Checks, add_case, case, env_for, fixture, have, main, run, sh_value  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import C, LIB, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run, sh_value  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLSTEST_EMPTY_LIB", "")
 SETENV = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 # The instruction budget is for an optimised build; -O0 code is not what ships.
 OPTIMISED = os.environ.get("UCXTLSTEST_BUILD_TYPE", "RelWithDebInfo") not in ("Debug", "")
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-UNSET = "<unset>"
 
 # name, machine, variables, expected UCX_TLS, syscall budget (added by the constructor)
 SYSCALL_ROWS = [
@@ -55,7 +53,6 @@ SYSCALL_ROWS = [
 # The driver tier (docs/driver-probe.md) reads the answer `ucxtls probe --save` stored for the node: at most
 # this many syscalls more than the kernel tier on the same machine, and no process.
 DRIVER_TIER_EXTRA = 6
-Z = "rc_x,rc,dc_x,dc,ze_copy"
 
 # name, machine, variables, budget (instructions ÷ the empty library's)
 INSTRUCTION_ROWS = [
