@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, LIB, add_case, case, env_for, have, main, run  # noqa: E402
+from harness import BUILD_DIR, HELPER_DIR, LIB, add_case, case, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 FAKES = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
@@ -356,9 +356,9 @@ def installed(t):
         p = subprocess.run([cmake, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT)
         helpers = [os.path.join(dp, f) for dp, _, fs in os.walk(prefix) for f in fs if f == "ucxtls-ucx-query"]
-        t.check("cmake --install puts ucxtls-ucx-query in <prefix>/<libdir>, beside the library",
-                p.returncode == 0 and len(helpers) == 1
-                and os.path.exists(os.path.join(os.path.dirname(helpers[0]), "libucxtls.so")), p.stdout.decode()[-2000:])
+        t.check("cmake --install puts ucxtls-ucx-query in <prefix>/%s alone" % HELPER_DIR,
+                p.returncode == 0 and helpers == [os.path.join(prefix, HELPER_DIR, "ucxtls-ucx-query")],
+                p.stdout.decode()[-2000:] + repr(helpers))
         if not helpers:
             return
         os.chmod(helpers[0], 0)  # it must be that one: unusable, the doctor must say so

@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
+from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
@@ -73,6 +73,20 @@ def install_tree(t):
     p = run([cli, "explain", "--json"], env_for("intel-xe", preload=False))
     t.check("P/bin/ucxtls explain works from the install tree", p.returncode == 0 and Z in p.stdout.decode(),
             p.stdout.decode() + p.stderr.decode())
+    helpers_in(t, "cmake --install", os.path.dirname(os.path.dirname(cli)), os.path.dirname(lib))
+
+
+def helpers_in(t, what, prefix, libdir):
+    """The helpers in P/libexec/ucxtls and not in the libdir, and P/bin/ucxtls probe runs the one there."""
+    t.check("%s puts %s in P/%s, none in the libdir" % (what, " and ".join(HELPERS), HELPER_DIR),
+            all(os.access(os.path.join(prefix, HELPER_DIR, h), os.X_OK) for h in HELPERS)
+            and not [h for h in HELPERS if os.path.exists(os.path.join(libdir, h))],
+            repr(sorted(os.listdir(prefix))) + repr(sorted(os.listdir(libdir))))
+    p = run([os.path.join(prefix, "bin", "ucxtls"), "probe"], env_for(None, preload=False))
+    said = p.stdout.decode()
+    t.check("%s: P/bin/ucxtls probe runs P/%s/ucxtls-probe" % (what, HELPER_DIR),
+            re.search(r"^helper %s/(bin/\.\./)?%s/ucxtls-probe answered" % (re.escape(prefix), HELPER_DIR), said, re.M),
+            said + p.stderr.decode())
 
 
 @case("a moved install tree, a symlink to its command, a command alone")
@@ -133,6 +147,7 @@ def deb(t):
         if t.check("the unpacked package has the library", len(dlib) == 1, repr(dlib)):
             run_from(t, "the unpacked package's ucxtls run finds the package's library",
                      os.path.join(root, "usr", "bin", "ucxtls"), dlib[0])
+            helpers_in(t, "the .deb", os.path.join(root, "usr"), os.path.dirname(dlib[0]))
 
 
 # $LIB: ld.so picks the directory of the process's own ELF class. Where it points is

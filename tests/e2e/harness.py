@@ -57,6 +57,11 @@ NONE = RDMA  # no GPU family (UCXTLS_ACCEL=none)
 ALL = "all"
 UNSET = "<unset>"  # how SHOW and the C hosts print a variable that is not set
 
+# The programs only the command runs, and where an install puts them (UCXTLS_INSTALL_HELPERDIR,
+# below the prefix); a build tree and the wheel's ucxtls/_bin keep them beside the command.
+HELPERS = ("ucxtls-probe", "ucxtls-ucx-query")
+HELPER_DIR = "libexec/ucxtls"
+
 # A clean, small environment: the tests control every variable the library reads.
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 

@@ -12,7 +12,7 @@ import tempfile
 import shutil
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, SOURCE_DIR, Z, case, env_for, have, main, run, sh_value  # noqa: E402
+from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run, sh_value  # noqa: E402
 from test_install import run_from  # noqa: E402  (tests/cli, on the path harness sets)
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
@@ -93,16 +93,16 @@ def rpm_package(t):
                 re.match(r"\* \w{3} \w{3} \d\d \d{4} .+ - %s-\d+\n" % re.escape(VERSION), changelog), changelog)
         files = query(pkg, "[%{FILENAMES}\n]").split()
         lua = "/usr/share/modulefiles/ucxtls/%s.lua" % VERSION
-        want = ["/usr/bin/ucxtls", "/usr/lib64/libucxtls.so", "/usr/lib64/ucxtls-probe",
-                "/usr/share/doc/ucxtls/LICENSE", lua]
-        t.check("the files, in RPM's layout: library and helper in /usr/lib64, command, licence, modulefile",
-                all(f in files for f in want), "\n".join(files))
+        want = ["/usr/bin/ucxtls", "/usr/lib64/libucxtls.so", "/usr/share/doc/ucxtls/LICENSE", lua]
+        want += ["/usr/%s/%s" % (HELPER_DIR, h) for h in HELPERS]
+        t.check("the files, in RPM's layout: library in /usr/lib64, helpers in /usr/%s (%%{_libexecdir}), command, "
+                "licence, modulefile" % HELPER_DIR, all(f in files for f in want), "\n".join(files))
         t.check("the man page ucxtls(1) is in the RPM",
                 any(re.match(r"^/usr/share/man/man1/ucxtls\.1(\.gz)?$", f) for f in files), "\n".join(files))
         t.check("nothing in /usr/lib (no multiarch directory, no build-id links); the shared directories "
-                "/usr/share/modulefiles and /usr/share/doc are not claimed",
+                "/usr/libexec, /usr/share/modulefiles and /usr/share/doc are not claimed",
                 not [f for f in files if f.startswith("/usr/lib/")]
-                and "/usr/share/modulefiles" not in files and "/usr/share/doc" not in files, "\n".join(files))
+                and not {"/usr/libexec", "/usr/share/modulefiles", "/usr/share/doc"} & set(files), "\n".join(files))
         licence_files = query(pkg, "[%{FILENAMES} %{FILEFLAGS:fflags}\n]")
         t.check("LICENSE is marked %license", re.search(r"^/usr/share/doc/ucxtls/LICENSE \S*l", licence_files, re.M),
                 licence_files)
@@ -132,8 +132,9 @@ def rpm_package(t):
         run_from(t, "R/usr/bin/ucxtls run finds R/usr/lib64/libucxtls.so (bin -> lib64)", cli, lib)
         p = run([cli, "probe"], env_for(None, preload=False))
         said = p.stdout.decode()
-        t.check("the installed command's `ucxtls probe` runs the installed helper R/usr/lib64/ucxtls-probe",
-                re.search(r"^helper %s/usr/(bin/\.\./)?lib64/ucxtls-probe answered" % re.escape(root), said, re.M), said + p.stderr.decode())
+        t.check("the installed command's `ucxtls probe` runs the installed helper R/usr/%s/ucxtls-probe" % HELPER_DIR,
+                re.search(r"^helper %s/usr/(bin/\.\./)?%s/ucxtls-probe answered" % (re.escape(root), HELPER_DIR), said, re.M),
+                said + p.stderr.decode())
         t.equal("R/usr/lib64/libucxtls.so preloaded into /bin/sh on the intel-xe machine: UCX_TLS and UCXTLS_DERIVED",
                 sh_value(env_for("intel-xe", preload=False, LD_PRELOAD=lib)), (Z, Z, ""))
         modulefile = open(root + lua).read()

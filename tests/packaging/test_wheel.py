@@ -24,7 +24,7 @@ import tempfile
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
+from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 from recipes import commands  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
@@ -138,9 +138,10 @@ def wheel_built(t):
     tag = name[:-4].split("-", 2)[2]
     t.check("WHEEL: Root-Is-Purelib false, the same tag as the file name",
             "Root-Is-Purelib: false" in wheel_meta and ("Tag: %s\n" % tag) in wheel_meta, wheel_meta)
-    t.check("it holds the library, the command, the driver-probe helper, the launcher and the man page",
-            {"ucxtls/_bin/libucxtls.so", "ucxtls/_bin/ucxtls", "ucxtls/_bin/ucxtls-probe", "ucxtls/__main__.py",
-             "ucxtls-%s.data/data/share/man/man1/ucxtls.1" % version} <= names, repr(sorted(names)))
+    t.check("it holds the library, the command, its helpers beside it, the launcher and the man page",
+            {"ucxtls/_bin/libucxtls.so", "ucxtls/_bin/ucxtls", "ucxtls/__main__.py",
+             "ucxtls-%s.data/data/share/man/man1/ucxtls.1" % version} | {"ucxtls/_bin/" + h for h in HELPERS} <= names,
+            repr(sorted(names)))
     t.check("entry point: ucxtls = ucxtls.__main__:main", re.search(r"^ucxtls = ucxtls\.__main__:main$", entry, re.M), entry)
 
 
@@ -180,12 +181,13 @@ def wheel_tag(t):
                     too_new.append(v)
             t.check("%s: no symbol version newer than manylinux_2_%d allows (newest GLIBC_%s)" % (
                 rel, minor, ".".join(map(str, newest.get(rel, ())))), not too_new, repr(sorted(too_new)))
-    # What `cmake --install` puts in the libdir (the library, the helpers), and the command.
+    # What `cmake --install` puts in the libdir (the library) and in libexec/ucxtls (the helpers), and the command.
     prefix = os.path.join(SCRATCH, "installed")
     subprocess.run([CMAKE, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.DEVNULL, check=True)
     libdir = [d for d in ("lib", "lib64") if os.path.exists(os.path.join(prefix, d, "libucxtls.so"))]
-    want = sorted(["ucxtls"] + [n for n in os.listdir(os.path.join(prefix, libdir[0])) if n != "pkgconfig"])
-    t.equal("the ELF files are the command and what cmake --install puts in the libdir (the library, the helpers)",
+    want = sorted(["ucxtls"] + [n for d in (libdir[0], HELPER_DIR) for n in os.listdir(os.path.join(prefix, d))
+                                if n != "pkgconfig"])
+    t.equal("the ELF files are the command and what cmake --install puts in the libdir and %s" % HELPER_DIR,
             sorted(os.path.basename(e) for e in elves), want)
     lib = [e for e in elves if e.endswith("libucxtls.so")]
     t.check("the wheel's library keeps the library's floor: GLIBC_2.17 at most",
