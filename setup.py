@@ -25,10 +25,12 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # What the wheel carries from the CMake install: the command, and every file the install puts in
-# the libdir (the library and the helpers the command runs), side by side in ucxtls/_bin, where the
-# command looks first.
+# the libdir (the library) and in libexec/ucxtls (the helpers the command runs), side by side in
+# ucxtls/_bin, where the command looks first.
 COMMAND = "bin/ucxtls"
 LIBDIR = "lib"
+LIBEXECDIR = "libexec"
+INSTALL_DIRS = [LIBDIR, LIBEXECDIR + "/ucxtls"]  # UCXTLS_INSTALL_HELPERDIR in CMakeLists.txt
 MAN_PAGE = "share/man/man1/ucxtls.1"
 # Filled by the build step, read by install_data afterwards (the page exists only once built).
 DATA_FILES = []
@@ -59,7 +61,8 @@ class BuildWithCMake(build_py):
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(min(os.cpu_count() or 1, 8))
         shutil.rmtree(stage, ignore_errors=True)
         configure = [cmake, "-S", HERE, "-B", os.path.join(temp, "build"), "-DCMAKE_BUILD_TYPE=Release",
-                     "-DUCXTLS_TESTS=OFF", "-DCMAKE_INSTALL_LIBDIR=" + LIBDIR]
+                     "-DUCXTLS_TESTS=OFF", "-DCMAKE_INSTALL_LIBDIR=" + LIBDIR,
+                     "-DCMAKE_INSTALL_LIBEXECDIR=" + LIBEXECDIR]
         configure += os.environ.get("CMAKE_ARGS", "").split()
         for argv in (configure, [cmake, "--build", os.path.join(temp, "build"), "-j", jobs],
                      [cmake, "--install", os.path.join(temp, "build"), "--prefix", stage, "--strip"]):
@@ -67,9 +70,9 @@ class BuildWithCMake(build_py):
             subprocess.check_call(argv)
         bin_dir = os.path.join(self.build_lib, "ucxtls", "_bin")
         os.makedirs(bin_dir, exist_ok=True)
-        lib_dir = os.path.join(stage, LIBDIR)
-        files = [os.path.join(stage, COMMAND)] + [os.path.join(lib_dir, n) for n in sorted(os.listdir(lib_dir))
-                                                  if os.path.isfile(os.path.join(lib_dir, n))]
+        files = [os.path.join(stage, COMMAND)]
+        for d in (os.path.join(stage, d) for d in INSTALL_DIRS):
+            files += [os.path.join(d, n) for n in sorted(os.listdir(d)) if os.path.isfile(os.path.join(d, n))]
         for src in files:
             shutil.copy2(src, os.path.join(bin_dir, os.path.basename(src)))
         man_dir = os.path.join(temp, "man1")

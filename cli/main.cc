@@ -198,8 +198,8 @@ void man() {
     printf("\n");
   }
   printf(".SH FILES\n.TP\n.I <libdir>/libucxtls.so\nthe preload library\n"
-         ".TP\n.I <libdir>/ucxtls\\-probe\nthe driver\\-probe helper that ucxtls probe runs\n"
-         ".TP\n.I <libdir>/ucxtls\\-ucx\\-query\nthe helper that ucxtls doctor \\-\\-ucx and \\-\\-pid run to ask a UCX build\n"
+         ".TP\n.I <libexecdir>/ucxtls/ucxtls\\-probe\nthe driver\\-probe helper that ucxtls probe runs\n"
+         ".TP\n.I <libexecdir>/ucxtls/ucxtls\\-ucx\\-query\nthe helper that ucxtls doctor \\-\\-ucx and \\-\\-pid run to ask a UCX build\n"
          ".TP\n.I $XDG_RUNTIME_DIR/ucxtls/driver, /run/ucxtls/driver\n"
          "the driver's answer saved by ucxtls probe \\-\\-save (see UCXTLS_CACHE_DIR)\n");
   printf(".SH SEE ALSO\n%s\n",

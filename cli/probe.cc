@@ -40,11 +40,11 @@ const char kHelperName[] = "ucxtls-probe";
 
 int probe_fail(int status, const std::string &msg) { return fail(status, "probe: " + msg); }
 
-// Beside this command (a build tree), else in libdir relative to it (an installed tree).
+// Beside this command (a build tree), else in <libexecdir>/ucxtls relative to it (an installed tree).
 std::string helper_path() {
   std::string dir = ".", at[2];
   own_directory(&dir);
-  install_candidates(dir, kHelperName, at);
+  helper_candidates(dir, kHelperName, at);
   return access(at[0].c_str(), X_OK) != 0 && access(at[1].c_str(), X_OK) == 0 ? at[1] : at[0];
 }
 

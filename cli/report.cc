@@ -17,6 +17,9 @@
 #ifndef UCXTLS_BIN_TO_LIB
 #define UCXTLS_BIN_TO_LIB "../lib"
 #endif
+#ifndef UCXTLS_BIN_TO_HELPERS
+#define UCXTLS_BIN_TO_HELPERS "../libexec/ucxtls"
+#endif
 
 namespace ucxtls {
 namespace cli {
@@ -163,6 +166,11 @@ bool own_directory(std::string *dir) {
 void install_candidates(const std::string &dir, const char *name, std::string out[2]) {
   out[0] = dir + "/" + name;
   out[1] = dir + "/" UCXTLS_BIN_TO_LIB "/" + name;
+}
+
+void helper_candidates(const std::string &dir, const char *name, std::string out[2]) {
+  out[0] = dir + "/" + name;
+  out[1] = dir + "/" UCXTLS_BIN_TO_HELPERS "/" + name;
 }
 
 }  // namespace cli

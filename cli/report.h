@@ -87,9 +87,12 @@ bool own_directory(std::string *dir);
 //   whole (what was buffered is not written).
 void install_guards();
 
-// Where a file installed with the command may be, in order: beside it in dir (a build tree), then
-// in libdir relative to it (an installed tree: <bindir>/UCXTLS_BIN_TO_LIB, fixed at configure time).
+// Where a file installed with the command may be, in order: beside it in dir (a build tree, the
+// wheel's _bin), then where an installed tree puts it, relative to the command's bindir (fixed at
+// configure time): the library in libdir (UCXTLS_BIN_TO_LIB), a helper the command runs in
+// <libexecdir>/ucxtls (UCXTLS_BIN_TO_HELPERS).
 void install_candidates(const std::string &dir, const char *name, std::string out[2]);
+void helper_candidates(const std::string &dir, const char *name, std::string out[2]);
 
 }  // namespace cli
 }  // namespace ucxtls

@@ -173,8 +173,8 @@ std::string stage_words(const std::string &stage) {
 bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err) {
   std::string dir = ".", at[2];
   own_directory(&dir);
-  install_candidates(dir, kQueryName, at);
-  // Beside the command (a build tree), else in libdir (an installed tree): the first that exists.
+  helper_candidates(dir, kQueryName, at);
+  // Beside the command (a build tree), else in <libexecdir>/ucxtls (an installed tree): the first that exists.
   std::string helper = access(at[0].c_str(), F_OK) != 0 && access(at[1].c_str(), F_OK) == 0 ? at[1] : at[0];
   char fd_arg[] = "--report-fd=3";
   std::string path = libucp;

@@ -53,6 +53,8 @@ class Ucxtls(CMakePackage):
             self.define("UCXTLS_TESTS", False),
             # lib, not lib64: the path in LD_PRELOAD below, and the command's bin -> lib path.
             self.define("CMAKE_INSTALL_LIBDIR", "lib"),
+            # The helpers in libexec/ucxtls, as every other channel installs them.
+            self.define("CMAKE_INSTALL_LIBEXECDIR", "libexec"),
             # The project's own Lmod modulefile stays inside the prefix; Spack's modules serve.
             self.define("UCXTLS_MODULEFILE_DIR", "share/modulefiles"),
         ]

@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import LIB, SOURCE_DIR, Checks, add_case, case, env_for, main, run, sh_value  # noqa: E402
 import test_fixtures  # noqa: E402  (its ROWS: the machine/variable table)
 

@@ -11,19 +11,18 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
 SHOW = 'printf "%s|%s" "${UCX_TLS-<unset>}" "${LD_PRELOAD-<unset>}"'
-ZE = "rc_x,rc,dc_x,dc,ze_copy"
 
 
 def run_from(t, label, cli, lib):
     """`cli run sh` on the intel-xe fixture must see the ze value and `lib` preloaded."""
     p = run([cli, "run", "sh", "-c", SHOW], env_for("intel-xe", preload=False))
-    t.equal(label, (p.stdout.decode(), p.returncode), ("%s|%s" % (ZE, os.path.realpath(lib)), 0), p.stderr.decode())
+    t.equal(label, (p.stdout.decode(), p.returncode), ("%s|%s" % (Z, os.path.realpath(lib)), 0), p.stderr.decode())
 
 
 SCRATCH = tempfile.mkdtemp(prefix="ucxtls-install-")
@@ -72,8 +71,22 @@ def install_tree(t):
     lib = libs[0]
     run_from(t, "P/bin/ucxtls run finds P's library", cli, lib)
     p = run([cli, "explain", "--json"], env_for("intel-xe", preload=False))
-    t.check("P/bin/ucxtls explain works from the install tree", p.returncode == 0 and ZE in p.stdout.decode(),
+    t.check("P/bin/ucxtls explain works from the install tree", p.returncode == 0 and Z in p.stdout.decode(),
             p.stdout.decode() + p.stderr.decode())
+    helpers_in(t, "cmake --install", os.path.dirname(os.path.dirname(cli)), os.path.dirname(lib))
+
+
+def helpers_in(t, what, prefix, libdir):
+    """The helpers in P/libexec/ucxtls and not in the libdir, and P/bin/ucxtls probe runs the one there."""
+    t.check("%s puts %s in P/%s, none in the libdir" % (what, " and ".join(HELPERS), HELPER_DIR),
+            all(os.access(os.path.join(prefix, HELPER_DIR, h), os.X_OK) for h in HELPERS)
+            and not [h for h in HELPERS if os.path.exists(os.path.join(libdir, h))],
+            repr(sorted(os.listdir(prefix))) + repr(sorted(os.listdir(libdir))))
+    p = run([os.path.join(prefix, "bin", "ucxtls"), "probe"], env_for(None, preload=False))
+    said = p.stdout.decode()
+    t.check("%s: P/bin/ucxtls probe runs P/%s/ucxtls-probe" % (what, HELPER_DIR),
+            re.search(r"^helper %s/(bin/\.\./)?%s/ucxtls-probe answered" % (re.escape(prefix), HELPER_DIR), said, re.M),
+            said + p.stderr.decode())
 
 
 @case("a moved install tree, a symlink to its command, a command alone")
@@ -104,7 +117,7 @@ def moved_tree(t):
             repr(p))
 
 
-@case("deb: the package from CPack, unpacked and run")
+@case("deb: the package from CPack, unpacked and run", tags=("deb",))
 def deb(t):
     # The .deb from CPack, unpacked (not installed: the test must not change the machine).
     if not (have("dpkg-deb") and os.path.exists(os.path.join(BUILD_DIR, "CPackConfig.cmake"))):
@@ -134,6 +147,7 @@ def deb(t):
         if t.check("the unpacked package has the library", len(dlib) == 1, repr(dlib)):
             run_from(t, "the unpacked package's ucxtls run finds the package's library",
                      os.path.join(root, "usr", "bin", "ucxtls"), dlib[0])
+            helpers_in(t, "the .deb", os.path.join(root, "usr"), os.path.dirname(dlib[0]))
 
 
 # $LIB: ld.so picks the directory of the process's own ELF class. Where it points is
@@ -154,7 +168,7 @@ def lib_64(t):
     p = run(["/bin/sh", "-c", SHOW + '; echo; grep -o "%s/[^ ]*libucxtls.so" /proc/$$/maps | sort -u' % TREE], LIB_ENV)
     lines = p.stdout.decode().splitlines()
     t.check("LD_PRELOAD='P/$LIB/libucxtls.so' (quoted) loads the library: UCX_TLS set, no ld.so error",
-            len(lines) == 2 and lines[0].startswith(ZE + "|") and "$LIB" in lines[0] and p.stderr == b""
+            len(lines) == 2 and lines[0].startswith(Z + "|") and "$LIB" in lines[0] and p.stderr == b""
             and os.path.dirname(lines[1]) != TREE, p.stdout.decode() + p.stderr.decode())
     if len(lines) == 2:
         print("     $LIB here = %s" % os.path.relpath(os.path.dirname(lines[1]), TREE))
@@ -188,7 +202,7 @@ def build32():
     return p, os.path.join(M32, "libucxtls.so")
 
 
-@case("$LIB 32-bit: the library built with -m32")
+@case("$LIB 32-bit: the library built with -m32", tags=("m32_library",))
 def library_32(t):
     if not probe32():
         t.skip("32-bit library", "gcc -m32 cannot build here (Debian: gcc-multilib)")
@@ -200,7 +214,7 @@ def library_32(t):
             p.returncode == 0 and "ELF32" in header and needed == ["libc.so.6"], p.stdout.decode()[-2000:] + header)
 
 
-@case("$LIB 32-bit: a 32-bit process under the same LD_PRELOAD")
+@case("$LIB 32-bit: a 32-bit process under the same LD_PRELOAD", tags=("m32_process",))
 def process_32(t):
     exe = probe32()
     if not exe:
@@ -227,7 +241,7 @@ def process_32(t):
         shutil.copy(copy, os.path.join(TREE, d, "libucxtls.so"))
     p = run([exe], LIB_ENV)
     t.equal("a 32-bit process under the same LD_PRELOAD='P/$LIB/libucxtls.so' gets the value, no ld.so error",
-            (p.stdout.decode(), p.stderr.decode()), (ZE, ""))
+            (p.stdout.decode(), p.stderr.decode()), (Z, ""))
 
 
 if __name__ == "__main__":

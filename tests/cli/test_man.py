@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import BUILD_DIR, SOURCE_DIR, case, have, main, run, BASE_ENV  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(BUILD_DIR, "ucxtls"))

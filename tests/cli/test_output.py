@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import LIB, EMPTY_HOME, add_case, env_for, have, main  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
@@ -60,7 +60,8 @@ def printing(t, label, args, extra, needs):
 
 
 for _label, _args, _extra, _needs in PRINTING:
-    add_case("stdout cannot be written: " + _label, printing, _label, _args, _extra, _needs)
+    add_case("stdout cannot be written: " + _label, printing, _label, _args, _extra, _needs,
+             tags=(_needs,) if _needs else ())
 
 
 def nothing_to_print(t):

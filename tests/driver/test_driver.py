@@ -21,13 +21,9 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("UCXTLSTEST_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")), "tests", "e2e"))
-from harness import BUILD_DIR, LIB, SHOW, Checks, add_case, case, env_for, fixture, have, main, run  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, LIB, SHOW, C, R, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run  # noqa: E402
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-R = "rc_x,rc,dc_x,dc,rocm_copy"
-Z = "rc_x,rc,dc_x,dc,ze_copy"
-UNSET = "<unset>"  # no GPU family found: nothing to fix, UCX's default stands
 
 HELPER = os.path.join(os.path.dirname(LIB), "ucxtls-probe")
 UCXTLS = os.path.join(os.path.dirname(LIB), "ucxtls")
@@ -383,7 +379,7 @@ def host_with_saved_answer():
     return host_env("dgx", cache)
 
 
-@case("strace: a host with the driver tier creates no process, loads no driver library")
+@case("strace: a host with the driver tier creates no process, loads no driver library", tags=("strace",))
 def host_strace(t):
     env = host_with_saved_answer()
     cache = env["UCXTLS_CACHE_DIR"]
@@ -494,10 +490,10 @@ def untrusted_as_root(t, label, change, why):
 for _label, _change, _why in CORRUPTIONS:
     add_case("cache ignored: " + _label, untrusted, _label, _change, _why)
 for _label, _change, _why in AS_ROOT:
-    add_case("as root: cache ignored: " + _label, untrusted_as_root, _label, _change, _why)
+    add_case("as root: cache ignored: " + _label, untrusted_as_root, _label, _change, _why, tags=("as_root",))
 
 
-@case("as root: a root-written cache is trusted by another user")
+@case("as root: a root-written cache is trusted by another user", tags=("as_root",))
 def root_cache_for_nobody(t):
     if not (os.geteuid() == 0 and have("setpriv")):  # root's file, read by another user: trusted
         t.skip("a root-written cache read by another user", "not root, or no setpriv")
@@ -548,7 +544,7 @@ def no_saved_answer(t):
             tls == C and "driver tier: no saved answer at /nonexistent/ucxtls/driver; run ucxtls probe --save" in err, err)
 
 
-@case("the default places, in order (no /run/ucxtls/driver on this machine)")
+@case("the default places, in order (no /run/ucxtls/driver on this machine)", tags=("default_places",))
 def default_places(t):
     xdg = new_dir("xdg-")
     if os.path.exists("/run/ucxtls/driver"):
@@ -662,7 +658,7 @@ def read_when_needed(t):
         t.check(label + ": the saved answer is not read", "driver tier" not in err, err)
 
 
-@case("real Level Zero loader (Debian's libze1)")
+@case("real Level Zero loader (Debian's libze1)", tags=("real_ze",))
 def real_ze(t):
     if not system_has("libze_loader.so.1"):
         t.skip("Debian's Level Zero loader", "no libze_loader.so.1 in the ld.so cache (apt-get install libze1)")
@@ -677,7 +673,7 @@ def real_ze(t):
             tls == UNSET and "ze: driver API: 0 device(s) (ZE_RESULT_ERROR_UNINITIALIZED)" in err, err)
 
 
-@case("libcuda.so.1 absent from this system")
+@case("libcuda.so.1 absent from this system", tags=("no_libcuda",))
 def no_libcuda(t):
     if system_has("libcuda.so.1"):
         t.skip("libcuda.so.1 absent", "this system has a libcuda.so.1 in the ld.so cache")
@@ -689,7 +685,7 @@ def no_libcuda(t):
             tls == C and "cuda: driver API gave no answer (libcuda.so.1 not found), kernel: " in err, err)
 
 
-@case("the CUDA toolkit's stub libcuda.so")
+@case("the CUDA toolkit's stub libcuda.so", tags=("cuda_stub",))
 def cuda_stub(t):
     stub = next((s for s in ("/usr/local/cuda/lib64/stubs/libcuda.so", "/usr/local/cuda/lib/stubs/libcuda.so",
                              "/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so") if os.path.exists(s)), None)

@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
-"""Every case of every Python test script runs in exactly one CTest test.
+"""Every case of every Python test script runs in exactly one CTest test, chosen by its tags.
 
-CTest runs a script whole or in parts (`-k EXPRESSION`, tests/*/CMakeLists.txt). A case that no
-part selects would never run in CI; one that two parts select would run twice. The list of CTest
-tests comes from the configure step (BUILD_DIR/py_tests.tsv: name, script, arguments); each
-script is asked for its cases (`--list`) with and without each test's arguments.
+CTest runs a script whole or in parts (`--tag T`, `--not-tag T`, tests/*/CMakeLists.txt). A case
+that no part selects would never run in CI; one that two parts select would run twice; a part that
+selected by name (`-k`) would lose its cases when one is renamed. The list of CTest tests comes from
+the configure step (BUILD_DIR/py_tests.tsv: name, script, arguments); each script is asked for its
+cases and their tags (`--list`), and asked again with a test's arguments where those hold more
+than the selection (sanitize.py's step: the script chooses its case from it).
 """
 import collections
 import subprocess
 import sys
 
-from harness import Checks, matcher
+from harness import Checks, Selection
 
 
 def listing(script, args):
+    """(status, [(name, tags)], stderr) of `script --list ARGS`."""
     p = subprocess.run([sys.executable, script, "--list"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return p.returncode, p.stdout.decode().splitlines(), p.stderr.decode()
+    cases = []
+    for line in p.stdout.decode().splitlines():
+        name, _, tags = line.partition("\t")
+        cases.append((name, tuple(tags.split())))
+    return p.returncode, cases, p.stderr.decode()
 
 
 def main():
@@ -32,17 +39,18 @@ def main():
             continue
         runs = collections.Counter()
         for name, args in parts:
-            exprs = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-k"]
-            if exprs and len(exprs) * 2 == len([a for a in args if not a.startswith("/")]):
-                # -k alone (beside paths): harness.main's own selection, without a process per test
-                preds = [matcher(e) for e in exprs]
-                rc, chosen, err = 0, [c for c in cases if all(p(c) for p in preds)], ""
-            else:
+            sel = Selection(args)
+            t.check("%s: selects by tag, not by name" % name, not sel.exprs, "arguments: %r" % args)
+            unknown = sel.unknown_tags(cases)
+            if [a for a in sel.rest if not a.startswith("/")]:  # the script reads its own arguments
                 rc, chosen, err = listing(script, args)
-            t.check("%s: selects at least one case" % name, rc == 0 and chosen, err)
-            runs.update(chosen)
-        lost = [c for c in cases if runs[c] == 0]
-        twice = [c for c in cases if runs[c] > 1]
+            else:  # the selection alone (beside paths): harness.main's own, without a process per test
+                rc, chosen, err = 0, [c for c in cases if sel.chooses(*c)], ""
+            t.check("%s: selects at least one case, by tags its cases have" % name,
+                    rc == 0 and chosen and not unknown, err + ("no case is tagged %s" % unknown if unknown else ""))
+            runs.update(n for n, _ in chosen)
+        lost = [n for n, _ in cases if runs[n] == 0]
+        twice = [n for n, _ in cases if runs[n] > 1]
         t.check("%s: each of its %d cases runs in exactly one of %s" % (script.split("/tests/")[-1], len(cases),
                                                                        ", ".join(n for n, _ in parts)),
                 not lost and not twice, "in no test: %s\nin more than one: %s" % (lost, twice))

@@ -2,24 +2,32 @@
 
 Every test script is run by CTest with UCXTLSTEST_LIB (the built library), UCXTLSTEST_BUILD_DIR and
 UCXTLSTEST_SOURCE_DIR in its environment (run by hand from the source tree, they default to build/).
-A script is a list of named cases (`@case("name")` or `add_case(name, fn, *args)`), run by
-`main(title)`; the work of a case runs only when it is selected. Output: "-- NAME" before each
-case, one line per check ("ok", "FAIL" or "SKIP" with the reason), then "N cases; N passed,
-N failed, N skipped". Exit status: 1 on any failure, 77 (CTest's SKIP_RETURN_CODE: shown as
-"Skipped") when every selected case was skipped, else 0. A case that raises fails alone.
+A script is a list of named cases (`@case("name", tags=(...))` or `add_case(name, fn, *args,
+tags=(...))`), run by `main(title)`; the work of a case runs only when it is selected. Output:
+"-- NAME" before each case, one line per check ("ok", "FAIL" or "SKIP" with the reason), then
+"N cases; N passed, N failed, N skipped". Exit status: 1 on any failure, 77 (CTest's
+SKIP_RETURN_CODE: shown as "Skipped") when every selected case was skipped, else 0. A case that
+raises fails alone.
 
-Run one case, or a few (names are matched as substrings, case-insensitively):
-    python3 tests/e2e/test_fixtures.py --list                      the case names, one a line
-    python3 tests/e2e/test_fixtures.py -k intel-xe                 the cases whose name has intel-xe
-    python3 tests/e2e/test_fixtures.py -k 'dgx and not UCX_TLS'    and / or / not, as pytest's -k
+A tag names what a case needs that a machine may lack (a tool, root, a kernel feature: `strace`,
+`as_root`, `m32_process`). CTest selects by tag, never by name, so a case can be renamed freely:
+    python3 tests/e2e/test_fixtures.py --list                   the case names (and tags), one a line
+    python3 tests/e2e/test_fixtures.py --tag strace             the cases tagged strace
+    python3 tests/e2e/test_fixtures.py --not-tag strace         all the others
+    python3 tests/e2e/test_fixtures.py -k 'dgx and not UCX_TLS' by name (by hand only), as pytest's -k
     ctest --test-dir build -N                       the CTest tests (a script, or a part of one)
     ctest --test-dir build -R '^fixtures$' -V       one CTest test with its output
 A part of a script that can be skipped (a missing tool, not root, opt-in) is a CTest test of its
-own (`-k` in tests/*/CMakeLists.txt), so that `ctest` prints "Skipped" for it; the case_partition
-test checks that the CTest tests of each script select every case exactly once.
+own (`--tag` in tests/*/CMakeLists.txt), so that `ctest` prints "Skipped" for it; the
+case_partition test checks that the CTest tests of each script select every case exactly once,
+and by tags alone.
+
+The expected values and the import path of every script are here too: a script outside tests/e2e
+starts with the one line that finds this file (see docs/testing.md), and imports from it.
 """
 import atexit
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,12 +35,32 @@ import tempfile
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS_DIR = os.path.dirname(HERE)
+# The modules the scripts share, beside this one: the fixture machines, the install helpers
+# (tests/cli/test_install.py), the launcher recipes (tests/launchers/recipes.py).
+for _area in ("fixtures", "cli", "launchers"):
+    if os.path.join(TESTS_DIR, _area) not in sys.path:
+        sys.path.append(os.path.join(TESTS_DIR, _area))
 SOURCE_DIR = os.environ.get("UCXTLSTEST_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
 BUILD_DIR = os.environ.get("UCXTLSTEST_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 LIB = os.environ.get("UCXTLSTEST_LIB", os.path.join(BUILD_DIR, "libucxtls.so"))
 
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "fixtures"))
 import machines  # noqa: E402
+
+# What the library writes for UCX_TLS on an RDMA node (docs/how-it-decides.md): the RDMA
+# transports, then the copy transport of the GPU family found; "all" where RDMA is not usable.
+RDMA = "rc_x,rc,dc_x,dc"
+C = RDMA + ",cuda_copy"  # NVIDIA
+R = RDMA + ",rocm_copy"  # AMD
+Z = RDMA + ",ze_copy"  # Intel (Level Zero)
+NONE = RDMA  # no GPU family (UCXTLS_ACCEL=none)
+ALL = "all"
+UNSET = "<unset>"  # how SHOW and the C hosts print a variable that is not set
+
+# The programs only the command runs, and where an install puts them (UCXTLS_INSTALL_HELPERDIR,
+# below the prefix); a build tree and the wheel's ucxtls/_bin keep them beside the command.
+HELPERS = ("ucxtls-probe", "ucxtls-ucx-query")
+HELPER_DIR = "libexec/ucxtls"
 
 # A clean, small environment: the tests control every variable the library reads.
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -128,33 +156,37 @@ class Checks:
 
 
 SKIPPED = 77  # the exit status CTest's SKIP_RETURN_CODE names (set on every Python test)
-CASES = []  # (name, function, args): run in this order
-ARGS = []  # the script's own arguments (positional), once main() has taken -k and --list
+CASES = []  # (name, function, args, tags): run in this order
+ARGS = []  # the script's own arguments (positional), once main() has taken the selection and --list
 SELECTED = []  # the names of the cases main() runs (known when `start` is called)
+SELECTED_TAGS = set()  # the tags of those cases
 
 
-def add_case(name, fn, *args):
-    """Registers fn(t, *args) as the case `name` (names are unique within a script). Only the cases
-    of the script run as __main__ run: another script may import one for its tables (ROWS)."""
-    _register(sys._getframe(1).f_globals.get("__name__"), name, fn, args)
+def add_case(name, fn, *args, tags=()):
+    """Registers fn(t, *args) as the case `name` (names are unique within a script), with its
+    tags. Only the cases of the script run as __main__ run: another script may import one for its
+    tables (ROWS)."""
+    _register(sys._getframe(1).f_globals.get("__name__"), name, fn, args, tags)
 
 
-def case(name):
-    """Decorator: registers fn(t) as the case `name`."""
+def case(name, tags=()):
+    """Decorator: registers fn(t) as the case `name`, with its tags."""
     module = sys._getframe(1).f_globals.get("__name__")
 
     def register(fn):
-        _register(module, name, fn, ())
+        _register(module, name, fn, (), tags)
         return fn
     return register
 
 
-def _register(module, name, fn, args):
+def _register(module, name, fn, args, tags):
+    if isinstance(tags, str) or not all(isinstance(g, str) and re.fullmatch(r"[a-z0-9_]+", g) for g in tags):
+        raise ValueError("case %r: tags are a tuple of words of [a-z0-9_]: %r" % (name, tags))
     if module != "__main__":
         return
     if any(name == c[0] for c in CASES):
         raise ValueError("two cases named %r" % name)
-    CASES.append((name, fn, args))
+    CASES.append((name, fn, args, tuple(tags)))
 
 
 def matcher(expr):
@@ -180,10 +212,46 @@ def matcher(expr):
     return lambda name: any(all((sub in name.lower()) != neg for neg, sub in conj) for conj in alternatives)
 
 
-USAGE = """usage: %s [--list] [-k EXPRESSION] [ARG...]
-  --list          print the names of the cases (those -k selects, with -k) and exit
+class Selection:
+    """What the command line asks for: the cases with every --tag, none of the --not-tag, and a
+    name that every -k expression matches; `rest` is the script's own arguments."""
+
+    def __init__(self, argv):
+        self.tags, self.not_tags, self.exprs, self.rest = [], [], [], []
+        self.listing = self.help = False
+        argv = list(argv)
+        while argv:
+            a = argv.pop(0)
+            if a == "--list":
+                self.listing = True
+            elif a in ("--tag", "--not-tag", "-k") and argv:
+                {"--tag": self.tags, "--not-tag": self.not_tags, "-k": self.exprs}[a].append(argv.pop(0))
+            elif a.startswith("-k") and len(a) > 2:
+                self.exprs.append(a[2:])
+            elif a in ("-h", "--help"):
+                self.help = True
+            else:
+                self.rest.append(a)
+        self._names = [matcher(e) for e in self.exprs]  # ValueError: a bad -k
+
+    def chooses(self, name, tags):
+        return (all(g in tags for g in self.tags) and not any(g in tags for g in self.not_tags)
+                and all(p(name) for p in self._names))
+
+    def unknown_tags(self, cases):
+        """The tags asked for that no case declares (a typo, or a tag renamed in one place only)."""
+        known = {g for c in cases for g in c[-1]}
+        return sorted({g for g in self.tags + self.not_tags if g not in known})
+
+
+USAGE = """usage: %s [--list] [--tag TAG] [--not-tag TAG] [-k EXPRESSION] [ARG...]
+  --list          print the cases (those selected, with a selection) and exit: the name, and
+                  after a tab the case's tags
+  --tag TAG       run only the cases tagged TAG; may be repeated (all must hold)
+  --not-tag TAG   leave out the cases tagged TAG; may be repeated
   -k EXPRESSION   run only the cases whose name contains EXPRESSION (case-insensitive);
-                  words joined with and / or / not, as pytest's -k; -k may be repeated (all must hold)
+                  words joined with and / or / not, as pytest's -k; -k may be repeated (all must hold).
+                  For runs by hand: CTest selects by tag.
 """
 
 
@@ -191,38 +259,32 @@ def main(title, start=None):
     """Runs the selected cases of this script with one Checks and exits with its status. start:
     a function that returns the Checks (the launcher tests enter their namespace there); it is
     called only when a case is to run."""
-    argv = sys.argv[1:]
-    exprs, listing = [], False
-    while argv:
-        a = argv.pop(0)
-        if a == "--list":
-            listing = True
-        elif a == "-k" and argv:
-            exprs.append(argv.pop(0))
-        elif a.startswith("-k") and len(a) > 2:
-            exprs.append(a[2:])
-        elif a in ("-h", "--help"):
-            sys.stdout.write(USAGE % os.path.basename(sys.argv[0]))
-            sys.exit(0)
-        else:
-            ARGS.append(a)
     try:
-        preds = [matcher(e) for e in exprs]
+        sel = Selection(sys.argv[1:])
     except ValueError as e:
         sys.stderr.write("%s\n" % e)
         sys.exit(2)
-    selected = [c for c in CASES if all(p(c[0]) for p in preds)]
-    if listing:
-        for name, _, _ in selected:
-            print(name, flush=True)
+    if sel.help:
+        sys.stdout.write(USAGE % os.path.basename(sys.argv[0]))
+        sys.exit(0)
+    ARGS.extend(sel.rest)
+    unknown = sel.unknown_tags(CASES)
+    if unknown:
+        sys.stderr.write("no case is tagged %s; --list shows the tags\n" % ", ".join(unknown))
+        sys.exit(2)
+    selected = [c for c in CASES if sel.chooses(c[0], c[3])]
+    if sel.listing:
+        for name, _, _, tags in selected:
+            print(name + ("\t" + " ".join(tags) if tags else ""), flush=True)
         sys.exit(0)
     if not selected:
-        sys.stderr.write("no case matches -k %s; --list shows the names\n" % " -k ".join(repr(e) for e in exprs))
+        sys.stderr.write("no case is selected by %s; --list shows the names and tags\n" % " ".join(sys.argv[1:]))
         sys.exit(2)
-    SELECTED.extend(name for name, _, _ in selected)
+    SELECTED.extend(c[0] for c in selected)
+    SELECTED_TAGS.update(g for c in selected for g in c[3])
     t = start() if start else Checks(title)
     outcome = {"failed": [], "skipped": []}
-    for name, fn, args in selected:
+    for name, fn, args, _ in selected:
         print("-- " + name, flush=True)
         before = (t.passed, t.failed, t.skipped)
         t.in_case = True

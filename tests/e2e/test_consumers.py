@@ -16,9 +16,9 @@ import sys
 import tempfile
 import time
 
-from harness import add_case, case, env_for, have, main, run
+from harness import ALL, C, NONE, R, Z, add_case, case, env_for, have, main, run
 
-HARDCODED = "rc_x,rc,dc_x,dc,cuda_copy"
+HARDCODED = C  # the list trainers hard-code (the CUDA value)
 
 
 def free_port():
@@ -45,15 +45,16 @@ def ucx_info_config(t, machine, extra, want):
     t.equal("ucx_info -c on %s %s prints the derived UCX_TLS" % (machine, extra or ""), lines, ["UCX_TLS=" + want])
 
 
-for _machine, _extra, _want in (("dgx", {}, HARDCODED), ("intel-xe", {}, "rc_x,rc,dc_x,dc,ze_copy"),
-                                ("mi300x", {}, "rc_x,rc,dc_x,dc,rocm_copy"),
-                                ("no-gpu", {"UCXTLS_ACCEL": "none"}, "rc_x,rc,dc_x,dc"),
+for _machine, _extra, _want in (("dgx", {}, HARDCODED), ("intel-xe", {}, Z),
+                                ("mi300x", {}, R),
+                                ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),
                                 ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
-                                ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, "rc_x,rc,dc_x,dc,ze_copy")):
-    add_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want)
+                                ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, Z)):
+    add_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want,
+             tags=("ucx_info",))
 
 
-@case("ucx_info -e: a UCP endpoint with a value the library wrote")
+@case("ucx_info -e: a UCP endpoint with a value the library wrote", tags=("ucx_info",))
 def ucx_info_endpoint(t):
     if no_ucx_info(t):
         return
@@ -64,7 +65,7 @@ def ucx_info_endpoint(t):
             p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out, out + p.stderr.decode())
 
 
-@case("ucx_info: the portable template composed here and on broadcom-roce")
+@case("ucx_info: the portable template composed here and on broadcom-roce", tags=("ucx_info",))
 def ucx_info_portable(t):
     if no_ucx_info(t):
         return
@@ -107,10 +108,11 @@ def recommended_endpoint(t, what, template, composed):
 
 
 for _what, _template, _composed in RECOMMENDED:
-    add_case("ucx_info -e: %s on a node without rc" % _what, recommended_endpoint, _what, _template, _composed)
+    add_case("ucx_info -e: %s on a node without rc" % _what, recommended_endpoint, _what, _template, _composed,
+             tags=("ucx_info",))
 
 
-@case("ucx_info -e, a GPU node without rc (aws-p5 replayed): all works, the hard-coded value fails")
+@case("ucx_info -e, a GPU node without rc (aws-p5 replayed): all works, the hard-coded value fails", tags=("ucx_info",))
 def ucx_info_all(t):
     if no_ucx_info(t):
         return
@@ -125,7 +127,7 @@ def ucx_info_all(t):
             "UCP endpoint" in trainer.stdout.decode(), trainer.stdout.decode() + trainer.stderr.decode())
 
 
-@case("ucx_info -e on this machine (no GPU): unset works, the hard-coded value fails")
+@case("ucx_info -e on this machine (no GPU): unset works, the hard-coded value fails", tags=("ucx_info",))
 def ucx_info_here(t):
     if no_ucx_info(t):
         return
@@ -142,7 +144,7 @@ def ucx_info_here(t):
             "no usable transports" in out, out)
 
 
-@case("ucp_client_server: UCX's example exchanges a message")
+@case("ucp_client_server: UCX's example exchanges a message", tags=("client_server",))
 def client_server(t):
     example = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
     if not (os.path.exists(example) and have("gcc")):
@@ -176,8 +178,8 @@ def python(t):
     trainer = ("import os\n"
                "os.environ.setdefault('UCX_TLS', %r)\n"
                "print(os.environ['UCX_TLS'])\n" % HARDCODED)
-    for machine, want in (("intel-max-i915", "rc_x,rc,dc_x,dc,ze_copy"), ("dgx", HARDCODED),
-                          ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"), ("no-rdma", "all"), ("aws-p5", "all"),
+    for machine, want in (("intel-max-i915", Z), ("dgx", C),
+                          ("mi300x", R), ("no-rdma", ALL), ("aws-p5", ALL),
                           ("no-gpu", HARDCODED)):  # a GPU node without rc: all, a no-op for UCX; a CPU node: untouched
         p = run([py, "-c", trainer], env_for(machine))
         t.equal("python setdefault trainer on %s sees" % machine, p.stdout.decode().strip(), want, p.stderr.decode())
@@ -185,7 +187,7 @@ def python(t):
              "print(subprocess.run([sys.executable, '-c', 'import os; print(os.environ.get(\"UCX_TLS\"))'],"
              " capture_output=True, text=True).stdout.strip())\n")
     p = run([py, "-c", child], env_for("intel-xe"))
-    t.equal("a python subprocess child inherits the value", p.stdout.decode().strip(), "rc_x,rc,dc_x,dc,ze_copy",
+    t.equal("a python subprocess child inherits the value", p.stdout.decode().strip(), Z,
             p.stderr.decode())
 
 

@@ -8,14 +8,8 @@ import os
 import shutil
 import tempfile
 
-from harness import add_case, case, env_for, fixture, have, main, run, sh_value
+from harness import ALL, C, NONE, R, UNSET, Z, add_case, case, env_for, fixture, have, main, run, sh_value
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-R = "rc_x,rc,dc_x,dc,rocm_copy"
-Z = "rc_x,rc,dc_x,dc,ze_copy"
-NONE = "rc_x,rc,dc_x,dc"
-ALL = "all"
-UNSET = "<unset>"
 PORTABLE = "{rdma},sm,self,{ipc},{copy}"
 
 ROWS = [
@@ -267,7 +261,7 @@ for _label in ("/etc/ucx/ucx.conf (under UCXTLS_SYSROOT)", "$HOME/ucx.conf", "$U
     add_case("ucx.conf at " + _label, ucx_conf, _label)
 
 
-@case("strace: a ./ucx.conf that links to a device or a procfs stream is never opened")
+@case("strace: a ./ucx.conf that links to a device or a procfs stream is never opened", tags=("strace",))
 def ucx_conf_links(t):
     # A ./ucx.conf that is a link to a device or a procfs stream is never opened: opening /dev/ptmx
     # allocates a pty in the host, reading /proc/kmsg takes the kernel log from its reader.

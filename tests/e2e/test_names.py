@@ -16,10 +16,9 @@ import glob
 import os
 import re
 
-from harness import SOURCE_DIR, add_case, case, env_for, fixture, main, run
+from harness import SOURCE_DIR, C, add_case, case, env_for, fixture, main, run
 
 EXEC_ENV = os.environ.get("UCXTLSTEST_EXEC_ENV", "")
-C = "rc_x,rc,dc_x,dc,cuda_copy"
 SHOW = 'printf "%s" "${UCX_TLS-<unset>}"'
 
 

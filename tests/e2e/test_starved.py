@@ -21,10 +21,9 @@ import os
 import resource
 import subprocess
 
-from harness import EMPTY_HOME, LIB, add_case, case, env_for, have, main
+from harness import C, EMPTY_HOME, LIB, R, UNSET, Z, add_case, case, env_for, have, main
 
-MACHINES = [("dgx", "rc_x,rc,dc_x,dc,cuda_copy"), ("mi300x", "rc_x,rc,dc_x,dc,rocm_copy"),
-            ("intel-xe", "rc_x,rc,dc_x,dc,ze_copy")]
+MACHINES = [("dgx", C), ("mi300x", R), ("intel-xe", Z)]
 SHOW = 'printf "%s" "${UCX_TLS-<unset>}"'
 
 
@@ -82,7 +81,6 @@ for _machine, _want in MACHINES:
 # malloc starved: RLIMIT_DATA (ulimit -d) swept
 
 KIB = list(range(96, 520, 8))
-Z = "rc_x,rc,dc_x,dc,ze_copy"
 NO_MALLOC_HOST = r"""
 #include <stdlib.h>
 #include <string.h>
@@ -119,9 +117,9 @@ def run_data_limited(argv, env, kib):
 
 
 # (label, machine, inherited variables, the value when the write succeeds, when it fails)
-WRITES = [("set", "dgx", {}, "rc_x,rc,dc_x,dc,cuda_copy", "<unset>"),
-          ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "rc_x,rc,dc_x,dc,cuda_copy", Z),
-          ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "<unset>", None)]
+WRITES = [("set", "dgx", {}, C, UNSET),
+          ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, C, Z),
+          ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, UNSET, None)]
 
 
 def starved_malloc(t, label, machine, inherited, want, kept):

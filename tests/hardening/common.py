@@ -8,10 +8,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 
-from harness import (BASE_ENV, BUILD_DIR, EMPTY_HOME, LIB, SOURCE_DIR, ARGS, Checks, add_case, case,  # noqa: E402,F401
-                     env_for, fixture, have, machines, main, run)
+from harness import (ALL, BASE_ENV, BUILD_DIR, C, EMPTY_HOME, LIB, NONE, R, SOURCE_DIR, UNSET, Z, ARGS, Checks,  # noqa: E402,F401
+                     add_case, case, env_for, fixture, have, machines, main, run)
 
 SAN_DIR = os.path.join(BUILD_DIR, "sanitize")
 SAN_SKIP = os.path.join(SAN_DIR, "SKIPPED")

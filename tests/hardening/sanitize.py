@@ -130,7 +130,6 @@ def fixtures(t):
     drv = exe("fixture_driver")
     if not t.check("fixture_driver was built", drv is not None):
         return
-    sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "e2e"))
     import test_fixtures
     for machine, extra, want in test_fixtures.ROWS:
         label = "sanitized %s %s" % (machine, " ".join("%s=%r" % kv for kv in extra.items()) or "(defaults)")
@@ -195,12 +194,13 @@ def step_case(t, step):
 
 
 for _step in STEPS:
-    add_case(_step, step_case, _step)
+    add_case(_step, step_case, _step, tags=(_step,))
 
 
 if __name__ == "__main__":
-    # `sanitize.py STEP [CMAKE]` runs that step (what CTest runs); -k and --list work as elsewhere.
-    step = next((i for i, a in enumerate(sys.argv) if i and a in STEPS and sys.argv[i - 1] != "-k"), None)
+    # `sanitize.py STEP [CMAKE]` runs that step (what CTest runs): the case tagged STEP; --tag,
+    # -k and --list work as elsewhere.
+    step = next((i for i, a in enumerate(sys.argv) if i and a in STEPS and sys.argv[i - 1] not in ("-k", "--tag", "--not-tag")), None)
     if step:
-        sys.argv[step:step + 1] = ["-k", sys.argv[step]]
-    main("sanitizers: " + " ".join(sys.argv[i] for i in range(2, len(sys.argv)) if sys.argv[i - 1] == "-k"))
+        sys.argv[step:step + 1] = ["--tag", sys.argv[step]]
+    main("sanitizers: " + " ".join(sys.argv[i] for i in range(2, len(sys.argv)) if sys.argv[i - 1] in ("-k", "--tag")))

@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 
-from common import ARGS, BUILD_DIR, LIB, SOURCE_DIR, case, compile_c, env_for, have, main, scratch_dir
+from common import ARGS, BUILD_DIR, C, LIB, SOURCE_DIR, case, compile_c, env_for, have, main, scratch_dir
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -29,7 +29,6 @@ int main(void) {
   return 3;
 }
 """
-C = "rc_x,rc,dc_x,dc,cuda_copy"
 
 
 def run(argv, env):
@@ -45,7 +44,7 @@ def work_dir():
     return scratch_dir("ucxtls-foreign-")
 
 
-@case("static binary")
+@case("static binary", tags=("static",))
 def static_binary(t):
     work = work_dir()
     exe, err = compile_c(work, "static", PROGRAM, flags=["-static"])
@@ -59,7 +58,7 @@ def static_binary(t):
     t.equal("static: stderr identical (silent)", pre.stderr, plain.stderr)
 
 
-@case("musl program")
+@case("musl program", tags=("musl",))
 def musl_binary(t):
     work = work_dir()
     if not have("musl-gcc"):
@@ -101,7 +100,7 @@ def program32(t):
     return exe32
 
 
-@case("32-bit: a copy of the library built with -m32 passes the artifact rules")
+@case("32-bit: a copy of the library built with -m32 passes the artifact rules", tags=("m32_library",))
 def library32(t):
     if program32(t) is None:
         return
@@ -121,7 +120,7 @@ def library32(t):
     artifact_rules(t, lib32, "32-bit copy")
 
 
-@case("32-bit: a 32-bit program given the 64-bit library")
+@case("32-bit: a 32-bit program given the 64-bit library", tags=("m32_process",))
 def program32_lib64(t):
     exe32 = program32(t)
     if exe32 is None:

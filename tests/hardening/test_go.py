@@ -21,10 +21,8 @@ SKIPs without Debian's golang-go (scripts/test.sh installs it).
 import os
 import subprocess
 
-from common import LIB, case, env_for, have, main, run, scratch_dir
+from common import C, LIB, Z, case, env_for, have, main, run, scratch_dir
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-Z = "rc_x,rc,dc_x,dc,ze_copy"
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
 GO_HOST = r"""package main

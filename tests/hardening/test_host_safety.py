@@ -31,10 +31,8 @@ import subprocess
 import sys
 import tempfile
 
-from common import case, compile_c, env_for, have, main, run, scratch_dir
+from common import C, Z, case, compile_c, env_for, have, main, run, scratch_dir
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-Z = "rc_x,rc,dc_x,dc,ze_copy"
 SETENV_LIB = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 RUNS = 300
 
@@ -297,7 +295,7 @@ def env_api_plain(t):
     env_api(t, False)
 
 
-@case("memcheck: the host's own environment calls after the library")
+@case("memcheck: the host's own environment calls after the library", tags=("memcheck",))
 def env_api_memcheck(t):
     env_api(t, True)
 

@@ -358,7 +358,7 @@ def ucx_conf_stdin(t):
 
 
 
-@case("as root: unreadable files, as nobody")
+@case("as root: unreadable files, as nobody", tags=("as_root",))
 def unreadable(t):
     timer, top_dir = TIMER, top()
     if os.geteuid() != 0:

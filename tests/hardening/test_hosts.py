@@ -14,11 +14,8 @@ import os
 import shutil
 import sys
 
-from common import add_case, env_for, main, run
+from common import C, UNSET, Z, add_case, env_for, main, run  # Z: also another node's value, inherited
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-Z = "rc_x,rc,dc_x,dc,ze_copy"  # another node's value (an Intel node), inherited
-UNSET = "<unset>"
 
 SH = 'printf "%s|%s\\n" "${UCX_TLS-<unset>}" "${UCXTLS_DERIVED-<unset>}"; unset LD_PRELOAD; exec /usr/bin/env'
 PERL = ('$| = 1; printf("%s|%s\\n", $ENV{UCX_TLS} // "<unset>", $ENV{UCXTLS_DERIVED} // "<unset>"); '
@@ -107,7 +104,8 @@ def host_case(t, label, index, case, machine, inherited, want):
 HOSTS = ["bash", "dash", "zsh", "mksh", "ksh93", "busybox sh", "perl", "python3"]  # the order of hosts()
 for _index, _label in enumerate(HOSTS):
     for _case, _machine, _inherited, _want in CASES:
-        add_case("%s: %s" % (_label, _case), host_case, _label, _index, _case, _machine, _inherited, _want)
+        add_case("%s: %s" % (_label, _case), host_case, _label, _index, _case, _machine, _inherited, _want,
+                 tags=(_label.split()[0],))  # busybox sh: busybox
 
 
 if __name__ == "__main__":

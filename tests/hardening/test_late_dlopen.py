@@ -13,7 +13,7 @@
 import subprocess
 import tempfile
 
-from common import LIB, case, compile_c, env_for, main
+from common import C, LIB, case, compile_c, env_for, main
 
 PY = r"""
 import ctypes, os, subprocess, sys, threading, time
@@ -72,7 +72,6 @@ int main(int argc, char **argv) {
 }
 """
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
 RUNS = 10
 
 

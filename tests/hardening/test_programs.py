@@ -74,8 +74,9 @@ def program(t, label, argv, tool):
 
 
 for _label, _argv, _tool in CORPUS:
-    # The name starts with the program it needs: `-k git` selects the cases that need git.
-    add_case(_label if _label.startswith(_tool) else "%s: %s" % (_tool, _label), program, _label, _argv, _tool)
+    # Tagged with the program it needs: `--tag git` selects the cases that need git.
+    add_case(_label if _label.startswith(_tool) else "%s: %s" % (_tool, _label), program, _label, _argv, _tool,
+             tags=(_tool,))
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def as_nobody():  # between fork and exec: the program itself is exec'd as nobod
     os.setresuid(65534, 65534, 65534)
 
 
-@case("as root: a setuid program loads the library, which does nothing")
+@case("as root: a setuid program loads the library, which does nothing", tags=("as_root",))
 def setuid_program(t):
     with Setup(t) as s:
         def show(exe):
@@ -127,7 +127,7 @@ def setuid_program(t):
         t.equal("setuid-root copy: exit status 0", rc, 0)
 
 
-@case("as root: strace: no probe syscalls under AT_SECURE")
+@case("as root: strace: no probe syscalls under AT_SECURE", tags=("as_root", "strace"))
 def setuid_strace(t):
     # No probe syscalls: strace as root follows the setuid exec with its privileges (-u).
     if not have("strace"):

@@ -15,9 +15,8 @@ import os
 import re
 import tempfile
 
-from common import BUILD_DIR, LIB, Timer, add_case, env_for, have, main, run
+from common import BUILD_DIR, C, LIB, Timer, add_case, env_for, have, main, run
 
-C = "rc_x,rc,dc_x,dc,cuda_copy"
 ROWS = [
     ("dgx", {}),
     ("dgx", {"UCXTLS_DEBUG": "1", "CUDA_VISIBLE_DEVICES": "GPU-5c3f4c05,3"}),

@@ -19,8 +19,7 @@ import shutil
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import BUILD_DIR, LIB, SOURCE_DIR, Checks  # noqa: E402
 
 README = os.path.join(SOURCE_DIR, "README.md")
@@ -32,8 +31,6 @@ OPT_CLI = PREFIX + "/bin/ucxtls"
 MARK = "UCXTLSTEST_LAUNCHERS_NS"
 
 # The values (docs/design.md, "Values") for the fixture machines the launcher tests replay.
-CUDA = "rc_x,rc,dc_x,dc,cuda_copy"
-ZE = "rc_x,rc,dc_x,dc,ze_copy"
 
 
 def block(name):
@@ -192,4 +189,4 @@ def build_other_preload(scratch):
 
 
 __all__ = ["block", "commands", "start", "install_opt", "overlay_etc", "reports", "write_script",
-           "build_other_preload", "REPORT_SH", "REPORT_PY", "CUDA", "ZE", "OPT_LIB", "OPT_CLI", "PREFIX", "LIB"]
+           "build_other_preload", "REPORT_SH", "REPORT_PY", "OPT_LIB", "OPT_CLI", "PREFIX", "LIB"]

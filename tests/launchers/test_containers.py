@@ -28,15 +28,12 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import recipes as R  # noqa: E402
-from harness import SOURCE_DIR, case, fixture, main  # noqa: E402
+import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
+from harness import SOURCE_DIR, C, Z, case, fixture, main  # noqa: E402
 
-CUDA, ZE = R.CUDA, R.ZE
 IMAGE_PATH = "/usr/local/bin:/usr/bin:/bin"
 # The trainer of the motivating failure: it hard-codes the CUDA list with setdefault.
-TRAINER = ('import os; os.environ.setdefault("UCX_TLS", "%s"); print("TRAINER " + os.environ["UCX_TLS"])' % CUDA)
+TRAINER = ('import os; os.environ.setdefault("UCX_TLS", "%s"); print("TRAINER " + os.environ["UCX_TLS"])' % C)
 _state = {}
 
 
@@ -241,13 +238,13 @@ def containerfile(t):
     report = 'printf "%s|" "${UCX_TLS-<unset>}"; grep -q /libucxtls.so /proc/$$/maps && echo mapped || echo not-mapped'
     p = container(["/bin/sh", "-c", report], env, "intel-xe", mounts)
     t.equal("the image on the Intel machine: /bin/sh gets the ze value, the library mapped, nothing on stderr",
-            (p.stdout, p.stderr), ("%s|mapped\n" % ZE, ""))
+            (p.stdout, p.stderr), ("%s|mapped\n" % Z, ""))
     p = container(["python3", "-c", TRAINER], env, "intel-xe", mounts)
     t.equal("the image on the Intel machine: the trainer's setdefault(CUDA list) finds the ze value",
-            p.stdout, "TRAINER %s\n" % ZE, p.stderr)
+            p.stdout, "TRAINER %s\n" % Z, p.stderr)
     p = container(["python3", "-c", TRAINER], base, "intel-xe", mounts)
     t.equal("the same image without the ENV line: the trainer keeps the CUDA list (the failure)",
-            p.stdout, "TRAINER %s\n" % CUDA, p.stderr)
+            p.stdout, "TRAINER %s\n" % C, p.stderr)
     other = R.build_other_preload(scratch())
     if other:
         env2 = image_stage(t, stages[1], built, dict(base, LD_PRELOAD="/opt/other/libother-preload.so"))[1]
@@ -256,7 +253,7 @@ def containerfile(t):
         r = R.reports(p.stdout).get("local")
         t.check("a base image's own LD_PRELOAD is kept after ours: both mapped, the ze value",
                 env2.get("LD_PRELOAD") == lib + ":/opt/other/libother-preload.so" and r and r["loaded"] and r["other"]
-                and r["shell"] == "%s|%s" % (ZE, ZE), p.stdout + p.stderr + repr(env2))
+                and r["shell"] == "%s|%s" % (Z, Z), p.stdout + p.stderr + repr(env2))
     # The container's own /dev decides: without the GPU nodes it is a node without GPUs, where the
     # library leaves UCX_TLS unset (docs/how-it-decides.md); explain in the same container agrees.
     nodes = device_nodes("intel-xe", without=("dri",))
@@ -276,7 +273,7 @@ def containerfile(t):
     except ValueError:
         j = {}
     t.check("the layer's ucxtls explain --json runs in the image: set, ze, the ze value",
-            (j.get("action"), j.get("family"), j.get("value")) == ("set", "ze", ZE), p.stdout + p.stderr)
+            (j.get("action"), j.get("family"), j.get("value")) == ("set", "ze", Z), p.stdout + p.stderr)
 
 
 # --- Kubernetes -------------------------------------------------------------------------------
@@ -316,7 +313,7 @@ def pod_case(t, name):
     p = container(c["command"] + c.get("args", []), cenv, "container-one-of-eight", mounts)
     r = R.reports(p.stdout).get("local")
     t.check("%s: on a node of eight GPUs and eight HCAs, the pod given GPU 3 and uverbs3 gets %s, library mapped"
-            % (name, CUDA), p.returncode == 0 and r and r["loaded"] and r["shell"] == "%s|%s" % (CUDA, CUDA),
+            % (name, C), p.returncode == 0 and r and r["loaded"] and r["shell"] == "%s|%s" % (C, C),
             p.stdout + p.stderr)
 
 
@@ -419,12 +416,12 @@ def apptainer_case(t, name, want_preload, layout):
         r = R.reports(q.stdout).get("local")
         mapped = [l[7:] for l in q.stdout.splitlines() if l.startswith("MAPPED ")]
         t.check("%s: in the container on the CUDA machine: %s, library mapped from %s, nothing on stderr"
-                % (line[:70], CUDA, mapped), r and r["loaded"] and r["shell"] == "%s|%s" % (CUDA, CUDA)
+                % (line[:70], C, mapped), r and r["loaded"] and r["shell"] == "%s|%s" % (C, C)
                 and q.stderr == "", q.stdout + q.stderr)
         q = container(command, cenv, "container-one-of-eight", binds)
         r = R.reports(q.stdout).get("local")
-        t.check("%s: python3 train.py sees %s" % (line[:70], CUDA),
-                r and r["loaded"] and r["shell"] == "%s|%s" % (CUDA, CUDA), q.stdout + q.stderr)
+        t.check("%s: python3 train.py sees %s" % (line[:70], C),
+                r and r["loaded"] and r["shell"] == "%s|%s" % (C, C), q.stdout + q.stderr)
 
 
 @case("apptainer: --env and APPTAINERENV_ with a bind mount")

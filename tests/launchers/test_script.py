@@ -19,15 +19,13 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import recipes as R  # noqa: E402
-from harness import case, env_for, main  # noqa: E402
+import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
+from harness import C, Z, case, env_for, main  # noqa: E402
 
 
 
 def launch_scripts(t, job, other):
-    cases = [("fresh", {}, False), ("a pair forwarded from a CUDA host", {"UCX_TLS": R.CUDA, "UCXTLS_DERIVED": R.CUDA},
+    cases = [("fresh", {}, False), ("a pair forwarded from a CUDA host", {"UCX_TLS": C, "UCXTLS_DERIVED": C},
                                                                             False)]
     if other:
         cases.append(("another LD_PRELOAD already set", {"LD_PRELOAD": other}, True))
@@ -46,7 +44,7 @@ def launch_scripts(t, job, other):
                                timeout=60)
             out = p.stdout.decode() + p.stderr.decode()
             r = R.reports(out).get("local")
-            want = "%s|%s" % (R.ZE, R.ZE)
+            want = "%s|%s" % (Z, Z)
             t.check("%s as printed, %s, intel-xe: the program and a child without the library see %s, library %s%s"
                     % (name, label, want, "mapped" if loaded else "not mapped (the value comes from ucxtls env)",
                        ", the other preload kept" if has_other and loaded else ""),
@@ -80,7 +78,7 @@ def ld_so_preload(t, scratch):
             out = p.stdout.decode()
             r = R.reports(out).get("local")
             mapped = [l[7:] for l in out.splitlines() if l.startswith("MAPPED ")]
-            want = "%s|%s" % (R.ZE, R.ZE)
+            want = "%s|%s" % (Z, Z)
             t.check("%s as printed (%s): /bin/sh with no LD_PRELOAD maps it and sees %s, no ld.so error"
                     % (name, text.strip(), want), p.returncode == 0 and r is not None and r["shell"] == want
                     and r["loaded"] and p.stderr == b"", out + p.stderr.decode())

@@ -21,15 +21,13 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import recipes as R  # noqa: E402
+import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
 import slurm_cluster  # noqa: E402
-from harness import case, env_for, fixture, main  # noqa: E402
+from harness import C, Z, case, env_for, fixture, main  # noqa: E402
 
 NODE_MACHINE = {"n1": "dgx", "n2": "intel-xe"}
-WANT = {"n1": R.CUDA, "n2": R.ZE}
-PAIR_FROM_CUDA_HOST = {"UCX_TLS": R.CUDA, "UCXTLS_DERIVED": R.CUDA}
+WANT = {"n1": C, "n2": Z}
+PAIR_FROM_CUDA_HOST = {"UCX_TLS": C, "UCXTLS_DERIVED": C}
 
 
 def pair(v):
@@ -124,7 +122,7 @@ def format_checks(t):
                            stderr=subprocess.PIPE)
         return p.returncode, p.stdout.decode(), p.stderr.decode()
     t.equal("env --format=slurm on intel-xe: unquoted export lines", env_out("intel-xe"),
-            (0, "export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n" % (R.ZE, R.ZE), ""))
+            (0, "export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n" % (Z, Z), ""))
     t.equal("env --format=slurm, an inherited pair on a node without a GPU: one unset per line",
             env_out("no-gpu", **PAIR_FROM_CUDA_HOST), (0, "unset UCX_TLS\nunset UCXTLS_DERIVED\n", ""))
     t.equal("env --format=slurm, an inherited pair on a GPU node without RDMA: all",
@@ -149,13 +147,13 @@ def installed(t):
         t.exit()
 
 
-@case("ucxtls env --format=slurm")
+@case("ucxtls env --format=slurm", tags=("slurm_format",))
 def format_case(t):
     installed(t)
     format_checks(t)
 
 
-@case("Slurm cluster: the README's recipes on two nodes")
+@case("Slurm cluster: the README's recipes on two nodes", tags=("slurm_cluster",))
 def cluster_case(t):
     installed(t)
     missing = slurm_cluster.missing_tools()
@@ -250,25 +248,25 @@ def run_all(t, s, blocks, srun_lines):
     got = R.reports(out)
     t.check("pitfall: an --export list naming UCX_TLS alone: every task keeps the submit host's list as a user's",
             rc == 0 and {n: (r["shell"], r["loaded"]) for n, r in got.items()} ==
-            {"n1": (R.CUDA + "|<unset>", True), "n2": (R.CUDA + "|<unset>", True)}, out + err)
+            {"n1": (C + "|<unset>", True), "n2": (C + "|<unset>", True)}, out + err)
     env_line = blocks["slurm-env"].splitlines()[0]
     rc, out, err = s.alloc("%s\nUCXTLS_DEBUG=1 srun --export=ALL /usr/bin/true" % env_line, {})
     lines = [l for l in err.splitlines() if l.startswith("ucxtls:")]
     t.check("UCXTLS_DEBUG=1 srun: srun's own line (the submit host: no sysroot) plus one per task",
             rc == 0 and len(lines) == 3 and sum("UCXTLS_SYSROOT" not in l for l in lines) == 1
-            and sum(R.ZE in l for l in lines) == 1 and sum(R.CUDA in l for l in lines) == 1, err)
+            and sum(Z in l for l in lines) == 1 and sum(C in l for l in lines) == 1, err)
 
     # 4. "Is it working in my job?": the check as printed, and in a task with no library.
     check = blocks["slurm-check"].strip()
     rc, out, err = s.alloc(check, {})
     t.equal("slurm-check as printed: each task says loaded, with its node's value",
             sorted(l for l in out.splitlines() if "ucxtls" in l),
-            ["0: ucxtls loaded, UCX_TLS=" + R.CUDA, "1: ucxtls loaded, UCX_TLS=" + R.ZE], out + err)
+            ["0: ucxtls loaded, UCX_TLS=" + C, "1: ucxtls loaded, UCX_TLS=" + Z], out + err)
     prefix = R.OPT_CLI + " run "
     bare = check.replace(prefix, "", 1)
     rc, out, err = s.alloc("srun -l printenv UCX_TLS UCXTLS_DERIVED", PAIR_FROM_CUDA_HOST)
     t.equal("the old check is fooled: with no library, the n2 task prints the forwarded CUDA pair",
-            sorted(l for l in out.splitlines() if l.startswith("1: ")), ["1: " + R.CUDA, "1: " + R.CUDA], out + err)
+            sorted(l for l in out.splitlines() if l.startswith("1: ")), ["1: " + C, "1: " + C], out + err)
     rc, out, err = s.alloc(bare, PAIR_FROM_CUDA_HOST)
     t.check("slurm-check without `ucxtls run`, the same forwarded pair: every task says NOT loaded",
             prefix in check and sorted(l for l in out.splitlines() if "ucxtls" in l) ==
@@ -290,10 +288,10 @@ def run_all(t, s, blocks, srun_lines):
                 *s.alloc("srun ./train.sh", PAIR_FROM_CUDA_HOST), loaded=False)
         s.tasks("slurm-taskprolog, forwarded pair, n2 replaying a CPU node (no GPU): unset there",
                 *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLSTEST_MACHINE_n2=fixture("no-gpu"))),
-                want={"n1": R.CUDA, "n2": None}, loaded=False)
+                want={"n1": C, "n2": None}, loaded=False)
         s.tasks("slurm-taskprolog, forwarded pair, n2 replaying a GPU node without RDMA (EFA): all there",
                 *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLSTEST_MACHINE_n2=fixture("aws-p5"))),
-                want={"n1": R.CUDA, "n2": "all"}, loaded=False)
+                want={"n1": C, "n2": "all"}, loaded=False)
         s.tasks("slurm-taskprolog, an invalid UCXTLS_ACCEL: the task still runs, the inherited pair is removed",
                 *s.alloc("srun ./train.sh", dict(PAIR_FROM_CUDA_HOST, UCXTLS_ACCEL="foo")),
                 want={"n1": None, "n2": None}, loaded=False)
@@ -304,7 +302,7 @@ def run_all(t, s, blocks, srun_lines):
         rc, out, err = s.alloc("srun ./train.sh", {})
         got = R.reports(out)
         t.equal("control: `ucxtls env` (shell quoting) in a TaskProlog: Slurm does not unquote",
-                got.get("n2", {}).get("shell"), "'%s'|'%s'" % (R.ZE, R.ZE), out + err)
+                got.get("n2", {}).get("shell"), "'%s'|'%s'" % (Z, Z), out + err)
         prolog(blocks["slurm-taskprolog"].replace("exit 0\n", ""))
         rc, out, err = s.alloc("srun ./train.sh", {"UCXTLS_ACCEL": "foo"})
         t.check("control: without `exit 0`, an invalid setting fails every task (TaskProlog failed)",

@@ -14,10 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import recipes as R  # noqa: E402
-from harness import Checks, case, env_for, main  # noqa: E402
+import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
+from harness import C, Z, Checks, case, env_for, main  # noqa: E402
 
 TITLE = "torchrun recipe, as printed in README.md (Debian python3-torch)"
 
@@ -65,7 +63,7 @@ def torchrun(t):
     try:
         with open(os.path.join(scratch, "train.py"), "w") as f:
             f.write(R.REPORT_PY)
-        env = env_for("intel-xe", preload=False, UCX_TLS=R.CUDA, UCXTLS_DERIVED=R.CUDA)
+        env = env_for("intel-xe", preload=False, UCX_TLS=C, UCXTLS_DERIVED=C)
         line = generic
         if version.startswith("1.13"):
             # The README's Debian 12 note: PyTorch 1.13 on Python 3.11 cannot start workers with
@@ -80,7 +78,7 @@ def torchrun(t):
                            stderr=subprocess.PIPE, timeout=280)
         out = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
         got = R.reports(out)
-        want = "%s|%s" % (R.ZE, R.ZE)
+        want = "%s|%s" % (Z, Z)
         n = int(re.search(r"--nproc_per_node[ =](\d+)", line).group(1))
         t.check("torch %s: `%s`: %d workers, each maps the library, it and a child without the library see %s "
                 "(re-derived from a forwarded CUDA pair)" % (version, line, n, want),

@@ -30,15 +30,13 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-from harness import BUILD_DIR, case, env_for, have, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, Z, case, env_for, have, main  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
 VERSION = os.environ["UCXTLSTEST_PROJECT_VERSION"]
 LMOD_INIT = os.environ.get("UCXTLSTEST_LMOD_INIT", "/usr/share/lmod/lmod/init/profile")
-ZE = "rc_x,rc,dc_x,dc,ze_copy"
 SHOW = 'printf "%s|%s" "${UCX_TLS-<unset>}" "${LD_PRELOAD-<unset>}"'
 # Variables that are Lmod's own record of what is loaded: they change on load and on unload.
 LMOD_STATE = re.compile(r"^(LOADEDMODULES|_LMFILES_|_ModuleTable_Sz_|_ModuleTable\d{3}_|__LMOD_REF_COUNT_(LD_PRELOAD|PATH|MANPATH))$")
@@ -144,7 +142,7 @@ def load_unload_case(t, scratch, modules, lib, label, preload):
     t.check("%s: the shell itself gets no UCX_TLS (it is not a preloaded process)" % label,
             "UCX_TLS" not in loaded and "UCXTLS_DERIVED" not in loaded, repr(loaded.get("UCX_TLS")))
     t.equal("%s: a program started after the load gets UCX_TLS on the intel-xe machine" % label,
-            shown.get("loaded"), "%s|%s" % (ZE, want_preload))
+            shown.get("loaded"), "%s|%s" % (Z, want_preload))
     return before, after
 
 
@@ -237,7 +235,7 @@ def modulefile(t):
         envs, shown, log = session(scratch, modules, steps, env)
         t.equal("with another module: both loaded, then ucxtls unloaded",
                 (shown.get("both"), shown.get("other")),
-                ("%s|%s:%s:%s" % (ZE, others[1], others[0], lib), "<unset>|%s:%s" % (others[1], others[0])), log)
+                ("%s|%s:%s:%s" % (Z, others[1], others[0], lib), "<unset>|%s:%s" % (others[1], others[0])), log)
         if "after" in envs:
             accepted, rest = lmod_leftovers(envs["used"], envs["after"])
             t.equal("with another module: unloading both gives back the same environment", rest, [])

@@ -11,11 +11,9 @@ import sys
 import tempfile
 import shutil
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cli"))
-from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run, sh_value  # noqa: E402
-from test_install import ZE, run_from  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run, sh_value  # noqa: E402
+from test_install import run_from  # noqa: E402  (tests/cli, on the path harness sets)
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
@@ -34,119 +32,118 @@ def query(rpm_file, fmt):
                           stderr=subprocess.DEVNULL).stdout.decode()
 
 
-def no_rpm(t):
-    missing = [tool for tool in ("rpm", "rpmbuild") if not have(tool)]
-    if missing:
-        t.skip("the RPM", "%s not installed (Debian packages rpm; scripts/test.sh installs it)" % " and ".join(missing))
-    return bool(missing)
-
-
-@case("cpack -G RPM refuses a build that is not lib64")
-def refused(t):
-    if no_rpm(t):
-        return
-    scratch = tempfile.mkdtemp(prefix="ucxtls-rpm-")
-    try:
-        # A build configured for Debian's layout cannot make an RPM: cpack says so and names the commands.
-        config = open(os.path.join(BUILD_DIR, "CPackConfig.cmake")).read()
-        libdir = re.search(r'set\(CPACK_UCXTLS_LIBDIR "([^"]*)"\)', config).group(1)
-        if libdir == "lib64":
-            t.skip("cpack -G RPM refuses a non-lib64 build", "the test build itself installs to lib64")
-        else:
-            rc, text = out([CPACK, "-G", "RPM", "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake"),
-                            "-B", os.path.join(scratch, "refused")])
-            t.check("cpack -G RPM in a build with libdir '%s' fails and names -DCMAKE_INSTALL_LIBDIR=lib64" % libdir,
-                    rc != 0 and "-DCMAKE_INSTALL_LIBDIR=lib64" in text
-                    and not any(f.endswith(".rpm") for _, _, fs in os.walk(os.path.join(scratch, "refused")) for f in fs),
-                    text)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-@case("the RPM: built as the README says, installed into a scratch root, run, removed")
-def rpm_package(t):
-    if no_rpm(t):
-        return
-    scratch = tempfile.mkdtemp(prefix="ucxtls-rpm-")
-    try:
-        # The README's commands.
-        build = os.path.join(scratch, "build-rpm")
-        rc, text = out([CMAKE, "-S", SOURCE_DIR, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DUCXTLS_TESTS=OFF",
-                        "-DCMAKE_INSTALL_PREFIX=/usr", "-DCMAKE_INSTALL_LIBDIR=lib64"])
-        if rc == 0:
-            rc, text = out([CMAKE, "--build", build, "-j", "2"])
-        if rc == 0:
-            rc, text = out([CPACK, "-G", "RPM"], cwd=build)
-        rpms = [os.path.join(build, f) for f in os.listdir(build) if f.endswith(".rpm")] if rc == 0 else []
-        if not t.check("configure with lib64, build, cpack -G RPM: one package", rc == 0 and len(rpms) == 1, text[-3000:]):
-            t.exit()
-        pkg = rpms[0]
-        print("     %s" % os.path.basename(pkg))
-
-        # Metadata.
-        t.equal("name, version from project(), licence, URL, summary, vendor",
-                query(pkg, "%{NAME}|%{VERSION}|%{LICENSE}|%{URL}|%{SUMMARY}|%{VENDOR}"),
-                "ucxtls|%s|BSD-3-Clause|%s|%s|ucxtls" % (VERSION, HOMEPAGE, SUMMARY))
-        description = query(pkg, "%{DESCRIPTION}")
-        t.check("a description that says what it does", "LD_PRELOAD" in description and "ze_copy" in description
-                and "CPack" not in description, description)
-        rc, changelog = out(["rpm", "-qp", "--changelog", pkg])
-        t.check("the changelog's newest entry is for this version",
-                re.match(r"\* \w{3} \w{3} \d\d \d{4} .+ - %s-\d+\n" % re.escape(VERSION), changelog), changelog)
-        files = query(pkg, "[%{FILENAMES}\n]").split()
-        lua = "/usr/share/modulefiles/ucxtls/%s.lua" % VERSION
-        want = ["/usr/bin/ucxtls", "/usr/lib64/libucxtls.so", "/usr/lib64/ucxtls-probe",
-                "/usr/share/doc/ucxtls/LICENSE", lua]
-        t.check("the files, in RPM's layout: library and helper in /usr/lib64, command, licence, modulefile",
-                all(f in files for f in want), "\n".join(files))
-        t.check("the man page ucxtls(1) is in the RPM",
-                any(re.match(r"^/usr/share/man/man1/ucxtls\.1(\.gz)?$", f) for f in files), "\n".join(files))
-        t.check("nothing in /usr/lib (no multiarch directory, no build-id links); the shared directories "
-                "/usr/share/modulefiles and /usr/share/doc are not claimed",
-                not [f for f in files if f.startswith("/usr/lib/")]
-                and "/usr/share/modulefiles" not in files and "/usr/share/doc" not in files, "\n".join(files))
-        licence_files = query(pkg, "[%{FILENAMES} %{FILEFLAGS:fflags}\n]")
-        t.check("LICENSE is marked %license", re.search(r"^/usr/share/doc/ucxtls/LICENSE \S*l", licence_files, re.M),
-                licence_files)
-        requires = query(pkg, "[%{REQUIRENAME}\n]")
-        glibc = sorted(set(re.findall(r"GLIBC_([\d.]+)", requires)), key=lambda v: [int(x) for x in v.split(".")])
-        print("     requires libc.so.6 up to GLIBC_%s (the command and helper built here)" % (glibc[-1] if glibc else "?"))
-
-        # Install into a scratch root (not this machine), then use what was installed.
-        root = os.path.join(scratch, "root")
-        os.makedirs(root)
-        rc, text = out(["rpm", "--root", root, "--initdb"])
-        if rc == 0:
-            rc, text = out(["rpm", "--root", root, "--nodeps", "-i", pkg])
-        if not t.check("rpm --root R --nodeps -i installs it", rc == 0 and os.path.isfile(root + "/usr/lib64/libucxtls.so"), text):
-            t.exit()
-        cli = root + "/usr/bin/ucxtls"
-        lib = root + "/usr/lib64/libucxtls.so"
-        p = run([cli, "--version"], env_for(None, preload=False))
-        t.equal("R/usr/bin/ucxtls --version names the project version", (p.stdout.decode(), p.returncode),
-                ("ucxtls %s\n" % VERSION, 0))
-        p = run([cli, "explain", "--json"], env_for("intel-xe", preload=False))
+def with_rpm(fn):
+    """The case fn(t, scratch), given a scratch directory removed afterwards; SKIP without rpm and rpmbuild."""
+    def run_case(t):
+        missing = [tool for tool in ("rpm", "rpmbuild") if not have(tool)]
+        if missing:
+            t.skip("the RPM", "%s not installed (Debian packages rpm; scripts/test.sh installs it)" % " and ".join(missing))
+            return
+        scratch = tempfile.mkdtemp(prefix="ucxtls-rpm-")
         try:
-            value = json.loads(p.stdout.decode())["value"]
-        except ValueError:
-            value = None
-        t.equal("R/usr/bin/ucxtls explain on the intel-xe machine", (value, p.returncode), (ZE, 0), p.stderr.decode())
-        run_from(t, "R/usr/bin/ucxtls run finds R/usr/lib64/libucxtls.so (bin -> lib64)", cli, lib)
-        p = run([cli, "probe"], env_for(None, preload=False))
-        said = p.stdout.decode()
-        t.check("the installed command's `ucxtls probe` runs the installed helper R/usr/lib64/ucxtls-probe",
-                re.search(r"^helper %s/usr/(bin/\.\./)?lib64/ucxtls-probe answered" % re.escape(root), said, re.M), said + p.stderr.decode())
-        t.equal("R/usr/lib64/libucxtls.so preloaded into /bin/sh on the intel-xe machine: UCX_TLS and UCXTLS_DERIVED",
-                sh_value(env_for("intel-xe", preload=False, LD_PRELOAD=lib)), (ZE, ZE, ""))
-        modulefile = open(root + lua).read()
-        t.check("the package's modulefile appends /usr/lib64/libucxtls.so to LD_PRELOAD",
-                'append_path("LD_PRELOAD", "/usr/lib64/libucxtls.so")' in modulefile, modulefile)
+            fn(t, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return run_case
 
-        rc, text = out(["rpm", "--root", root, "-e", "ucxtls"])
-        left = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "usr")) for f in fs]
-        t.check("rpm --root R -e ucxtls removes every file it installed", rc == 0 and left == [], text + repr(left))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+
+@case("cpack -G RPM refuses a build that is not lib64", tags=("rpm_refused",))
+@with_rpm
+def refused(t, scratch):
+    # A build configured for Debian's layout cannot make an RPM: cpack says so and names the commands.
+    config = open(os.path.join(BUILD_DIR, "CPackConfig.cmake")).read()
+    libdir = re.search(r'set\(CPACK_UCXTLS_LIBDIR "([^"]*)"\)', config).group(1)
+    if libdir == "lib64":
+        t.skip("cpack -G RPM refuses a non-lib64 build", "the test build itself installs to lib64")
+    else:
+        rc, text = out([CPACK, "-G", "RPM", "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake"),
+                        "-B", os.path.join(scratch, "refused")])
+        t.check("cpack -G RPM in a build with libdir '%s' fails and names -DCMAKE_INSTALL_LIBDIR=lib64" % libdir,
+                rc != 0 and "-DCMAKE_INSTALL_LIBDIR=lib64" in text
+                and not any(f.endswith(".rpm") for _, _, fs in os.walk(os.path.join(scratch, "refused")) for f in fs),
+                text)
+
+
+@case("the RPM: built as the README says, installed into a scratch root, run, removed", tags=("rpm_build",))
+@with_rpm
+def rpm_package(t, scratch):
+    # The README's commands.
+    build = os.path.join(scratch, "build-rpm")
+    rc, text = out([CMAKE, "-S", SOURCE_DIR, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DUCXTLS_TESTS=OFF",
+                    "-DCMAKE_INSTALL_PREFIX=/usr", "-DCMAKE_INSTALL_LIBDIR=lib64"])
+    if rc == 0:
+        rc, text = out([CMAKE, "--build", build, "-j", "2"])
+    if rc == 0:
+        rc, text = out([CPACK, "-G", "RPM"], cwd=build)
+    rpms = [os.path.join(build, f) for f in os.listdir(build) if f.endswith(".rpm")] if rc == 0 else []
+    if not t.check("configure with lib64, build, cpack -G RPM: one package", rc == 0 and len(rpms) == 1, text[-3000:]):
+        t.exit()
+    pkg = rpms[0]
+    print("     %s" % os.path.basename(pkg))
+
+    # Metadata.
+    t.equal("name, version from project(), licence, URL, summary, vendor",
+            query(pkg, "%{NAME}|%{VERSION}|%{LICENSE}|%{URL}|%{SUMMARY}|%{VENDOR}"),
+            "ucxtls|%s|BSD-3-Clause|%s|%s|ucxtls" % (VERSION, HOMEPAGE, SUMMARY))
+    description = query(pkg, "%{DESCRIPTION}")
+    t.check("a description that says what it does", "LD_PRELOAD" in description and "ze_copy" in description
+            and "CPack" not in description, description)
+    rc, changelog = out(["rpm", "-qp", "--changelog", pkg])
+    t.check("the changelog's newest entry is for this version",
+            re.match(r"\* \w{3} \w{3} \d\d \d{4} .+ - %s-\d+\n" % re.escape(VERSION), changelog), changelog)
+    files = query(pkg, "[%{FILENAMES}\n]").split()
+    lua = "/usr/share/modulefiles/ucxtls/%s.lua" % VERSION
+    want = ["/usr/bin/ucxtls", "/usr/lib64/libucxtls.so", "/usr/share/doc/ucxtls/LICENSE", lua]
+    want += ["/usr/%s/%s" % (HELPER_DIR, h) for h in HELPERS]
+    t.check("the files, in RPM's layout: library in /usr/lib64, helpers in /usr/%s (%%{_libexecdir}), command, "
+            "licence, modulefile" % HELPER_DIR, all(f in files for f in want), "\n".join(files))
+    t.check("the man page ucxtls(1) is in the RPM",
+            any(re.match(r"^/usr/share/man/man1/ucxtls\.1(\.gz)?$", f) for f in files), "\n".join(files))
+    t.check("nothing in /usr/lib (no multiarch directory, no build-id links); the shared directories "
+            "/usr/libexec, /usr/share/modulefiles and /usr/share/doc are not claimed",
+            not [f for f in files if f.startswith("/usr/lib/")]
+            and not {"/usr/libexec", "/usr/share/modulefiles", "/usr/share/doc"} & set(files), "\n".join(files))
+    licence_files = query(pkg, "[%{FILENAMES} %{FILEFLAGS:fflags}\n]")
+    t.check("LICENSE is marked %license", re.search(r"^/usr/share/doc/ucxtls/LICENSE \S*l", licence_files, re.M),
+            licence_files)
+    requires = query(pkg, "[%{REQUIRENAME}\n]")
+    glibc = sorted(set(re.findall(r"GLIBC_([\d.]+)", requires)), key=lambda v: [int(x) for x in v.split(".")])
+    print("     requires libc.so.6 up to GLIBC_%s (the command and helper built here)" % (glibc[-1] if glibc else "?"))
+
+    # Install into a scratch root (not this machine), then use what was installed.
+    root = os.path.join(scratch, "root")
+    os.makedirs(root)
+    rc, text = out(["rpm", "--root", root, "--initdb"])
+    if rc == 0:
+        rc, text = out(["rpm", "--root", root, "--nodeps", "-i", pkg])
+    if not t.check("rpm --root R --nodeps -i installs it", rc == 0 and os.path.isfile(root + "/usr/lib64/libucxtls.so"), text):
+        t.exit()
+    cli = root + "/usr/bin/ucxtls"
+    lib = root + "/usr/lib64/libucxtls.so"
+    p = run([cli, "--version"], env_for(None, preload=False))
+    t.equal("R/usr/bin/ucxtls --version names the project version", (p.stdout.decode(), p.returncode),
+            ("ucxtls %s\n" % VERSION, 0))
+    p = run([cli, "explain", "--json"], env_for("intel-xe", preload=False))
+    try:
+        value = json.loads(p.stdout.decode())["value"]
+    except ValueError:
+        value = None
+    t.equal("R/usr/bin/ucxtls explain on the intel-xe machine", (value, p.returncode), (Z, 0), p.stderr.decode())
+    run_from(t, "R/usr/bin/ucxtls run finds R/usr/lib64/libucxtls.so (bin -> lib64)", cli, lib)
+    p = run([cli, "probe"], env_for(None, preload=False))
+    said = p.stdout.decode()
+    t.check("the installed command's `ucxtls probe` runs the installed helper R/usr/%s/ucxtls-probe" % HELPER_DIR,
+            re.search(r"^helper %s/usr/(bin/\.\./)?%s/ucxtls-probe answered" % (re.escape(root), HELPER_DIR), said, re.M),
+            said + p.stderr.decode())
+    t.equal("R/usr/lib64/libucxtls.so preloaded into /bin/sh on the intel-xe machine: UCX_TLS and UCXTLS_DERIVED",
+            sh_value(env_for("intel-xe", preload=False, LD_PRELOAD=lib)), (Z, Z, ""))
+    modulefile = open(root + lua).read()
+    t.check("the package's modulefile appends /usr/lib64/libucxtls.so to LD_PRELOAD",
+            'append_path("LD_PRELOAD", "/usr/lib64/libucxtls.so")' in modulefile, modulefile)
+
+    rc, text = out(["rpm", "--root", root, "-e", "ucxtls"])
+    left = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "usr")) for f in fs]
+    t.check("rpm --root R -e ucxtls removes every file it installed", rc == 0 and left == [], text + repr(left))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-from harness import SOURCE_DIR, case, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import HELPER_DIR, HELPERS, SOURCE_DIR, case, main  # noqa: E402
 
 RECIPE = os.path.join(SOURCE_DIR, "packaging", "spack", "package.py")
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
@@ -192,6 +191,8 @@ def build(t):
         if not t.check(" ".join(step[:2]) + ": exit 0", p.returncode == 0, p.stdout.decode()[-3000:]):
             t.exit()
     t.check("the recipe's library path exists after the install: %s" % pkg.library, os.path.isfile(pkg.library))
+    t.check("the helpers are in <prefix>/%s, where the installed command looks" % HELPER_DIR,
+            all(os.access(os.path.join(prefix, HELPER_DIR, h), os.X_OK) for h in HELPERS))
     env = RunEnv()
     pkg.setup_run_environment(env)
     t.equal("+preload: the run environment prepends the library to LD_PRELOAD", env.calls,

@@ -23,14 +23,11 @@ import sys
 import tempfile
 import zipfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "launchers"))
-from harness import BUILD_DIR, SOURCE_DIR, case, env_for, have, main, run  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 from recipes import commands  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
-ZE = "rc_x,rc,dc_x,dc,ze_copy"
 WHEELHOUSE = os.environ.get("UCXTLSTEST_WHEELHOUSE", "/usr/share/python-wheels")  # Debian's *-whl packages
 SCRATCH = tempfile.mkdtemp(prefix="ucxtls-wheel-")
 _state = {}
@@ -141,9 +138,10 @@ def wheel_built(t):
     tag = name[:-4].split("-", 2)[2]
     t.check("WHEEL: Root-Is-Purelib false, the same tag as the file name",
             "Root-Is-Purelib: false" in wheel_meta and ("Tag: %s\n" % tag) in wheel_meta, wheel_meta)
-    t.check("it holds the library, the command, the driver-probe helper, the launcher and the man page",
-            {"ucxtls/_bin/libucxtls.so", "ucxtls/_bin/ucxtls", "ucxtls/_bin/ucxtls-probe", "ucxtls/__main__.py",
-             "ucxtls-%s.data/data/share/man/man1/ucxtls.1" % version} <= names, repr(sorted(names)))
+    t.check("it holds the library, the command, its helpers beside it, the launcher and the man page",
+            {"ucxtls/_bin/libucxtls.so", "ucxtls/_bin/ucxtls", "ucxtls/__main__.py",
+             "ucxtls-%s.data/data/share/man/man1/ucxtls.1" % version} | {"ucxtls/_bin/" + h for h in HELPERS} <= names,
+            repr(sorted(names)))
     t.check("entry point: ucxtls = ucxtls.__main__:main", re.search(r"^ucxtls = ucxtls\.__main__:main$", entry, re.M), entry)
 
 
@@ -183,12 +181,13 @@ def wheel_tag(t):
                     too_new.append(v)
             t.check("%s: no symbol version newer than manylinux_2_%d allows (newest GLIBC_%s)" % (
                 rel, minor, ".".join(map(str, newest.get(rel, ())))), not too_new, repr(sorted(too_new)))
-    # What `cmake --install` puts in the libdir (the library, the helpers), and the command.
+    # What `cmake --install` puts in the libdir (the library) and in libexec/ucxtls (the helpers), and the command.
     prefix = os.path.join(SCRATCH, "installed")
     subprocess.run([CMAKE, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.DEVNULL, check=True)
     libdir = [d for d in ("lib", "lib64") if os.path.exists(os.path.join(prefix, d, "libucxtls.so"))]
-    want = sorted(["ucxtls"] + [n for n in os.listdir(os.path.join(prefix, libdir[0])) if n != "pkgconfig"])
-    t.equal("the ELF files are the command and what cmake --install puts in the libdir (the library, the helpers)",
+    want = sorted(["ucxtls"] + [n for d in (libdir[0], HELPER_DIR) for n in os.listdir(os.path.join(prefix, d))
+                                if n != "pkgconfig"])
+    t.equal("the ELF files are the command and what cmake --install puts in the libdir and %s" % HELPER_DIR,
             sorted(os.path.basename(e) for e in elves), want)
     lib = [e for e in elves if e.endswith("libucxtls.so")]
     t.check("the wheel's library keeps the library's floor: GLIBC_2.17 at most",
@@ -217,7 +216,7 @@ def wheel_commands(t):
              [os.path.join(link_dir, "ucxtls"), "run"], link_dir)):
         p = run(argv + ["/bin/sh", "-c", show], env_for("intel-xe", preload=False, PATH=path + ":/usr/bin:/bin"))
         t.equal("%s on the intel-xe machine: the ze value, LD_PRELOAD the wheel's library, mapped, "
-                "signals as a shell starts them" % label, p.stdout.decode(), "%s|%s|mapped\n%s" % (ZE, lib, direct),
+                "signals as a shell starts them" % label, p.stdout.decode(), "%s|%s|mapped\n%s" % (Z, lib, direct),
                 p.stderr.decode())
     env = env_for("intel-xe", preload=False, PATH=bindir + ":/usr/bin:/bin")
     p = run(["ucxtls", "lib"], env)
@@ -225,10 +224,10 @@ def wheel_commands(t):
     t.equal("ucxtls lib and ucxtls.library_path() print the wheel's library", (p.stdout.decode(), q.stdout.decode()),
             (lib + "\n", lib + "\n"), p.stderr.decode() + q.stderr.decode())
     p = run(["ucxtls", "explain"], env)
-    t.check("ucxtls explain: exit 0, the ze value", p.returncode == 0 and ZE in p.stdout.decode(), repr(p))
+    t.check("ucxtls explain: exit 0, the ze value", p.returncode == 0 and Z in p.stdout.decode(), repr(p))
     p = run(["ucxtls", "env"], env)
     t.equal("ucxtls env: the export lines", (p.stdout.decode(), p.returncode),
-            ("export UCX_TLS='%s'\nexport UCXTLS_DERIVED='%s'\n" % (ZE, ZE), 0), p.stderr.decode())
+            ("export UCX_TLS='%s'\nexport UCXTLS_DERIVED='%s'\n" % (Z, Z), 0), p.stderr.decode())
     p = run(["python", "-m", "ucxtls", "run", "--help"], env)
     t.check("python -m ucxtls run --help: usage on stdout, exit 0",
             p.returncode == 0 and p.stdout.startswith(b"usage: ucxtls run"), repr(p))
@@ -252,7 +251,7 @@ def wheel_commands(t):
             and b"space or colon" in q.stderr, p.stdout.decode() + repr(q))
 
 
-@case("wheel: isolated build (pip install . with setuptools and wheel from an index)")
+@case("wheel: isolated build (pip install . with setuptools and wheel from an index)", tags=("isolated",))
 def wheel_isolated(t):
     py = need_python(t)
     have_whl = all(glob.glob(os.path.join(WHEELHOUSE, n + "-*.whl")) for n in ("setuptools", "wheel"))
@@ -270,7 +269,7 @@ def wheel_isolated(t):
             and re.search(r"Successfully installed ucxtls-", out), out[-3000:])
     p = run([os.path.join(venv, "bin", "ucxtls"), "run", "/bin/sh", "-c", 'printf %s "$UCX_TLS"'],
             env_for("intel-xe", preload=False))
-    t.equal("the installed command: ucxtls run on the intel-xe machine gives the ze value", p.stdout.decode(), ZE,
+    t.equal("the installed command: ucxtls run on the intel-xe machine gives the ze value", p.stdout.decode(), Z,
             p.stderr.decode())
 
 

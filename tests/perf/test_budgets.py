@@ -21,15 +21,13 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import LIB, Checks, add_case, case, env_for, fixture, have, main, run, sh_value  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import C, LIB, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run, sh_value  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLSTEST_EMPTY_LIB", "")
 SETENV = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 # The instruction budget is for an optimised build; -O0 code is not what ships.
 OPTIMISED = os.environ.get("UCXTLSTEST_BUILD_TYPE", "RelWithDebInfo") not in ("Debug", "")
-C = "rc_x,rc,dc_x,dc,cuda_copy"
-UNSET = "<unset>"
 
 # name, machine, variables, expected UCX_TLS, syscall budget (added by the constructor)
 SYSCALL_ROWS = [
@@ -55,7 +53,6 @@ SYSCALL_ROWS = [
 # The driver tier (docs/driver-probe.md) reads the answer `ucxtls probe --save` stored for the node: at most
 # this many syscalls more than the kernel tier on the same machine, and no process.
 DRIVER_TIER_EXTRA = 6
-Z = "rc_x,rc,dc_x,dc,ze_copy"
 
 # name, machine, variables, budget (instructions ÷ the empty library's)
 INSTRUCTION_ROWS = [
@@ -253,7 +250,7 @@ def syscall_budget(t, name, machine, extra, budget):
 
 
 for _name, _machine, _extra, _, _budget in SYSCALL_ROWS:
-    add_case("strace: syscalls: " + _name, syscall_budget, _name, _machine, _extra, _budget)
+    add_case("strace: syscalls: " + _name, syscall_budget, _name, _machine, _extra, _budget, tags=("strace",))
 
 
 def per_device(t, kind, small, big, budget):
@@ -280,10 +277,10 @@ def per_device(t, kind, small, big, budget):
 
 
 for _kind, _small, _big, _budget in PER_DEVICE_ROWS:
-    add_case("strace: syscalls per further RDMA device: " + _kind, per_device, _kind, _small, _big, _budget)
+    add_case("strace: syscalls per further RDMA device: " + _kind, per_device, _kind, _small, _big, _budget, tags=("strace",))
 
 
-@case("strace: syscalls: the driver tier against the kernel tier on the same node")
+@case("strace: syscalls: the driver tier against the kernel tier on the same node", tags=("strace",))
 def driver_tier_extra(t):
     if no_strace(t):
         return
@@ -327,7 +324,8 @@ def instruction_budget(t, name, machine, extra, budget):
 
 
 for _name, _machine, _extra, _budget in INSTRUCTION_ROWS:
-    add_case("callgrind: instructions: " + _name, instruction_budget, _name, _machine, _extra, _budget)
+    add_case("callgrind: instructions: " + _name, instruction_budget, _name, _machine, _extra, _budget,
+             tags=("callgrind",))
 
 
 def heap_budget(t, name, machine, extra, floor_name):
@@ -354,7 +352,7 @@ def heap_budget(t, name, machine, extra, floor_name):
 
 
 for _name, _machine, _extra, _floor in HEAP_ROWS:
-    add_case("memcheck: heap: " + _name, heap_budget, _name, _machine, _extra, _floor)
+    add_case("memcheck: heap: " + _name, heap_budget, _name, _machine, _extra, _floor, tags=("memcheck",))
 
 
 if __name__ == "__main__":

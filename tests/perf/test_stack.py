@@ -17,12 +17,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import BUILD_DIR, LIB, SOURCE_DIR, Checks, case, env_for, have, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, C, LIB, SOURCE_DIR, Checks, case, env_for, have, main  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLSTEST_EMPTY_LIB", "")
 BUDGET = 8192
-C = "rc_x,rc,dc_x,dc,cuda_copy"
 
 PAINT_C = r"""
 #define PAINT (48 * 1024)
