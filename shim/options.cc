@@ -82,6 +82,12 @@ void read_inputs(char *const *envp, Inputs *in) {
   }
 }
 
+size_t env_name_len(const char *entry) {
+  size_t n = 0;
+  while (entry[n] && entry[n] != '=') n++;
+  return n;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Unknown variables: the closest option
 

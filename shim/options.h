@@ -66,6 +66,9 @@ struct Inputs {
 // reads exactly what secure_getenv would.
 void read_inputs(char *const *envp, Inputs *in);
 
+// Bytes before the '=' of a "NAME=value" entry (the whole string when there is none).
+size_t env_name_len(const char *entry);
+
 // The library's own option whose name is closest to name[0..n) (case-insensitive edit distance,
 // a swap of two neighbours counting once), or kVarCount when none is close: at most 2 edits, and
 // fewer than half the characters after the prefix.

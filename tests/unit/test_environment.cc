@@ -35,17 +35,18 @@ std::vector<std::string> listed(char *const *arr) {
 
 }  // namespace
 
-TEST_CASE("env_replace: every entry of the name, in place, and no other name") {
-  Block b{"A=1", "UCX_TLS=old", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=dup"};
-  char entry[] = "UCX_TLS=new";
-  char **before = b.arr();
-  CHECK(env_replace(b.arr(), entry) == 2);
-  CHECK(b.arr() == before);
-  CHECK(listed(b.arr()) == std::vector<std::string>{"A=1", "UCX_TLS=new", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=new"});
-  CHECK(b.arr()[1] == entry);  // the caller's string itself, not a copy
-  char other[] = "B=2";
-  CHECK(env_replace(b.arr(), other) == 0);
-  CHECK(env_replace(nullptr, other) == 0);
+TEST_CASE("env_write: every entry of a present name, in place, duplicates too, and no other name") {
+  Block b{"A=1", "UCX_TLS=old", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=dup", "UCXTLS_DERIVED=x"};
+  char tls[] = "UCX_TLS=new", derived[] = "UCXTLS_DERIVED=new";
+  char *const entries[] = {tls, derived};
+  char **env = b.arr();
+  char *added[2] = {};
+  CHECK(env_write(&env, entries, 2, nullptr, 0, added) == 0);
+  CHECK(env == b.arr());
+  CHECK(listed(env) == std::vector<std::string>{"A=1", "UCX_TLS=new", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=new",
+                                                "UCXTLS_DERIVED=new"});
+  CHECK(env[1] == tls);  // the caller's string itself, not a copy
+  CHECK(env[4] == tls);
 }
 
 TEST_CASE("env_remove: every entry of the name, later entries move down, the array stays") {
