@@ -89,8 +89,8 @@ struct Inputs {
 
 // Fills in.var from an environment block (NAME=value strings, NULL-terminated) in one pass; the
 // first occurrence of a name wins, as with getenv. The same pass counts UCXTLS_* entries that
-// name no option (in.unknown, in.unknown_count). The shell calls it only when not secure: a
-// setuid or file-capability process reads no variable at all.
+// name no option (in.unknown, in.unknown_count). The shell (load.h) calls it only when not
+// secure: a setuid or file-capability process reads no variable at all.
 void read_inputs(char *const *envp, Inputs *in);
 
 // Bytes before the '=' of a "NAME=value" entry (the whole string when there is none).

@@ -9,6 +9,7 @@
 #include "core.h"
 #include "environ_edit.h"
 #include "lines.h"
+#include "load.h"
 #include "options.h"
 
 using namespace ucxtls;
@@ -247,4 +248,27 @@ TEST_CASE("format_unknown_line: one line naming the variable, the suggestion, ho
   n = format_unknown_line(in, s, tiny, sizeof tiny);
   CHECK(n < sizeof tiny);
   CHECK(format_unknown_line(in, s, tiny, 1) == 0);
+}
+
+TEST_CASE("load: the environment block read once, parsed; a template to decide with instead") {
+  Block b{"UCXTLS_ACCEL=rocm", "UCX_TLS=tcp", "UCXTLS_DERIVED=tcp", "UCXTLS_TEMPLATE=rc,{copy}", "UCXTLS_ACCEL=ze"};
+  Inputs in;
+  Settings s;
+  load(b.arr(), &in, &s);
+  CHECK_FALSE(in.secure);  // the unit tests do not run setuid
+  CHECK(std::string(in.get(kUcxTls)) == "tcp");
+  CHECK(s.accel_forced);
+  CHECK(s.accel == Family::rocm);  // the first occurrence, as getenv
+  CHECK(std::string(s.tmpl) == "rc,{copy}");
+  Inputs tin;
+  Settings ts;
+  load(b.arr(), &tin, &ts, "tcp,{ipc}");
+  CHECK(std::string(ts.tmpl) == "tcp,{ipc}");
+  CHECK(ts.template_from_user);
+  CHECK(tin.get(kUcxTls) == nullptr);
+  CHECK(tin.get(kDerived) == nullptr);
+  Inputs bad;
+  Settings bs;
+  load(b.arr(), &bad, &bs, "tcp {copy}");
+  CHECK(bs.invalid_var == kTemplate);
 }
