@@ -31,7 +31,9 @@
 #include "driver_report.h"
 #include "load.h"
 #include "probe.h"
-#include "report.h"
+#include "commands.h"
+#include "exit.h"
+#include "util.h"
 
 namespace ucxtls {
 namespace cli {
