@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report.h"
+#include "exit.h"
 
 namespace ucxtls {
 namespace cli {

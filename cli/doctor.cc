@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "commands.h"
+#include "exit.h"
 #include "report.h"
+#include "util.h"
 #include "ucx_build.h"
 
 namespace ucxtls {

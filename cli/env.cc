@@ -6,7 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "commands.h"
+#include "exit.h"
 #include "report.h"
+#include "util.h"
 
 namespace ucxtls {
 namespace cli {

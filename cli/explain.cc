@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "exit.h"
 #include "report.h"
 #include "sys.h"
+#include "util.h"
 
 namespace ucxtls {
 namespace cli {

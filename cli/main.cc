@@ -1,5 +1,5 @@
 // ucxtls: the command beside libucxtls.so (explain, env, run, doctor, probe): the dispatch, --help,
-// --man and --version. Each command lives in its own file (report.h lists them); every answer comes
+// --man and --version. Each command lives in its own file (commands.h lists them); every answer comes
 // from the library's own code (shim/core.h), so the command and the library cannot disagree.
 //
 // One table of commands and one of exit statuses drive the dispatch, `--help` and the man page
@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "args.h"
-#include "report.h"
+#include "commands.h"
+#include "exit.h"
+#include "options.h"
 
 #ifndef UCXTLS_VERSION
 #define UCXTLS_VERSION "unknown"
@@ -217,7 +219,7 @@ const Command *find_command(const char *name) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  install_guards();  // closed descriptors, lost output, no memory (report.h)
+  install_guards();  // closed descriptors, lost output, no memory (exit.h)
   if (argc < 2) {
     std::string names;
     for (const Command &c : kCommands) names += (names.empty() ? "" : "|") + std::string(c.name);

@@ -29,8 +29,11 @@
 #include "core.h"
 #include "driver_cache.h"
 #include "driver_report.h"
+#include "load.h"
 #include "probe.h"
-#include "report.h"
+#include "commands.h"
+#include "exit.h"
+#include "util.h"
 
 namespace ucxtls {
 namespace cli {
@@ -184,9 +187,8 @@ int cmd_probe(int argc, char **argv) {
     else return probe_fail(kUsage, std::string("unknown option '") + argv[i] + "' (ucxtls probe [--save])");
   }
   Inputs in;
-  read_inputs(environ, &in);
   Settings s;
-  parse_settings(in, &s);
+  load(environ, &in, &s);
   if (s.timeout_why) {
     const char *v = in.get(kProbeTimeoutMs);
     return probe_fail(kFailed, std::string(kOptions[kProbeTimeoutMs].name) + "=\"" + (v ? v : "") + "\" " + s.timeout_why);

@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
+#include "commands.h"
+#include "environment.h"
+#include "exit.h"
+#include "util.h"
 
 namespace ucxtls {
 namespace cli {

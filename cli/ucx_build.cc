@@ -15,7 +15,8 @@
 #include <algorithm>
 
 #include "bounded_child.h"
-#include "report.h"
+#include "exit.h"
+#include "util.h"
 
 namespace ucxtls {
 namespace cli {

@@ -55,6 +55,21 @@ void set_code_answer(FamilyReport *f, bool answered, int count, long code, const
   set_answer(f, answered, count, code, fallback);
 }
 
+// The driver APIs' entry points, each named once: a struct member of vendor.h's type
+// ucxtls_<name>_fn, looked up by that name (NULL when the library lacks it).
+#define UCXTLS_CUDA_API(X) X(cuInit) X(cuDeviceGetCount) X(cuGetErrorName) X(cuDeviceGet) X(cuDeviceGetUuid) X(cuDeviceGetName)
+#define UCXTLS_ZE_API(X) X(zeInitDrivers) X(zeInit) X(zeDriverGet) X(zeDeviceGet) X(zeDeviceGetProperties)
+#define UCXTLS_API_MEMBER(name) ucxtls_##name##_fn name;
+#define UCXTLS_API_LOOKUP(name) name = reinterpret_cast<ucxtls_##name##_fn>(dlsym(lib, #name));
+struct CudaApi {
+  UCXTLS_CUDA_API(UCXTLS_API_MEMBER)
+  void find(void *lib) { UCXTLS_CUDA_API(UCXTLS_API_LOOKUP) }
+};
+struct ZeApi {
+  UCXTLS_ZE_API(UCXTLS_API_MEMBER)
+  void find(void *lib) { UCXTLS_ZE_API(UCXTLS_API_LOOKUP) }
+};
+
 // "GPU-" and the 16 bytes as CUDA and nvidia-smi print them: 8-4-4-4-12 hex digits.
 void format_gpu_uuid(const unsigned char *b, char *out, size_t cap) {
   snprintf(out, cap, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
@@ -66,19 +81,15 @@ void format_gpu_uuid(const unsigned char *b, char *out, size_t cap) {
 void ask_cuda(FamilyReport *f) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return set_answer(f, false, 0, -1, "libcuda.so.1 not found");
-  auto init = reinterpret_cast<ucxtls_cuInit_fn>(dlsym(lib, "cuInit"));
-  auto count = reinterpret_cast<ucxtls_cuDeviceGetCount_fn>(dlsym(lib, "cuDeviceGetCount"));
-  auto error_name = reinterpret_cast<ucxtls_cuGetErrorName_fn>(dlsym(lib, "cuGetErrorName"));
-  auto device_get = reinterpret_cast<ucxtls_cuDeviceGet_fn>(dlsym(lib, "cuDeviceGet"));
-  auto get_uuid = reinterpret_cast<ucxtls_cuDeviceGetUuid_fn>(dlsym(lib, "cuDeviceGetUuid"));
-  auto get_name = reinterpret_cast<ucxtls_cuDeviceGetName_fn>(dlsym(lib, "cuDeviceGetName"));
-  if (!init || !count) return set_answer(f, false, 0, -1, "libcuda.so.1 lacks cuInit/cuDeviceGetCount");
+  CudaApi api;
+  api.find(lib);
+  if (!api.cuInit || !api.cuDeviceGetCount) return set_answer(f, false, 0, -1, "libcuda.so.1 lacks cuInit/cuDeviceGetCount");
   int n = 0;
-  ucxtls_CUresult rc = init(0);
-  if (rc == 0) rc = count(&n);
+  ucxtls_CUresult rc = api.cuInit(0);
+  if (rc == 0) rc = api.cuDeviceGetCount(&n);
   if (rc == 0 && n < 0) return set_answer(f, false, 0, 0, "cuDeviceGetCount gave a negative count");
   const char *name = nullptr;
-  if (!error_name || error_name(rc, &name) != 0 || !name) name = cuda_result_name(rc);
+  if (!api.cuGetErrorName || api.cuGetErrorName(rc, &name) != 0 || !name) name = cuda_result_name(rc);
   set_code_answer(f, cuda_result_answers(rc), rc == 0 ? n : 0, rc, name, "CUresult ");
   if (rc != 0) return;
   // Devices without an identity still count; their id is "-" (a GPU- entry cannot match them).
@@ -88,11 +99,11 @@ void ask_cuda(FamilyReport *f) {
     strcpy(id, "-");
     strcpy(dev_name, "-");
     ucxtls_CUdevice dev = 0;
-    if (device_get && device_get(&dev, i) == 0) {
+    if (api.cuDeviceGet && api.cuDeviceGet(&dev, i) == 0) {
       ucxtls_CUuuid uuid;
-      if (get_uuid && get_uuid(&uuid, dev) == 0)
+      if (api.cuDeviceGetUuid && api.cuDeviceGetUuid(&uuid, dev) == 0)
         format_gpu_uuid(reinterpret_cast<const unsigned char *>(uuid.bytes), id, kDeviceIdMax);
-      if (get_name && get_name(dev_name, int(kDeviceNameMax), dev) != 0) strcpy(dev_name, "-");
+      if (api.cuDeviceGetName && api.cuDeviceGetName(dev_name, int(kDeviceNameMax), dev) != 0) strcpy(dev_name, "-");
       dev_name[kDeviceNameMax - 1] = '\0';
     }
     f->dev[i].id = id;
@@ -111,31 +122,28 @@ void set_ze_answer(FamilyReport *f, ucxtls_ze_result_t rc, int gpus) {
 void ask_ze(FamilyReport *f) {
   void *lib = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return set_answer(f, false, 0, -1, "libze_loader.so.1 not found");
-  auto init_drivers = reinterpret_cast<ucxtls_zeInitDrivers_fn>(dlsym(lib, "zeInitDrivers"));
-  auto init = reinterpret_cast<ucxtls_zeInit_fn>(dlsym(lib, "zeInit"));
-  auto driver_get = reinterpret_cast<ucxtls_zeDriverGet_fn>(dlsym(lib, "zeDriverGet"));
-  auto device_get = reinterpret_cast<ucxtls_zeDeviceGet_fn>(dlsym(lib, "zeDeviceGet"));
-  auto properties = reinterpret_cast<ucxtls_zeDeviceGetProperties_fn>(dlsym(lib, "zeDeviceGetProperties"));
-  if (!device_get || !properties || (!init_drivers && (!init || !driver_get)))
+  ZeApi api;
+  api.find(lib);
+  if (!api.zeDeviceGet || !api.zeDeviceGetProperties || (!api.zeInitDrivers && (!api.zeInit || !api.zeDriverGet)))
     return set_answer(f, false, 0, -1, "libze_loader.so.1 lacks the API");
 
   ucxtls_ze_driver_handle_t drivers[kMaxDrivers];
   uint32_t nd = 0;
   ucxtls_ze_result_t rc;
-  if (init_drivers) {
+  if (api.zeInitDrivers) {
     ucxtls_ze_init_driver_type_desc_t desc = {UCXTLS_ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC, nullptr,
                                               UCXTLS_ZE_INIT_DRIVER_TYPE_FLAG_GPU};
-    rc = init_drivers(&nd, nullptr, &desc);
+    rc = api.zeInitDrivers(&nd, nullptr, &desc);
     if (rc == 0 && nd) {
       if (nd > kMaxDrivers) nd = kMaxDrivers;
-      rc = init_drivers(&nd, drivers, &desc);
+      rc = api.zeInitDrivers(&nd, drivers, &desc);
     }
   } else {
-    rc = init(UCXTLS_ZE_INIT_FLAG_GPU_ONLY);
-    if (rc == 0) rc = driver_get(&nd, nullptr);
+    rc = api.zeInit(UCXTLS_ZE_INIT_FLAG_GPU_ONLY);
+    if (rc == 0) rc = api.zeDriverGet(&nd, nullptr);
     if (rc == 0 && nd) {
       if (nd > kMaxDrivers) nd = kMaxDrivers;
-      rc = driver_get(&nd, drivers);
+      rc = api.zeDriverGet(&nd, drivers);
     }
   }
   if (rc != 0) return set_ze_answer(f, rc, 0);
@@ -144,10 +152,10 @@ void ask_ze(FamilyReport *f) {
   for (uint32_t d = 0; d < nd; d++) {
     static ucxtls_ze_device_handle_t devices[kMaxDevices];
     uint32_t n = 0;
-    rc = device_get(drivers[d], &n, nullptr);
+    rc = api.zeDeviceGet(drivers[d], &n, nullptr);
     if (rc == 0 && n) {
       if (n > kMaxDevices) n = kMaxDevices;
-      rc = device_get(drivers[d], &n, devices);
+      rc = api.zeDeviceGet(drivers[d], &n, devices);
     }
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
       // Room beyond the struct: a driver that writes a newer, longer layout cannot overrun us.
@@ -157,7 +165,7 @@ void ask_ze(FamilyReport *f) {
       } props;
       memset(&props, 0, sizeof props);
       props.p.stype = UCXTLS_ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-      rc = properties(devices[i], &props.p);
+      rc = api.zeDeviceGetProperties(devices[i], &props.p);
       if (rc != 0 || props.p.type != UCXTLS_ZE_DEVICE_TYPE_GPU) continue;
       if (gpus < kDriverDevicesMax) {
         char *id = ze_text.id[gpus], *name = ze_text.name[gpus];

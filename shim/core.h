@@ -4,7 +4,9 @@
 // pure, so each rule is a table row in tests/unit. The library's constructor, the `ucxtls` command
 // and the driver-probe helper all reach their answers through them. Which file holds which rule:
 //   text.h        the bounded writer, compile-time messages, list items, numbers
-//   options.h     the options table, the environment pass, unknown variables, settings, sysroot
+//   options.h     the options table (each row its kind and limits), the environment pass, unknown
+//                 variables, settings, sysroot
+//   edit_distance.h  the distance behind "did you mean"
 //   template.h    families and transports, the template's rules, composing the value
 //   visibility.h  CUDA_VISIBLE_DEVICES, ROCR/HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK
 //   parsers.h     the small sysfs/procfs files the kernel probe reads
@@ -21,6 +23,7 @@
 
 #include "decide.h"
 #include "device_rules.h"
+#include "edit_distance.h"
 #include "lines.h"
 #include "options.h"
 #include "parsers.h"

@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>  // the S_IF* and S_IW* constants alone
 
 namespace ucxtls {
 namespace {
@@ -310,7 +311,7 @@ int cache_dirs(const Inputs &in, CacheDir out[2]) {
 }
 
 bool cache_trusted(const FileFacts &f, unsigned euid, bool dir, Text &why) {
-  const unsigned type = f.mode & 0170000, want = dir ? 0040000 : 0100000;
+  const unsigned type = f.mode & S_IFMT, want = dir ? S_IFDIR : S_IFREG;
   if (type != want) {
     why.add(dir ? "is not a directory" : "is not a regular file");
     return false;
@@ -319,7 +320,7 @@ bool cache_trusted(const FileFacts &f, unsigned euid, bool dir, Text &why) {
     why.add("is owned by uid ").add((long long)f.uid).add(", neither root nor you (uid ").add((long long)euid).add(")");
     return false;
   }
-  if (f.mode & 022) {
+  if (f.mode & (S_IWGRP | S_IWOTH)) {
     char octal[5] = {'0', char('0' + (f.mode >> 6 & 7)), char('0' + (f.mode >> 3 & 7)), char('0' + (f.mode & 7)), 0};
     why.add("is writable by group or others (mode ").add(octal).add(")");
     return false;

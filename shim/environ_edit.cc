@@ -40,23 +40,6 @@ bool main_program_defines(const void *fn) {
 
 }  // namespace
 
-size_t env_name_len(const char *entry) {
-  size_t n = 0;
-  while (entry[n] && entry[n] != '=') n++;
-  return n;
-}
-
-int env_replace(char **arr, char *entry) {
-  const size_t n = env_name_len(entry);
-  int replaced = 0;
-  for (char **e = arr; e && *e; e++) {
-    if (!named(*e, entry, n)) continue;
-    publish(e, entry);
-    replaced++;
-  }
-  return replaced;
-}
-
 int env_remove(char **arr, const char *name, size_t n) {
   int removed = 0;
   for (char **e = arr; e && *e;) {

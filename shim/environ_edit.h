@@ -19,14 +19,12 @@
 
 #include <stddef.h>
 
+#include "options.h"
+
 namespace ucxtls {
 
-// Bytes before the '=' of a "NAME=value" entry (the whole string when there is none).
-size_t env_name_len(const char *entry);
-
-// --- Pure edits of one NULL-terminated array of "NAME=value" pointers (unit-tested).
-// Every NAME entry of arr becomes `entry` ("NAME=value"), in place. Returns how many.
-int env_replace(char **arr, char *entry);
+// --- Pure edits of one NULL-terminated array of "NAME=value" pointers (unit-tested; env_name_len
+// is options.h's).
 // Every entry named name (n bytes) is removed in place; later entries move down, as with glibc's
 // unsetenv. Returns how many.
 int env_remove(char **arr, const char *name, size_t n);

@@ -4,46 +4,159 @@
 
 #include <string.h>
 
+#include "edit_distance.h"
+
 namespace ucxtls {
 
 namespace {
 
+// The words a Kind::word row allows, one space apart, in the order --help names them; the first
+// is the default. One string, not an array: every pointer in the table is one more relocation the
+// loader applies in every process.
+constexpr char kAccelWords[] = "auto cuda rocm ze none";
+constexpr Family kAccelFamily[] = {Family::none, Family::cuda, Family::rocm, Family::ze, Family::none};
+constexpr char kProbeWords[] = "kernel driver";  // ProbeTier's order
+static_assert(int(ProbeTier::kernel) == 0 && int(ProbeTier::driver) == 1, "UCXTLS_PROBE's words are the tiers in order");
+
+constexpr size_t length(const char *s) {
+  size_t n = 0;
+  while (s[n]) n++;
+  return n;
+}
+constexpr size_t count_words(const char *w) {
+  size_t n = 1;
+  for (size_t i = 0; w[i]; i++) n += w[i] == ' ';
+  return n;
+}
+static_assert(sizeof kAccelFamily / sizeof kAccelFamily[0] == count_words(kAccelWords), "one family per word of UCXTLS_ACCEL");
+
+// "is not one of a, b, c", built at compile time from a row's words.
+constexpr char kNotOneOf[] = "is not one of ";
+template <const auto &Words>
+constexpr StaticText<sizeof kNotOneOf + sizeof Words - 1 + count_words(Words) - 1> not_one_of() {
+  StaticText<sizeof kNotOneOf + sizeof Words - 1 + count_words(Words) - 1> t;
+  size_t k = 0;
+  for (size_t i = 0; kNotOneOf[i]; i++) t.s[k++] = kNotOneOf[i];
+  for (size_t i = 0; Words[i]; i++) {
+    if (Words[i] == ' ') t.s[k++] = ',';
+    t.s[k++] = Words[i];
+  }
+  return t;
+}
+
 // Text that names a limit, built from the limit's constant at compile time.
+constexpr auto kAccelWhy = not_one_of<kAccelWords>();
+constexpr auto kProbeWhy = not_one_of<kProbeWords>();
 constexpr auto kTimeoutDefault = decimal<kProbeTimeoutMsDefault>();
 constexpr auto kTimeoutRange = decimal<kProbeTimeoutMsMin>() + lit(" to ") + decimal<kProbeTimeoutMsMax>();
 constexpr auto kTimeoutMeaning = lit("bound on `ucxtls probe` (the driver APIs' helper), ") + kTimeoutRange + lit(" ms");
 constexpr auto kTimeoutWhy = lit("is not a whole number of milliseconds from ") + kTimeoutRange;
 constexpr auto kSysrootTooLong = lit("is longer than ") + decimal<kSysrootMax>() + lit(" bytes");
+constexpr char kNotAbsolute[] = "is not an absolute path";
+
+constexpr Kind kToggle = Kind::toggle, kWord = Kind::word, kPattern = Kind::pattern, kNumber = Kind::number,
+               kPath = Kind::path, kInput = Kind::input;
+constexpr Scope kEvery = Scope::process;
 
 }  // namespace
 
-// The one table behind parsing, `ucxtls --help`, the man page and the documentation's table.
+// The one table behind parsing, the error messages, `ucxtls --help`, the man page and the
+// documentation's table (tests/cli/test_man.py compares the README's with them). constexpr, so
+// that the checks below read it at compile time; "const Option kOptions" opens its own line, where
+// the tests that read the names from this file look for it.
+constexpr
 const Option kOptions[kVarCount] = {
-    {"UCXTLS_DISABLE", "unset", "turn the library off: any value but empty or 0"},
-    {"UCXTLS_ACCEL", "auto", "accelerator family: auto (probe), cuda, rocm, ze or none"},
-    {"UCXTLS_REPAIR", "unset",
+    {"UCXTLS_DISABLE", kDisable, kToggle, kEvery, "unset", "turn the library off: any value but empty or 0"},
+    {"UCXTLS_ACCEL", kAccel, kWord, kEvery, "auto", "accelerator family: auto (probe), cuda, rocm, ze or none",
+     kAccelWords, 0, 0, kAccelWhy.s},
+    {"UCXTLS_REPAIR", kRepair, kToggle, kEvery, "unset",
      "1: a kept UCX_TLS naming another GPU family's transports and none of this node's gets them rewritten to this node's"},
-    {"UCXTLS_TEMPLATE", kDefaultTemplate,
+    {"UCXTLS_TEMPLATE", kTemplate, kPattern, kEvery, kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
-    {"UCXTLS_PROBE", "kernel",
-     "kernel (device files only) or driver (the CUDA/Level Zero answer `ucxtls probe --save` stored)"},
-    {"UCXTLS_PROBE_TIMEOUT_MS", kTimeoutDefault.s, kTimeoutMeaning.s},
-    {"UCXTLS_CACHE_DIR", "unset",
+    {"UCXTLS_PROBE", kProbe, kWord, kEvery, "kernel",
+     "kernel (device files only) or driver (the CUDA/Level Zero answer `ucxtls probe --save` stored)", kProbeWords,
+     0, 0, kProbeWhy.s},
+    {"UCXTLS_PROBE_TIMEOUT_MS", kProbeTimeoutMs, kNumber, Scope::probe_command, kTimeoutDefault.s,
+     kTimeoutMeaning.s, nullptr, kProbeTimeoutMsMin, kProbeTimeoutMsMax, kTimeoutWhy.s},
+    {"UCXTLS_CACHE_DIR", kCacheDir, kPath, Scope::driver_tier, "unset",
      "where `ucxtls probe --save` stores the driver's answer and the library reads it (an absolute path); unset: $XDG_RUNTIME_DIR/ucxtls, then /run/ucxtls"},
-    {"UCXTLS_DEBUG", "unset", "1: one line on stderr saying what was decided and why"},
-    {"UCXTLS_SYSROOT", "unset",
-     "directory put in front of every /dev, /sys, /proc, /etc path the probe reads"},
-    {"UCXTLS_DERIVED", "-",
+    {"UCXTLS_DEBUG", kDebug, kToggle, kEvery, "unset", "1: one line on stderr saying what was decided and why"},
+    {"UCXTLS_SYSROOT", kSysroot, kPath, kEvery, "unset",
+     "directory put in front of every /dev, /sys, /proc, /etc path the probe reads", nullptr, 0, kSysrootMax,
+     kSysrootTooLong.s},
+    {"UCXTLS_DERIVED", kDerived, kInput, kEvery, "-",
      "written by the library with UCX_TLS: marks the value as derived, so it is derived again"},
-    {"UCX_TLS", "-", "UCX's transport list: kept when set, even empty, unless it equals UCXTLS_DERIVED (then derived again)"},
-    {"UCX_CONFIG_DIR", "-", "UCX's extra ucx.conf directory, checked for a UCX_TLS line"},
-    {"HOME", "-", "$HOME/ucx.conf is checked for a UCX_TLS line"},
-    {"CUDA_VISIBLE_DEVICES", "-", "NVIDIA GPUs the process may use (CUDA's rules)"},
-    {"ROCR_VISIBLE_DEVICES", "-", "AMD GPUs the process may use (ROCr's rules)"},
-    {"HIP_VISIBLE_DEVICES", "-", "AMD GPUs, applied after ROCR_VISIBLE_DEVICES"},
-    {"ZE_AFFINITY_MASK", "-", "Intel GPUs the process may use (empty = all)"},
-    {"XDG_RUNTIME_DIR", "-", "$XDG_RUNTIME_DIR/ucxtls holds the driver's answer when UCXTLS_CACHE_DIR is unset"},
+    {"UCX_TLS", kUcxTls, kInput, kEvery, "-",
+     "UCX's transport list: kept when set, even empty, unless it equals UCXTLS_DERIVED (then derived again)"},
+    {"UCX_CONFIG_DIR", kUcxConfigDir, kInput, kEvery, "-", "UCX's extra ucx.conf directory, checked for a UCX_TLS line"},
+    {"HOME", kHome, kInput, kEvery, "-", "$HOME/ucx.conf is checked for a UCX_TLS line"},
+    {"CUDA_VISIBLE_DEVICES", kCudaVisible, kInput, kEvery, "-", "NVIDIA GPUs the process may use (CUDA's rules)"},
+    {"ROCR_VISIBLE_DEVICES", kRocrVisible, kInput, kEvery, "-", "AMD GPUs the process may use (ROCr's rules)"},
+    {"HIP_VISIBLE_DEVICES", kHipVisible, kInput, kEvery, "-", "AMD GPUs, applied after ROCR_VISIBLE_DEVICES"},
+    {"ZE_AFFINITY_MASK", kZeAffinity, kInput, kEvery, "-", "Intel GPUs the process may use (empty = all)"},
+    {"XDG_RUNTIME_DIR", kXdgRuntimeDir, kInput, kEvery, "-",
+     "$XDG_RUNTIME_DIR/ucxtls holds the driver's answer when UCXTLS_CACHE_DIR is unset"},
 };
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The table checks itself at compile time: one row per Var, in the enum's order; the library's
+// own names (UCXTLS_) first; each kind with what it needs; a word row's default its first word
+// and its meaning naming every word (so --help cannot omit one the parser takes).
+
+constexpr bool own_name(const char *n) {
+  for (size_t i = 0; kOwnPrefix[i]; i++)
+    if (n[i] != kOwnPrefix[i]) return false;
+  return true;
+}
+constexpr bool letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+// Does text hold word[0..n) as a word of its own (not inside a longer one)?
+constexpr bool names_word(const char *text, const char *word, size_t n) {
+  for (size_t i = 0; text[i]; i++) {
+    size_t j = 0;
+    while (j < n && text[i + j] == word[j]) j++;
+    if (j == n && (i == 0 || !letter(text[i - 1])) && !letter(text[i + n])) return true;
+  }
+  return false;
+}
+// The row's default is its first word, and its meaning names every word.
+constexpr bool words_ok(const Option &o) {
+  size_t first = 0;
+  while (o.words[first] && o.words[first] != ' ') first++;
+  if (length(o.def) != first) return false;
+  for (size_t i = 0; i < first; i++)
+    if (o.def[i] != o.words[i]) return false;
+  for (size_t i = 0; o.words[i];) {
+    size_t n = 0;
+    while (o.words[i + n] && o.words[i + n] != ' ') n++;
+    if (!n || !names_word(o.meaning, o.words + i, n)) return false;
+    i += n + (o.words[i + n] ? 1 : 0);
+  }
+  return true;
+}
+constexpr bool row_ok(const Option &o, int v) {
+  if (o.var != Var(v) || !o.name || !o.def || !o.meaning) return false;
+  if (own_name(o.name) != (v < kOwnVarCount)) return false;
+  if ((o.kind == Kind::input) != (v >= kOwnVarCount || v == kDerived)) return false;
+  if (o.scope != Scope::process && o.kind == Kind::input) return false;
+  switch (o.kind) {
+    case Kind::word: return o.words && o.why && words_ok(o);
+    case Kind::number: return o.why && o.min <= o.max;
+    case Kind::path: return !o.max || o.why;
+    default: return !o.words && !o.why;
+  }
+}
+constexpr bool table_ok() {
+  for (int v = 0; v < kVarCount; v++)
+    if (!row_ok(kOptions[v], v)) return false;
+  return true;
+}
+static_assert(table_ok(), "kOptions: one row per Var, in the enum's order, each complete for its kind");
+static_assert(kOptions[kProbeTimeoutMs].min <= kProbeTimeoutMsDefault && kProbeTimeoutMsDefault <= kOptions[kProbeTimeoutMs].max,
+              "the probe timeout's default is in its range");
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // The one pass over the environment
@@ -82,41 +195,14 @@ void read_inputs(char *const *envp, Inputs *in) {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Unknown variables: the closest option
-
-namespace {
-
-constexpr size_t kCompared = 48;  // longer names are compared by their first 48 bytes
-
-char upper(char c) { return c >= 'a' && c <= 'z' ? char(c - 'a' + 'A') : c; }
-
-// Optimal string alignment distance (Levenshtein plus adjacent swaps), case-insensitive.
-size_t distance(const char *a, size_t na, const char *b, size_t nb) {
-  if (na > kCompared) na = kCompared;
-  if (nb > kCompared) nb = kCompared;
-  unsigned char rows[3][kCompared + 1];  // the row before the previous one, the previous, this one
-  unsigned char *pp = rows[0], *prev = rows[1], *cur = rows[2];
-  for (size_t j = 0; j <= nb; j++) prev[j] = (unsigned char)j;
-  for (size_t i = 1; i <= na; i++) {
-    cur[0] = (unsigned char)i;
-    for (size_t j = 1; j <= nb; j++) {
-      const bool same = upper(a[i - 1]) == upper(b[j - 1]);
-      unsigned d = prev[j - 1] + (same ? 0u : 1u);
-      if (prev[j] + 1u < d) d = prev[j] + 1u;
-      if (cur[j - 1] + 1u < d) d = cur[j - 1] + 1u;
-      if (i > 1 && j > 1 && upper(a[i - 1]) == upper(b[j - 2]) && upper(a[i - 2]) == upper(b[j - 1]) &&
-          pp[j - 2] + 1u < d)
-        d = pp[j - 2] + 1u;
-      cur[j] = (unsigned char)d;
-    }
-    unsigned char *t = pp;
-    pp = prev, prev = cur, cur = t;
-  }
-  return prev[nb];
+size_t env_name_len(const char *entry) {
+  size_t n = 0;
+  while (entry[n] && entry[n] != '=') n++;
+  return n;
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------------------------
+// Unknown variables: the closest option
 
 Var closest_option(const char *name, size_t n) {
   const size_t prefix = sizeof kOwnPrefix - 1;
@@ -126,7 +212,7 @@ Var closest_option(const char *name, size_t n) {
     const char *known = kOptions[v].name;
     size_t nk = 0;
     while (known[nk]) nk++;
-    size_t d = distance(name, n, known, nk);
+    size_t d = edit_distance(name, n, known, nk);
     size_t tail = nk > prefix ? nk - prefix : 0;
     if (d < best_d && 2 * d < tail) best = Var(v), best_d = d;
   }
@@ -138,8 +224,6 @@ Var closest_option(const char *name, size_t n) {
 
 bool switch_on(const char *v) { return v && v[0] && !(v[0] == '0' && v[1] == '\0'); }
 
-static bool set_nonempty(const char *v) { return v && v[0]; }
-
 void mark_invalid(Settings *s, Var v, const char *why) {
   if (s->invalid) return;  // the first one is reported
   s->invalid = true;
@@ -147,70 +231,98 @@ void mark_invalid(Settings *s, Var v, const char *why) {
   s->invalid_why = why;
 }
 
-void parse_switches(const Inputs &in, Settings *s) {
-  s->disabled = switch_on(in.get(kDisable));
-  s->debug = switch_on(in.get(kDebug));
-  s->repair = switch_on(in.get(kRepair));
+namespace {
+
+// What a row's rule makes of a value. Unset and empty are the same: the default.
+struct Parsed {
+  bool set = false;           // a non-empty value (a toggle: on)
+  long number = 0;            // Kind::word: the word's index; Kind::number: the number
+  const char *why = nullptr;  // the value breaks the row's rule (static text)
+};
+
+const char *path_problem(const Option &o, const char *v) {
+  if (o.max && strlen(v) > size_t(o.max)) return o.why;
+  if (v[0] != '/') return kNotAbsolute;
+  return nullptr;
 }
 
+Parsed parse_value(const Option &o, const char *v) {
+  Parsed p;
+  if (o.kind == Kind::toggle) {
+    p.set = switch_on(v);
+    return p;
+  }
+  p.set = v && v[0];
+  if (!p.set) return p;
+  switch (o.kind) {
+    case Kind::word: {
+      const size_t len = strlen(v);
+      Items words(o.words, " ");
+      const char *w;
+      size_t n;
+      p.why = o.why;
+      for (long i = 0; words.next(&w, &n); i++)
+        if (n == len && !memcmp(w, v, n)) p.why = nullptr, p.number = i;
+      break;
+    }
+    case Kind::number:
+      if (!parse_long(v, strlen(v), &p.number) || p.number < o.min || p.number > o.max) p.why = o.why;
+      break;
+    case Kind::pattern: template_valid(v, &p.why); break;  // why is set when it is not
+    case Kind::path: p.why = path_problem(o, v); break;
+    default: break;
+  }
+  return p;
+}
+
+// The setting a row's value gives (the inputs, UCXTLS_CACHE_DIR among them, are read where they
+// are used).
+void store(Settings *s, Var v, const char *value, const Parsed &p) {
+  const bool good = p.set && !p.why;
+  switch (v) {
+    case kDisable: s->disabled = p.set; break;
+    case kDebug: s->debug = p.set; break;
+    case kRepair: s->repair = p.set; break;
+    case kAccel:
+      s->accel_forced = good && p.number > 0;  // "auto": probe
+      if (s->accel_forced) s->accel = kAccelFamily[p.number];
+      break;
+    case kTemplate:
+      s->template_from_user = p.set;
+      s->tmpl = p.set ? value : kDefaultTemplate;
+      break;
+    case kProbe: s->tier = ProbeTier(good ? p.number : 0); break;
+    case kProbeTimeoutMs: s->probe_timeout_ms = good ? int(p.number) : kProbeTimeoutMsDefault; break;
+    case kSysroot: s->sysroot = p.set ? value : nullptr; break;
+    default: break;
+  }
+}
+
+}  // namespace
+
 const char *sysroot_problem(const char *r, bool dir_known, bool is_dir) {
-  if (strlen(r) > kSysrootMax) return kSysrootTooLong.s;
-  if (r[0] != '/') return "is not an absolute path";
+  if (const char *why = path_problem(kOptions[kSysroot], r)) return why;
   if (dir_known && !is_dir) return "is not a directory";
   return nullptr;
 }
 
 void parse_settings(const Inputs &in, Settings *s) {
-  parse_switches(in, s);
-
-  const char *a = in.get(kAccel);
-  s->accel_forced = false;
-  if (!set_nonempty(a) || !strcmp(a, "auto")) {
-  } else if (!strcmp(a, "cuda")) {
-    s->accel_forced = true, s->accel = Family::cuda;
-  } else if (!strcmp(a, "rocm")) {
-    s->accel_forced = true, s->accel = Family::rocm;
-  } else if (!strcmp(a, "ze")) {
-    s->accel_forced = true, s->accel = Family::ze;
-  } else if (!strcmp(a, "none")) {
-    s->accel_forced = true, s->accel = Family::none;
-  } else {
-    mark_invalid(s, kAccel, "is not one of auto, cuda, rocm, ze, none");
+  *s = Settings();
+  s->tmpl = kDefaultTemplate;  // with the struct's, every setting's default: what unset or empty gives
+  for (int v = 0; v < kOwnVarCount; v++) {
+    const Option &o = kOptions[v];
+    const char *value = in.get(Var(v));
+    if (!value || !value[0]) continue;  // most are: every process parses
+    const Parsed p = parse_value(o, value);
+    store(s, Var(v), value, p);
+    if (!p.why) continue;
+    switch (o.scope) {
+      case Scope::process: mark_invalid(s, Var(v), p.why); break;
+      case Scope::probe_command: s->timeout_why = p.why; break;
+      case Scope::driver_tier: s->cache_dir_why = p.why; break;
+    }
   }
-
-  const char *t = in.get(kTemplate);
-  s->template_from_user = set_nonempty(t);
-  s->tmpl = s->template_from_user ? t : kDefaultTemplate;
-  const char *why = nullptr;
-  if (s->template_from_user && !template_valid(t, &why)) mark_invalid(s, kTemplate, why);
-
-  const char *p = in.get(kProbe);
-  if (!set_nonempty(p) || !strcmp(p, "kernel")) {
-    s->tier = ProbeTier::kernel;
-  } else if (!strcmp(p, "driver")) {
-    s->tier = ProbeTier::driver;
-  } else {
-    mark_invalid(s, kProbe, "is not one of kernel, driver");
-  }
-
-  const char *ms = in.get(kProbeTimeoutMs);
-  s->probe_timeout_ms = kProbeTimeoutMsDefault;
-  if (set_nonempty(ms)) {
-    long v = 0;
-    if (!parse_long(ms, strlen(ms), &v) || v < kProbeTimeoutMsMin || v > kProbeTimeoutMsMax)
-      s->timeout_why = kTimeoutWhy.s;
-    else
-      s->probe_timeout_ms = int(v);
-  }
-
-  const char *r = in.get(kSysroot);
-  s->sysroot = set_nonempty(r) ? r : nullptr;
-  if (s->sysroot) {
-    const char *problem = sysroot_problem(s->sysroot, false, false);
-    if (problem) mark_invalid(s, kSysroot, problem);
-  }
-  const char *cache = in.get(kCacheDir);
-  s->cache_dir_why = set_nonempty(cache) && cache[0] != '/' ? "is not an absolute path" : nullptr;
+  // Last, so that a bad setting of every process is the one named.
   if (s->cache_dir_why && s->tier == ProbeTier::driver) mark_invalid(s, kCacheDir, s->cache_dir_why);
 }
 

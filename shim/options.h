@@ -1,5 +1,6 @@
-// The options: every variable the library reads, described once (kOptions: name, default,
-// meaning; parsing, `ucxtls --help` and the documentation's table come from it), read from the
+// The options: every variable the library reads, described once (kOptions: its name, default,
+// meaning, kind and limits, as mimalloc's and UCX's tables; parsing, the error messages,
+// `ucxtls --help`, the man page and the documentation's table come from it), read from the
 // environment in one pass (read_inputs), and parsed into Settings with the first invalid one
 // named. Unknown UCXTLS_* variables (a typo such as UCXTLS_ACCELL) are found in the same pass and
 // matched to the closest option, as UCX does for its own UCX_* variables (docs/design.md,
@@ -14,7 +15,8 @@
 
 namespace ucxtls {
 
-// The inputs: raw values of the variables, read once by the shell (secure_getenv). NULL = unset.
+// The inputs: raw values of the variables, read in one pass over the environment block
+// (read_inputs), not at all in a secure-execution process. NULL = unset.
 enum Var : uint8_t {
   kDisable,
   kAccel,
@@ -38,10 +40,35 @@ enum Var : uint8_t {
   kVarCount
 };
 
+// What a variable is: how its value is read, and what a bad one is told.
+enum class Kind : uint8_t {
+  toggle,   // on for any value but "" or "0" (switch_on); never bad
+  word,     // one of the row's words; unset or empty: the first
+  pattern,  // a UCX_TLS template (template.h template_valid)
+  number,   // a whole number from the row's min to its max
+  path,     // an absolute path, at most the row's max bytes (0: any length)
+  input,    // read as it is, never parsed here: another program's variable, or the library's marker
+};
+// Whom a bad value stops.
+enum class Scope : uint8_t {
+  process,        // every process: an invalid setting (the library says so and does nothing else)
+  probe_command,  // `ucxtls probe` alone, the one reader (Settings::timeout_why)
+  driver_tier,    // the driver tier and `ucxtls probe --save` (Settings::cache_dir_why): an invalid
+                  // setting only with UCXTLS_PROBE=driver
+};
+
+// One row per variable: parsing, the error messages, `ucxtls --help`, the man page and the
+// documentation's table all come from it. kOptions[v].var == v (checked at compile time).
 struct Option {
   const char *name;
-  const char *def;      // shown default ("unset" when there is none)
+  Var var;
+  Kind kind;
+  Scope scope;
+  const char *def;      // shown default ("unset" when there is none, "-" for an input)
   const char *meaning;  // one line
+  const char *words = nullptr;  // Kind::word: the allowed words, one space apart
+  long min = 0, max = 0;        // Kind::number: the range; Kind::path: the longest (0: any)
+  const char *why = nullptr;    // a value outside words, min..max or max: static text
 };
 extern const Option kOptions[kVarCount];
 
@@ -62,13 +89,15 @@ struct Inputs {
 
 // Fills in.var from an environment block (NAME=value strings, NULL-terminated) in one pass; the
 // first occurrence of a name wins, as with getenv. The same pass counts UCXTLS_* entries that
-// name no option (in.unknown, in.unknown_count). The shell calls it only when not secure, so it
-// reads exactly what secure_getenv would.
+// name no option (in.unknown, in.unknown_count). The shell (load.h) calls it only when not
+// secure: a setuid or file-capability process reads no variable at all.
 void read_inputs(char *const *envp, Inputs *in);
 
-// The library's own option whose name is closest to name[0..n) (case-insensitive edit distance,
-// a swap of two neighbours counting once), or kVarCount when none is close: at most 2 edits, and
-// fewer than half the characters after the prefix.
+// Bytes before the '=' of a "NAME=value" entry (the whole string when there is none).
+size_t env_name_len(const char *entry);
+
+// The library's own option whose name is closest to name[0..n) (edit_distance.h), or kVarCount
+// when none is close: at most 2 edits, and fewer than half the characters after the prefix.
 Var closest_option(const char *name, size_t n);
 
 // Parsed settings (the library's own variables), or the first invalid one.
@@ -98,15 +127,14 @@ struct Settings {
 
 // A boolean switch as the contract reads it: set to anything but "" or "0".
 bool switch_on(const char *v);
-// Only the switches (DISABLE, DEBUG): the cheap first reads of the ladder.
-void parse_switches(const Inputs &in, Settings *s);
-// The rest of the settings; sets s->invalid on the first bad one.
+// Every setting from its row of kOptions, into a fresh *s; sets s->invalid on the first bad one
+// of Scope::process (table order; a bad UCXTLS_CACHE_DIR with the driver tier comes last).
 void parse_settings(const Inputs &in, Settings *s);
 // Records an invalid setting (the first one wins); why is static text.
 void mark_invalid(Settings *s, Var v, const char *why);
 
-// Is UCXTLS_SYSROOT usable? The one rule: an absolute path of at most kSysrootMax bytes that
-// names a directory. NULL when it is (as far as known), else why (static text). Whether it is a
+// Is UCXTLS_SYSROOT usable? Its row's rule (Kind::path: absolute, at most kSysrootMax bytes), and
+// a directory. NULL when it is (as far as known), else why (static text). Whether it is a
 // directory is a fact only the shell can find (dir_known, is_dir): run_ladder asks just before
 // the first probe, so the paths that probe nothing make no system call; parse_settings applies
 // the rest.

@@ -1,6 +1,7 @@
-// libucxtls.so: the constructor. It wires environment -> settings -> probes -> decision -> apply,
-// and nothing else; every rule lives in the core (core.h lists its files), every file-system call
-// in probe.cc and sys.cc, every edit of the environment in environ_edit.cc.
+// libucxtls.so: the constructor. It wires environment -> settings (load.h) -> probes -> decision
+// -> apply, and nothing else; every rule lives in the core (core.h lists its files), every
+// file-system call in the shell under it (probe.cc, probe_rdma.cc, probe_gpus.cc, probe_loop.cc,
+// driver_cache.cc, all through sys.cc), every edit of the environment in environ_edit.cc.
 //
 // It runs in every process the library is preloaded into, before main: no stdio (diagnostics are
 // write(2) lines: the unknown-variable line, the debug or error line), no threads, no heap but
@@ -9,12 +10,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core.h"
 #include "environ_edit.h"
+#include "load.h"
 #include "probe.h"
 #include "sys.h"
 
@@ -135,12 +136,9 @@ __attribute__((noinline)) void report(const Inputs &in, const Settings &s, const
 __attribute__((constructor)) void ucxtls_init() {
   const int saved_errno = errno;
   Inputs in;
-  // Ladder step 1, secure execution: decided before reading a single variable.
-  in.secure = getauxval(AT_SECURE) != 0;
+  Settings s;
+  load(environ, &in, &s);  // ladder step 1, secure execution: decided before reading a single variable
   if (!in.secure) {
-    read_inputs(environ, &in);
-    Settings s;
-    parse_settings(in, &s);
     // The facts and the decision (about 6 KiB with the value and the evidence) live in static
     // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
     UCXTLS_FILE_BACKED static Facts f;

@@ -22,7 +22,7 @@ struct ProbeOptions {
 // "not there"), its error; with its evidence either way (decide.h FactState).
 void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);
 
-// The decision loop shared by the library and the command (ladder.cc): decide, probe what it asks
+// The decision loop shared by the library and the command (probe_loop.cc): decide, probe what it asks
 // for, decide again, until it answers.
 void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d);
 

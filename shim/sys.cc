@@ -34,7 +34,7 @@ Path &Path::operator=(const Path &o) {
 // on every Linux architecture (aarch64 has no plain open/access/readlink).
 
 // A system call's result as a value or -errno (syscall(2) returns -1 and sets errno).
-static long result(long r) { return r < 0 ? -long(errno) : r; }
+static long value_or_errno(long r) { return r < 0 ? -long(errno) : r; }
 
 // "Not there" is the only failure that is an answer: no such path, a path through a file, a
 // directory where a file belongs, a symlink loop. Everything else (EMFILE, ENFILE, ENOMEM, EIO,
@@ -43,30 +43,30 @@ bool absent(long err) { return err == -ENOENT || err == -ENOTDIR || err == -EISD
 
 int path_access(const Path &p, int mode) {
   if (!p.ok()) return -ENAMETOOLONG;
-  return int(result(syscall(SYS_faccessat, AT_FDCWD, p.buf, mode)));
+  return int(value_or_errno(syscall(SYS_faccessat, AT_FDCWD, p.buf, mode)));
 }
 
 bool path_exists(const Path &p) { return path_access(p, F_OK) == 0; }
 
 static int open_flags(const Path &p, int flags) {
   if (!p.ok()) return -ENAMETOOLONG;
-  return int(result(syscall(SYS_openat, AT_FDCWD, p.buf, flags)));
+  return int(value_or_errno(syscall(SYS_openat, AT_FDCWD, p.buf, flags)));
 }
 
 int open_ro(const Path &p) { return open_flags(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); }
 
 // One read or write, retried when a signal interrupted it.
-static ssize_t transfer(long nr, int fd, const char *buf, size_t n) {
+static ssize_t read_or_write(long nr, int fd, const char *buf, size_t n) {
   for (;;) {
     ssize_t r = syscall(nr, fd, buf, n);
     if (r < 0 && errno == EINTR) continue;
-    return result(r);
+    return value_or_errno(r);
   }
 }
 
-ssize_t read_some(int fd, char *buf, size_t n) { return transfer(SYS_read, fd, buf, n); }
+ssize_t read_some(int fd, char *buf, size_t n) { return read_or_write(SYS_read, fd, buf, n); }
 
-ssize_t write_some(int fd, const char *buf, size_t n) { return transfer(SYS_write, fd, buf, n); }
+ssize_t write_some(int fd, const char *buf, size_t n) { return read_or_write(SYS_write, fd, buf, n); }
 
 void close_fd(int fd) {
   if (fd >= 0) syscall(SYS_close, fd);
@@ -84,7 +84,7 @@ ssize_t read_small(const Path &p, char *buf, size_t cap) {
 ssize_t read_link(const Path &p, char *buf, size_t cap) {
   if (!p.ok()) return -ENAMETOOLONG;
   if (cap < 2) return -EINVAL;
-  ssize_t n = result(syscall(SYS_readlinkat, AT_FDCWD, p.buf, buf, cap - 1));
+  ssize_t n = value_or_errno(syscall(SYS_readlinkat, AT_FDCWD, p.buf, buf, cap - 1));
   if (n < 0) return n;
   buf[n] = '\0';
   return n;
@@ -134,7 +134,7 @@ const char *DirReader::next() {
   if (fd < 0 || done) return nullptr;
   for (;;) {
     if (pos >= nread) {
-      nread = result(syscall(SYS_getdents64, fd, buf, sizeof buf));
+      nread = value_or_errno(syscall(SYS_getdents64, fd, buf, sizeof buf));
       pos = 0;
       if (nread <= 0) {
         if (nread < 0) error = int(nread);  // the listing was cut short
@@ -204,7 +204,7 @@ static int stat_at(int dirfd, const char *path, int flags, FileFacts *out) {
     uint64_t spare[14];
   } sx;
   static_assert(sizeof sx == 256, "struct statx is 256 bytes");
-  long r = result(syscall(SYS_statx, dirfd, path, flags, 0x7ffu /* STATX_BASIC_STATS */, &sx));
+  long r = value_or_errno(syscall(SYS_statx, dirfd, path, flags, 0x7ffu /* STATX_BASIC_STATS */, &sx));
   if (r == 0) {
     out->dev = (uint64_t(sx.dev_major) << 32) | sx.dev_minor;
     out->ino = sx.ino;
@@ -221,8 +221,8 @@ static int stat_at(int dirfd, const char *path, int flags, FileFacts *out) {
 #endif
 #endif
   KernelStat st;
-  long r2 = (flags & AT_EMPTY_PATH) ? result(syscall(kNrFstat, dirfd, &st))
-                                    : result(syscall(kNrFstatat, dirfd, path, &st, flags));
+  long r2 = (flags & AT_EMPTY_PATH) ? value_or_errno(syscall(kNrFstat, dirfd, &st))
+                                    : value_or_errno(syscall(kNrFstatat, dirfd, path, &st, flags));
   if (r2 < 0) return int(r2);
   facts_of(st, out);
   return 0;
@@ -264,7 +264,7 @@ int open_regular(const Path &p) {
 int open_dir(const Path &p) { return open_flags(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK); }
 
 int open_file_in(int dirfd, const char *name) {
-  return int(result(syscall(SYS_openat, dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)));
+  return int(value_or_errno(syscall(SYS_openat, dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)));
 }
 
 unsigned effective_uid() {

@@ -74,7 +74,6 @@ struct DirReader {
   bool done = false;  // the end was seen: no further getdents64 call
   explicit DirReader(const Path &p);
   ~DirReader();
-  bool ok() const { return fd >= 0; }
   // Next entry name other than "." and ".."; NULL at the end or on error (then `error` is set).
   const char *next();
 };

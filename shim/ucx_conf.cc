@@ -10,6 +10,7 @@ namespace ucxtls {
 // as the continuation of that value.
 void ConfScan::feed(const char *p, size_t n) {
   static const char key[] = "UCX_TLS";
+  constexpr uint8_t kKeyLength = sizeof key - 1;
   const uint8_t kLineStart = 0, kKey = 1, kAfterKey = 2, kSkip = 3, kName = 4, kBom = 5;
   for (size_t i = 0; i < n && !found; i++, offset++) {
     const char c = p[i];
@@ -37,7 +38,7 @@ void ConfScan::feed(const char *p, size_t n) {
         else state = kName, i--, offset--;  // read this byte again as part of another name
         break;
       case kKey:
-        if (matched == 7) {
+        if (matched == kKeyLength) {  // the whole key: what follows it decides
           if (c == '=' || c == ':') found = true;
           else if (c == ' ' || c == '\t') state = kAfterKey;
           else state = kName, i--, offset--;

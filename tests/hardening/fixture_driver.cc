@@ -7,20 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "core.h"
+#include "load.h"
 #include "probe.h"
 
 using namespace ucxtls;
 
 int main() {
   Inputs in;
-  in.secure = getauxval(AT_SECURE) != 0;
-  if (!in.secure) read_inputs(environ, &in);
   Settings s;
-  parse_settings(in, &s);
+  load(environ, &in, &s);
   static Facts f;
   static Decision d;
   run_ladder(in, s, ProbeOptions(), &f, &d);

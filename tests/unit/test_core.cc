@@ -656,3 +656,66 @@ TEST_CASE("the stderr line is one line, names the variable, and never leaks cont
   CHECK(n < sizeof line);
   CHECK(line[n - 1] == '\n');
 }
+
+TEST_CASE("settings: every row parses by its kind, with the row's words, limits and message") {
+  for (int v = 0; v < kOwnVarCount; v++) {
+    const Option &o = kOptions[v];
+    CAPTURE(o.name);
+    CHECK(o.var == Var(v));
+    if (o.kind == Kind::word) {
+      std::string want = "is not one of ";
+      std::vector<std::string> words;
+      Items items(o.words, " ");
+      const char *w;
+      size_t n;
+      while (items.next(&w, &n)) words.emplace_back(w, n);
+      CHECK(words.front() == o.def);
+      for (const std::string &word : words) {
+        want += std::string(word == words.front() ? "" : ", ") + word;
+        Env e{{Var(v), word.c_str()}};
+        Settings s;
+        parse_settings(e.in, &s);
+        CHECK_FALSE(s.invalid);
+      }
+      CHECK(std::string(o.why) == want);
+      Env bad{{Var(v), "no-such-word"}};
+      Settings s;
+      parse_settings(bad.in, &s);
+      CHECK(s.invalid);
+      CHECK(s.invalid_var == Var(v));
+      CHECK(s.invalid_why == o.why);
+    } else if (o.kind == Kind::number) {
+      for (long n : {o.min - 1, o.min, o.max, o.max + 1}) {
+        std::string text = std::to_string(n);
+        Env e{{Var(v), text.c_str()}};
+        Settings s;
+        parse_settings(e.in, &s);
+        const bool in_range = n >= o.min && n <= o.max;
+        CHECK((s.timeout_why == nullptr) == in_range);  // the one number row: `ucxtls probe`'s bound
+        if (in_range) CHECK(s.probe_timeout_ms == n);
+      }
+    } else if (o.kind == Kind::path && o.scope == Scope::process) {
+      Env rel{{Var(v), "relative"}};
+      Settings s;
+      parse_settings(rel.in, &s);
+      CHECK(s.invalid_var == Var(v));
+      if (o.max) {
+        std::string longest = "/" + std::string(size_t(o.max) - 1, 'p'), over = longest + "p";
+        Env ok{{Var(v), longest.c_str()}}, too_long{{Var(v), over.c_str()}};
+        parse_settings(ok.in, &s);
+        CHECK_FALSE(s.invalid);
+        parse_settings(too_long.in, &s);
+        CHECK(s.invalid_why == o.why);
+      }
+    }
+  }
+  // A bad setting of every process is named before the driver tier's cache directory.
+  Env both{{kProbe, "driver"}, {kCacheDir, "rel"}, {kSysroot, "rel"}};
+  Settings s;
+  parse_settings(both.in, &s);
+  CHECK(s.invalid_var == kSysroot);
+  CHECK(s.cache_dir_why != nullptr);
+  Env cache{{kProbe, "driver"}, {kCacheDir, "rel"}};
+  parse_settings(cache.in, &s);  // a fresh parse: nothing of the last one is kept
+  CHECK(s.invalid_var == kCacheDir);
+}

@@ -9,6 +9,7 @@
 #include "core.h"
 #include "environ_edit.h"
 #include "lines.h"
+#include "load.h"
 #include "options.h"
 
 using namespace ucxtls;
@@ -35,17 +36,18 @@ std::vector<std::string> listed(char *const *arr) {
 
 }  // namespace
 
-TEST_CASE("env_replace: every entry of the name, in place, and no other name") {
-  Block b{"A=1", "UCX_TLS=old", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=dup"};
-  char entry[] = "UCX_TLS=new";
-  char **before = b.arr();
-  CHECK(env_replace(b.arr(), entry) == 2);
-  CHECK(b.arr() == before);
-  CHECK(listed(b.arr()) == std::vector<std::string>{"A=1", "UCX_TLS=new", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=new"});
-  CHECK(b.arr()[1] == entry);  // the caller's string itself, not a copy
-  char other[] = "B=2";
-  CHECK(env_replace(b.arr(), other) == 0);
-  CHECK(env_replace(nullptr, other) == 0);
+TEST_CASE("env_write: every entry of a present name, in place, duplicates too, and no other name") {
+  Block b{"A=1", "UCX_TLS=old", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=dup", "UCXTLS_DERIVED=x"};
+  char tls[] = "UCX_TLS=new", derived[] = "UCXTLS_DERIVED=new";
+  char *const entries[] = {tls, derived};
+  char **env = b.arr();
+  char *added[2] = {};
+  CHECK(env_write(&env, entries, 2, nullptr, 0, added) == 0);
+  CHECK(env == b.arr());
+  CHECK(listed(env) == std::vector<std::string>{"A=1", "UCX_TLS=new", "UCX_TLSX=keep", "UCX_TL=keep", "UCX_TLS=new",
+                                                "UCXTLS_DERIVED=new"});
+  CHECK(env[1] == tls);  // the caller's string itself, not a copy
+  CHECK(env[4] == tls);
 }
 
 TEST_CASE("env_remove: every entry of the name, later entries move down, the array stays") {
@@ -249,4 +251,27 @@ TEST_CASE("format_unknown_line: one line naming the variable, the suggestion, ho
   n = format_unknown_line(in, s, tiny, sizeof tiny);
   CHECK(n < sizeof tiny);
   CHECK(format_unknown_line(in, s, tiny, 1) == 0);
+}
+
+TEST_CASE("load: the environment block read once, parsed; a template to decide with instead") {
+  Block b{"UCXTLS_ACCEL=rocm", "UCX_TLS=tcp", "UCXTLS_DERIVED=tcp", "UCXTLS_TEMPLATE=rc,{copy}", "UCXTLS_ACCEL=ze"};
+  Inputs in;
+  Settings s;
+  load(b.arr(), &in, &s);
+  CHECK_FALSE(in.secure);  // the unit tests do not run setuid
+  CHECK(std::string(in.get(kUcxTls)) == "tcp");
+  CHECK(s.accel_forced);
+  CHECK(s.accel == Family::rocm);  // the first occurrence, as getenv
+  CHECK(std::string(s.tmpl) == "rc,{copy}");
+  Inputs tin;
+  Settings ts;
+  load(b.arr(), &tin, &ts, "tcp,{ipc}");
+  CHECK(std::string(ts.tmpl) == "tcp,{ipc}");
+  CHECK(ts.template_from_user);
+  CHECK(tin.get(kUcxTls) == nullptr);
+  CHECK(tin.get(kDerived) == nullptr);
+  Inputs bad;
+  Settings bs;
+  load(b.arr(), &bad, &bs, "tcp {copy}");
+  CHECK(bs.invalid_var == kTemplate);
 }

@@ -79,7 +79,7 @@ TEST_CASE("DirReader lists thousands of entries of any name length") {
   std::set<std::string> seen;
   {
     DirReader r(Path(nullptr, dir));
-    REQUIRE(r.ok());
+    REQUIRE(r.error == 0);  // the directory opened
     while (const char *n = r.next()) seen.insert(n);
     CHECK(r.next() == nullptr);  // stays at the end
   }

@@ -1,5 +1,7 @@
-// The loop that runs the ladder: decide, probe the fact the decision asks for, decide again
-// (run_ladder), and the same loop for the family question alone (probe_family). See probe.h.
+// The probe loop (the ladder itself is decide() in decide.cc): ask the decision which fact it
+// needs, probe that fact, ask again, until it answers (run_ladder); the same loop for the family
+// question alone (probe_family). Shell: it calls the probes and makes the sysroot's one system
+// call. See probe.h.
 #include "probe.h"
 #include "sys.h"
 

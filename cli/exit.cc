@@ -1,0 +1,52 @@
+// How a command ends (see exit.h).
+#include "exit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <new>
+
+namespace ucxtls {
+namespace cli {
+
+int fail(int status, const std::string &msg) {
+  fprintf(stderr, "ucxtls: %s\n", msg.c_str());
+  return status;
+}
+
+namespace {
+
+void close_stdout() {
+  const bool failed_before = ferror(stdout);
+  int err = fflush(stdout) != 0 ? errno : 0;
+  if (fclose(stdout) != 0 && !err) err = errno;
+  if (!failed_before && !err) return;
+  fprintf(stderr, "ucxtls: write error on stdout%s%s\n", err ? ": " : "", err ? strerror(err) : "");
+  _exit(kUsage);  // as coreutils: the output was lost, whatever the command's own answer was
+}
+
+// operator new's handler: called before it would throw, so it needs no memory of its own.
+void out_of_memory() {
+  static const char kLine[] = "ucxtls: out of memory\n";
+  (void)!write(2, kLine, sizeof kLine - 1);
+  _exit(kUsage);
+}
+
+}  // namespace
+
+void install_guards() {
+  std::set_new_handler(out_of_memory);
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    const int n = open("/dev/null", (fd == 2 ? O_WRONLY : O_RDONLY) | O_CLOEXEC);  // the lowest free: fd
+    if (n >= 0 && n != fd) close(n);
+  }
+  atexit(close_stdout);
+}
+
+}  // namespace cli
+}  // namespace ucxtls

@@ -1,0 +1,70 @@
+// Small helpers the commands share (see util.h).
+#include "util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "text.h"
+
+#ifndef UCXTLS_BIN_TO_LIB
+#define UCXTLS_BIN_TO_LIB "../lib"
+#endif
+#ifndef UCXTLS_BIN_TO_HELPERS
+#define UCXTLS_BIN_TO_HELPERS "../libexec/ucxtls"
+#endif
+
+namespace ucxtls {
+namespace cli {
+
+bool read_all(int fd, std::string *out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) out->append(buf, size_t(n));
+    else if (n == 0) return true;
+    else if (errno != EINTR) return false;
+  }
+}
+
+std::string shell_quote(const char *s) {
+  std::string o = "'";
+  for (; *s; s++) {
+    if (*s == '\'') o += "'\\''";
+    else o += *s;
+  }
+  return o + "'";
+}
+
+std::vector<std::string> split(const char *list, const char *seps) {
+  std::vector<std::string> out;
+  Items items(list, seps);
+  const char *item;
+  size_t n;
+  while (items.next(&item, &n)) out.emplace_back(item, n);
+  return out;
+}
+
+bool own_directory(std::string *dir) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = '\0';
+  const char *slash = strrchr(exe, '/');
+  *dir = !slash ? "." : slash == exe ? "/" : std::string(exe, size_t(slash - exe));
+  return true;
+}
+
+void install_candidates(const std::string &dir, const char *name, std::string out[2]) {
+  out[0] = dir + "/" + name;
+  out[1] = dir + "/" UCXTLS_BIN_TO_LIB "/" + name;
+}
+
+void helper_candidates(const std::string &dir, const char *name, std::string out[2]) {
+  out[0] = dir + "/" + name;
+  out[1] = dir + "/" UCXTLS_BIN_TO_HELPERS "/" + name;
+}
+
+}  // namespace cli
+}  // namespace ucxtls

@@ -1,0 +1,32 @@
+// Small helpers the commands share: reading a descriptor, shell quoting, list items, and where
+// the files installed with the command are.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ucxtls {
+namespace cli {
+
+// Appends what fd gives until its end (reads interrupted by a signal are retried): true at the
+// end, false on an error.
+bool read_all(int fd, std::string *out);
+
+// POSIX shell single quotes: only ' itself needs care ('\'').
+std::string shell_quote(const char *s);
+
+// The items of a separated list (text.h Items), as strings.
+std::vector<std::string> split(const char *list, const char *seps);
+
+// The directory this command's executable is in (/proc/self/exe); false when it cannot be read.
+bool own_directory(std::string *dir);
+
+// Where a file installed with the command may be, in order: beside it in dir (a build tree, the
+// wheel's _bin), then where an installed tree puts it, relative to the command's bindir (fixed at
+// configure time): the library in libdir (UCXTLS_BIN_TO_LIB), a helper the command runs in
+// <libexecdir>/ucxtls (UCXTLS_BIN_TO_HELPERS).
+void install_candidates(const std::string &dir, const char *name, std::string out[2]);
+void helper_candidates(const std::string &dir, const char *name, std::string out[2]);
+
+}  // namespace cli
+}  // namespace ucxtls
