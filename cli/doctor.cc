@@ -254,17 +254,13 @@ int cmd_doctor(int argc, char **argv) {
     const char **dest;
   } const opts[] = {{"--value", &explicit_value}, {"--template", &tmpl}, {"--ucx", &ucx_path},
                     {"--pid", &pid_text}, {"--timeout-ms", &timeout_text}};
+  // main.cc's prepare_args (args.h) has made every `--flag V` a `--flag=V`.
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     bool known = false;
     for (const Opt &o : opts) {
       size_t n = strlen(o.name);
-      if (!strcmp(a, o.name)) {
-        if (i + 1 >= argc) return fail(kUsage, std::string("doctor: ") + a + " needs an argument" + usage);
-        *o.dest = argv[++i], known = true;
-      } else if (!strncmp(a, o.name, n) && a[n] == '=') {
-        *o.dest = a + n + 1, known = true;
-      }
+      if (!strncmp(a, o.name, n) && a[n] == '=') *o.dest = a + n + 1, known = true;
     }
     if (!known) return fail(kUsage, std::string("doctor: unknown option '") + a + "'" + usage);
   }
