@@ -123,9 +123,12 @@ void explain_text(const Report &r) {
   if (!warning.empty()) printf("warning   %s\n", warning.c_str());
   const std::string note = left_out_note(r);
   if (!note.empty()) printf("note      %s\n", note.c_str());
+  const bool composed = r.d.action == Action::set || r.d.action == Action::repair;
   printf("family    %s (%s)\n", family_name(r.family),
-         r.family_decided ? "the value is composed for it"
-                          : "what the probe sees; the decision did not need it");
+         !r.family_decided ? "what the probe sees; the decision did not need it"
+         : composed                     ? "the value is composed for it"
+         : r.family == Family::none     ? "no GPU family found: nothing is composed"
+                                        : "the decision's; nothing is written");
   printf("template  %s (%s)\n", r.s.tmpl, r.s.template_from_user ? "UCXTLS_TEMPLATE" : "default");
   printf("reasons\n");
   for (const std::string &reason : reasons(r)) printf("  - %s\n", reason.c_str());
