@@ -68,6 +68,21 @@ bool conclude_listing(FamilyFact *ff, int present, int visible_n, const Failure 
   return true;
 }
 
+// The family's control node (/dev/nvidiactl, /dev/kfd): absent, the family's answer is "no"
+// (true, with the evidence); a check that failed otherwise is noted, and the listing decides.
+bool control_node_absent(const Settings &s, const char *node, const ProbeOptions &o, FamilyFact *ff, Text &ev,
+                         Failure *fail) {
+  Path p(s.sysroot, node);
+  int r = path_access(p, F_OK);
+  if (absent(r)) {
+    ff->value = Tri::no;
+    ev.add("no ").add(node);
+    return true;
+  }
+  if (r < 0) fail->note("check", p, r, o.evidence);
+  return false;
+}
+
 }  // namespace
 
 UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
@@ -75,15 +90,8 @@ UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const Prob
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *cvd = in.get(kCudaVisible);
-  Path ctl(s.sysroot, "/dev/nvidiactl");
-  int r = path_access(ctl, F_OK);
-  if (absent(r)) {
-    ff->value = Tri::no;
-    ev.add("no /dev/nvidiactl");
-    return;
-  }
   Failure fail;
-  if (r < 0) fail.note("check", ctl, r, o.evidence);
+  if (control_node_absent(s, "/dev/nvidiactl", o, ff, ev, &fail)) return;
   int bound = o.exhaustive ? kAllDevices : cuda_enumeration_bound(cvd);
   DeviceTable &t = g_devices;
   t.reset();
@@ -148,15 +156,8 @@ UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const Prob
   Text ev;
   ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *rocr = in.get(kRocrVisible), *hip = in.get(kHipVisible), *cvd = in.get(kCudaVisible);
-  Path kfd(s.sysroot, "/dev/kfd");
-  int r = path_access(kfd, F_OK);
-  if (absent(r)) {
-    ff->value = Tri::no;
-    ev.add("no /dev/kfd");
-    return;
-  }
   Failure fail;
-  if (r < 0) fail.note("check", kfd, r, o.evidence);
+  if (control_node_absent(s, "/dev/kfd", o, ff, ev, &fail)) return;
   int bound = o.exhaustive ? kAllDevices : rocm_enumeration_bound(rocr, hip, cvd);
   DeviceTable &t = g_devices;
   t.reset();

@@ -36,14 +36,6 @@ const char *counterpart(Family node, GpuRole role) {
   }
 }
 
-// An entry's name without UCX's `\` prefix and `:aux` suffix.
-void entry_name(const char *e, size_t n, const char **name, size_t *len) {
-  if (n && e[0] == '\\') e++, n--;
-  if (n >= 4 && !memcmp(e + n - 4, ":aux", 4)) n -= 4;
-  *name = e;
-  *len = n;
-}
-
 // Is [e, e+n) the same entry as one of the first `count` entries of the list `out`?
 bool repeats(const char *out, size_t out_len, const char *e, size_t n) {
   const char *p = out, *end = out + out_len;

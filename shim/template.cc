@@ -146,6 +146,13 @@ bool compose(const char *t, Family f, Rdma r, char *out, size_t cap) {
   return !v.truncated;
 }
 
+void entry_name(const char *e, size_t n, const char **name, size_t *len) {
+  if (n && e[0] == '\\') e++, n--;
+  if (n >= 4 && !memcmp(e + n - 4, ":aux", 4)) n -= 4;
+  *name = e;
+  *len = n;
+}
+
 namespace {
 
 // Does the list name one of `names` (a NULL-terminated set), as written or with UCX's \ and :aux?
@@ -154,8 +161,7 @@ bool names_any(const char *value, const char *const *names) {
   const char *e;
   size_t n;
   while (items.next(&e, &n)) {
-    if (n && e[0] == '\\') e++, n--;
-    if (n >= 4 && !memcmp(e + n - 4, ":aux", 4)) n -= 4;
+    entry_name(e, n, &e, &n);
     for (const char *const *k = names; *k; k++)
       if (strlen(*k) == n && !memcmp(*k, e, n)) return true;
   }

@@ -36,6 +36,10 @@ constexpr size_t kTemplateMax = kValueMax - 512;
 bool template_valid(const char *tmpl, const char **why);
 bool template_uses_copy(const char *tmpl);  // {copy} or {ipc}: the family matters
 bool template_uses_rdma(const char *tmpl);  // {rdma}
+// An allow-list entry's transport name, without UCX's `\` prefix (the name, not an alias) and
+// `:aux` suffix (auxiliary only): what the name rules compare (repair.h, describe_left_out).
+void entry_name(const char *entry, size_t n, const char **name, size_t *len);
+
 // Writes the value into out (cap bytes). Returns false if it does not fit.
 bool compose(const char *tmpl, Family f, Rdma r, char *out, size_t cap);
 
