@@ -21,7 +21,15 @@ from setuptools.command.build_py import build_py
 try:  # setuptools >= 70.1 has its own; older ones use the wheel package's
     from setuptools.command.bdist_wheel import bdist_wheel
 except ImportError:
-    from wheel.bdist_wheel import bdist_wheel
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:  # a pyenv or venv Python: setuptools < 70.1 and no wheel (one line, no traceback)
+        import setuptools
+        import sys
+        raise SystemExit(
+            "ucxtls: %s cannot build a wheel: its setuptools %s (older than 70.1) needs the 'wheel' package, "
+            "which it lacks; install wheel there, or setuptools >= 70.1, or build with /usr/bin/python3 "
+            "(Debian: python3-setuptools, python3-wheel)" % (sys.executable, setuptools.__version__))
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # What the wheel carries from the CMake install: the command, and every file the install puts in

@@ -8,7 +8,7 @@ twice (in one file or across both) or changes shape fails the test.
 The recipes name the install paths (/opt/ucxtls/bin/ucxtls, /opt/ucxtls/lib/libucxtls.so). So
 that they run byte for byte, a test re-executes itself in private mount and PID namespaces
 (enter_namespace): a tmpfs over /opt that only this test sees, the build installed there with the
-README's own `cmake --install build --prefix /opt/ucxtls`. The machine's /opt and /etc are never
+README's install step, `cmake --install <the tests' build> --prefix /opt/ucxtls`. The machine's /opt and /etc are never
 written. The PID namespace is the cleanup guarantee: when the test's process tree ends in any way
 (an exception, CTest's timeout killing it), the kernel kills everything started inside it, Slurm
 daemons and job steps included.

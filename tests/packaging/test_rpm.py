@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The RPM: built from the README's own commands (a separate configure with RPM's %{_libdir}, lib64),
+"""The RPM: built from docs/install.md's commands (a separate configure with RPM's %{_libdir}, lib64),
 its metadata and file list read back with rpm, installed into a scratch root with
 `rpm --root R --nodeps -i`, the installed command run from R/usr/bin, the installed library
 preloaded from R/usr/lib64 onto a replayed machine, and removed again with `rpm -e`."""
@@ -64,10 +64,10 @@ def refused(t, scratch):
                 text)
 
 
-@case("the RPM: built as the README says, installed into a scratch root, run, removed", tags=("rpm_build",))
+@case("the RPM: built as docs/install.md says, installed into a scratch root, run, removed", tags=("rpm_build",))
 @with_rpm
 def rpm_package(t, scratch):
-    # The README's commands.
+    # docs/install.md's commands.
     build = os.path.join(scratch, "build-rpm")
     rc, text = out([CMAKE, "-S", SOURCE_DIR, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DUCXTLS_TESTS=OFF",
                     "-DCMAKE_INSTALL_PREFIX=/usr", "-DCMAKE_INSTALL_LIBDIR=lib64"])

@@ -145,6 +145,36 @@ def wheel_built(t):
     t.check("entry point: ucxtls = ucxtls.__main__:main", re.search(r"^ucxtls = ucxtls\.__main__:main$", entry, re.M), entry)
 
 
+@case("wheel: the README's offline build with a Python that lacks wheel (setuptools < 70.1): one line, no traceback")
+def wheel_without_wheel(t):
+    # A venv made by the tests' python3 (on Debian 12: pip 23 and setuptools 66 from ensurepip, no
+    # wheel) is the Python a pyenv user has: setuptools before 70.1 has no bdist_wheel of its own.
+    py = need_python(t)
+    venv = os.path.join(SCRATCH, "no-wheel-venv")
+    subprocess.run([py, "-m", "venv", venv], check=True, stdout=subprocess.DEVNULL)
+    vpy = os.path.join(venv, "bin", "python3")
+    probe = subprocess.run([vpy, "-c", "import importlib.util, setuptools; print(setuptools.__version__, "
+                            "importlib.util.find_spec('wheel') is not None)"], stdout=subprocess.PIPE)
+    version, has_wheel = (probe.stdout.decode().split() + ["?", "?"])[:2]
+    old = re.match(r"(\d+)\.(\d+)", version) and tuple(int(x) for x in version.split(".")[:2]) < (70, 1)
+    if not old or has_wheel != "False":
+        t.skip("a Python without wheel", "the venv %s makes has setuptools %s and wheel %s: setuptools >= 70.1 or "
+               "wheel present, so the build cannot fail this way here" % (py, version, has_wheel))
+        return
+    line = commands("wheel")[0]
+    src = checkout_copy("checkout-no-wheel")
+    env = dict(env_for(None, preload=False), PATH=os.path.join(venv, "bin") + ":" + tools_path(py), VIRTUAL_ENV=venv)
+    code, out = sh(line, env, src)
+    ours = [l.strip() for l in out.splitlines() if l.strip().startswith("ucxtls: ")]
+    t.check("%s with setuptools %s and no wheel: fails, no wheel in dist/" % (line, version),
+            code != 0 and not glob.glob(os.path.join(src, "dist", "*.whl")), out[-3000:])
+    t.check("no Python traceback in the output", "Traceback" not in out, out[-3000:])
+    t.check("one ucxtls line naming the Python, its setuptools version, and what to do (wheel, setuptools >= 70.1, "
+            "or /usr/bin/python3 with Debian's python3-wheel)",
+            len(ours) == 1 and vpy in ours[0] and ("setuptools %s" % version) in ours[0] and "70.1" in ours[0]
+            and "install wheel" in ours[0] and "/usr/bin/python3" in ours[0] and "python3-wheel" in ours[0], out[-3000:])
+
+
 @case("wheel: every ELF file needs no more than its tag allows (auditwheel's check, with objdump)")
 def wheel_tag(t):
     wheel, _ = built(t)
