@@ -134,20 +134,23 @@ void explain_text(const Report &r) {
   for (const std::string &reason : reasons(r)) printf("  - %s\n", reason.c_str());
   if (r.in.secure) return;  // nothing else was read
   printf("evidence\n");
-  printf("  rdma      %-10s %s\n", r.f.rdma.value == Tri::yes ? rdma_transports(rdma_kind(r.f)) : tri_word(r.f.rdma.value, r.f.rdma.error),
-         r.f.rdma.evidence);
-  printf("  ucx.conf  %-10s %s\n", r.f.ucx_conf.value == Tri::yes ? "UCX_TLS" : tri_word(r.f.ucx_conf.value, r.f.ucx_conf.error),
-         r.f.ucx_conf.evidence);
+  printf("  rdma      %-10s %s\n", r.shown.rdma.value == Tri::yes ? rdma_transports(rdma_kind(r.shown)) : tri_word(r.shown.rdma.value, r.shown.rdma.error),
+         r.shown.rdma.evidence);
+  printf("  ucx.conf  %-10s %s\n", r.shown.ucx_conf.value == Tri::yes ? "UCX_TLS" : tri_word(r.shown.ucx_conf.value, r.shown.ucx_conf.error),
+         r.shown.ucx_conf.evidence);
   if (r.s.tier == ProbeTier::driver)
-    printf("  driver    %-10s %s\n", r.f.driver.value == Tri::yes ? "saved" : "none", r.f.driver.evidence);
-  if (r.s.tier == ProbeTier::driver && r.f.driver.value != Tri::yes)  // how to create it
+    printf("  driver    %-10s %s\n", r.shown.driver.value == Tri::yes ? "saved" : "none", r.shown.driver.evidence);
+  if (r.s.tier == ProbeTier::driver && r.shown.driver.value != Tri::yes)  // how to create it
     printf("            `ucxtls probe --save` asks the drivers and saves their answer for this node (docs/driver-probe.md)\n");
   for (Family fam : kShown) {
-    const FamilyFact &ff = r.f.family[int(fam)];
+    const FamilyFact &ff = r.shown.family[int(fam)];
     printf("  %-9s %-10s %s\n", family_name(fam),
            ff.value == Tri::yes ? "visible" : ff.value == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
            ff.evidence);
   }
+  if (!r.listing_differs.empty())  // evidence only: the answer is the library's (report.h)
+    printf("  listing   every device listed, this read otherwise (files the library's probe does not read; "
+           "shown above is what it read): %s\n", r.listing_differs.c_str());
   printf("variables\n");
   for (int v = 0; v < kVarCount; v++) {
     const char *val = r.in.get(Var(v));
@@ -190,16 +193,16 @@ void explain_json(const Report &r) {
   line.pop_back();  // the newline
   o += ",\"line\":" + json_str(line.c_str());
   o += ",\"evidence\":{";
-  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.f.rdma.value)) + ",\"transports\":" +
-       json_str(rdma_transports(rdma_kind(r.f))) + ",\"error\":" + json_str(r.f.rdma.error ? errno_name(r.f.rdma.error) : nullptr) +
-       ",\"evidence\":" + json_str(r.f.rdma.evidence) + "}";
-  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.f.ucx_conf.value)) +
-       ",\"evidence\":" + json_str(r.f.ucx_conf.evidence) + "}";
+  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.shown.rdma.value)) + ",\"transports\":" +
+       json_str(rdma_transports(rdma_kind(r.shown))) + ",\"error\":" + json_str(r.shown.rdma.error ? errno_name(r.shown.rdma.error) : nullptr) +
+       ",\"evidence\":" + json_str(r.shown.rdma.evidence) + "}";
+  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.shown.ucx_conf.value)) +
+       ",\"evidence\":" + json_str(r.shown.ucx_conf.evidence) + "}";
   if (r.s.tier == ProbeTier::driver)
-    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.f.driver.value)) +
-         ",\"evidence\":" + json_str(r.f.driver.evidence) + "}";
+    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.shown.driver.value)) +
+         ",\"evidence\":" + json_str(r.shown.driver.evidence) + "}";
   for (Family fam : kShown) {
-    const FamilyFact &ff = r.f.family[int(fam)];
+    const FamilyFact &ff = r.shown.family[int(fam)];
     o += ",\"" + std::string(family_name(fam)) + "\":{\"visible\":" + json_tri(ff.value) +
          ",\"present\":" + std::to_string(ff.present) + ",\"visible_count\":" + std::to_string(ff.visible_n) +
          ",\"error\":" + json_str(ff.error ? errno_name(ff.error) : nullptr) +
