@@ -35,7 +35,7 @@ const Flag kDoctorFlags[] = {{"--value", "V", "check the value V instead of the 
                              {"--template", "T", "check what template T composes to on this node"},
                              {"--ucx", "PATH", "judge the UCX build at PATH (a libucp, a prefix, a wheel's .libs)"},
                              {"--pid", "PID", "judge the UCX that process PID has mapped"},
-                             {"--timeout-ms", "MS", "bound on the helper that asks the build (default 20000)"},
+                             {"--timeout-ms", "MS", "bound on ucx_info, or on the helper that asks the build (default 20000)"},
                              {nullptr, nullptr, nullptr}};
 const Flag kProbeFlags[] = {{"--save", nullptr, "store the answer for this node (UCXTLS_CACHE_DIR)"},
                             {nullptr, nullptr, nullptr}};
