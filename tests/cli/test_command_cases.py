@@ -215,6 +215,54 @@ def interrupted(t):
                 os.kill(x, signal.SIGKILL)
 
 
+def children_of(pid):
+    out = []
+    for x in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % x) as f:
+                if x.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(x))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def alive(pid):
+    """Running (not gone, not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@case("probe: an interrupted probe leaves no helper behind (a driver that hangs)")
+def probe_interrupted(t):
+    fakes = os.path.join(BUILD_DIR, "tests", "driver", "fakes")
+    if not os.path.isdir(os.path.join(fakes, "cuda")):
+        t.skip("probe interrupted", "the fake drivers (tests/driver) are not built")
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        name = signal.Signals(sig).name
+        env = env_for(None, preload=False, LD_LIBRARY_PATH=os.path.join(fakes, "cuda") + ":" + os.path.join(fakes, "ze-new"),
+                      FAKE_CUDA_HANG="60000", UCXTLS_PROBE_TIMEOUT_MS="60000", UCXTLS_CACHE_DIR=WORK)
+        p = subprocess.Popen([CLI, "probe"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        kids = wait_for(lambda: children_of(p.pid), 10)
+        if not t.check("%s: the helper runs (%s)" % (name, kids), bool(kids)):
+            p.kill()
+            p.wait()
+            continue
+        time.sleep(0.3)  # into the driver's hang
+        os.kill(p.pid, sig)
+        p.wait(timeout=10)
+        t.equal("%s: the command ends by the signal" % name, p.returncode, -sig)
+        t.check("%s: nothing is left behind" % name, wait_for(lambda: not any(alive(k) for k in kids), 3),
+                str([k for k in kids if alive(k)]))
+        for k in kids:
+            if alive(k):
+                os.kill(k, signal.SIGKILL)
+
+
 @case("doctor: --value V and --template V (no placeholder) against a UCX without ze on an Intel node: one verdict")
 def one_rule(t):
     env = env_for("intel-xe", preload=False)

@@ -25,7 +25,8 @@ from harness import C, LIB, TESTS_DIR, UNSET, Z, add_case, case, env_for, fixtur
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 PORTABLE = "{rdma},sm,self,{ipc},{copy}"
-ELSEWHERE = "rc_x,rc,dc_x,dc,rocm_copy"  # a pair derived on another node (not this value anywhere here)
+ELSEWHERE = "rc_x,rc,dc_x,dc,rocm_copy"
+UCX_CONF = "@ucx.conf"  # replaced by a directory whose ucx.conf assigns UCX_TLS (environment())  # a pair derived on another node (not this value anywhere here)
 
 VARIABLE_SETS = [
     {},
@@ -39,6 +40,10 @@ VARIABLE_SETS = [
     {"CUDA_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": "", "ZE_AFFINITY_MASK": "9"},
     {"UCX_TLS": ELSEWHERE, "UCXTLS_DERIVED": ELSEWHERE, "ZE_AFFINITY_MASK": "9"},
     {"UCX_TLS": ELSEWHERE, "UCXTLS_DERIVED": ELSEWHERE, "ZE_AFFINITY_MASK": "bogus"},  # names no device
+    {"UCXTLS_ACCEL": "ze", "UCXTLS_DISABLE": "0"},
+    {"UCXTLS_DISABLE": "1", "UCX_TLS": ELSEWHERE, "UCXTLS_DERIVED": ELSEWHERE},
+    {"UCX_CONFIG_DIR": UCX_CONF},  # a ucx.conf that assigns UCX_TLS
+    {"UCX_CONFIG_DIR": UCX_CONF, "UCX_TLS": ELSEWHERE, "UCXTLS_DERIVED": ELSEWHERE},
 ]
 
 TOO_LONG = "x" * 300  # a symlink target no file system holds: ENAMETOOLONG, even for root
@@ -124,6 +129,13 @@ def root_of(name):
 
 def environment(root, extra, preload):
     env = env_for(None, preload=preload, UCXTLS_SYSROOT=root, **extra)
+    if env.get("UCX_CONFIG_DIR") == UCX_CONF:
+        d = os.path.join(work(), "ucx-conf")
+        if not os.path.isdir(d):
+            os.makedirs(d)
+            with open(os.path.join(d, "ucx.conf"), "w") as f:
+                f.write("[global]\nUCX_TLS=tcp,self\n")
+        env["UCX_CONFIG_DIR"] = d
     env["PATH"] = os.path.join(work(), "bin") + ":" + env["PATH"]
     return env
 
@@ -205,7 +217,10 @@ def machine_case(t, name):
 
 
 for _name in all_machines():
-    add_case("one decision: %s" % _name, machine_case, _name)
+    # The damaged machines are a CTest test of their own (tag odd_machine), so that each half runs
+    # well within CTest's time limit.
+    add_case("one decision: %s" % _name, machine_case, _name,
+             tags=() if _name in machines.MACHINES else ("odd_machine",))
 
 
 @case("env of a repair: export UCX_TLS=<repaired> and nothing else; Slurm's form refuses a line break")
