@@ -151,7 +151,7 @@ bool judge(const std::string &value, const std::vector<std::string> &have, std::
   bool deny = !items.empty() && items[0] == '^';
   if (deny) items.erase(0, 1);
   if (items.empty()) {
-    printf("MISSING     every transport: an empty list makes UCX fail (\"The TLs list is empty\")\n");
+    print_line("MISSING     every transport: an empty list makes UCX fail (\"The TLs list is empty\")\n");
     return false;
   }
   for (const std::string &item : split(items.c_str(), ",")) {
@@ -168,18 +168,18 @@ bool judge(const std::string &value, const std::vector<std::string> &have, std::
       }
     }
     if (deny && ok) {
-      printf("%-11s %s\n", "denied", item.c_str());
+      print_line("%-11s %s\n", "denied", item.c_str());
     } else if (deny) {
       // Harmless to the context, yet UCX 1.13 (measured) warns about it like an allowed name;
       // the newest UCX does not (docs/design.md, "Facts and sources"). Reported, since it is in
       // the value for nothing.
-      printf("%-11s %s (denied, and not in this UCX: some UCX releases warn about it)\n", "MISSING", item.c_str());
+      print_line("%-11s %s (denied, and not in this UCX: some UCX releases warn about it)\n", "MISSING", item.c_str());
       missing->push_back(item);
     } else if (ok) {
-      printf("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
+      print_line("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
     } else {
       bool blank = item.find_first_of(" \t") != std::string::npos;  // UCX does not trim entries
-      printf("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
+      print_line("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
       missing->push_back(item);
     }
   }
@@ -215,25 +215,25 @@ int doctor_build(const Report &r, const Environment &caller, const std::string &
   auto b = std::make_unique<UcxBuild>();
   std::string err;
   if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err)) return fail(kFailed, "doctor: " + err);
-  printf("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
+  print_line("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
   if (proc)
-    printf("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
-  if (nothing) printf("%s\n", nothing);
-  else printf("value       %s (%s)\n", value.c_str(), source.c_str());
-  if (!why.empty()) printf("library     %s", why.c_str());  // the line its libucxtls.so prints with UCXTLS_DEBUG=1
+    print_line("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
+  if (nothing) print_line("%s\n", nothing);
+  else print_line("value       %s (%s)\n", value.c_str(), source.c_str());
+  if (!why.empty()) print_line("library     %s", why.c_str());  // the line its libucxtls.so prints with UCXTLS_DEBUG=1
   std::string list;
   for (const std::string &t : b->transports) list += (list.empty() ? "" : ", ") + t;
-  printf("this UCX    %s (registered by its libuct and the modules it loaded from %s)\n",
+  print_line("this UCX    %s (registered by its libuct and the modules it loaded from %s)\n",
          list.empty() ? "no transport" : list.c_str(), b->module_dir.empty() ? "?" : b->module_dir.c_str());
   for (const UcxModule &m : b->modules)
-    if (m.state == "error") printf("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
-    else if (m.state == "not-loaded") printf("module      %s loads, but UCX did not load it (UCX_MODULES?)\n", m.path.c_str());
+    if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
+    else if (m.state == "not-loaded") print_line("module      %s loads, but UCX did not load it (UCX_MODULES?)\n", m.path.c_str());
   std::vector<std::string> missing;
   const bool empty = !nothing && !judge(value, b->transports, &missing);
   bool serious = false;
   const std::vector<std::string> problems = build_problems(*b, nothing ? std::vector<std::string>() : value_names(value),
                                                            r.family, rdma_kind(r.f), &serious);
-  for (const std::string &p : problems) printf("build       %s\n", p.c_str());
+  for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
   if (empty) return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
   if (!missing.empty()) return missing_status(missing);
   if (serious) return fail(kFailed, "doctor: " + problems[0]);
@@ -378,7 +378,7 @@ int cmd_doctor(int argc, char **argv) {
     return status;
   }
   if (!nothing.empty()) {
-    printf("%s\n", nothing.c_str());
+    print_line("%s\n", nothing.c_str());
     return 0;
   }
   std::vector<std::string> have;
@@ -390,9 +390,9 @@ int cmd_doctor(int argc, char **argv) {
   if (!ucx_transports(caller, timeout_ms, &have, &err)) return fail(kUsage, "doctor: " + err);
   std::string list;
   for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
-  printf("UCX         %s\n", ucx_info_identity(caller, timeout_ms).c_str());
-  printf("value       %s (%s)\n", value.c_str(), source.c_str());
-  printf("this UCX    %s (ucx_info -d)\n", list.c_str());
+  print_line("UCX         %s\n", ucx_info_identity(caller, timeout_ms).c_str());
+  print_line("value       %s (%s)\n", value.c_str(), source.c_str());
+  print_line("this UCX    %s (ucx_info -d)\n", list.c_str());
   std::vector<std::string> missing;
   if (!judge(value, have, &missing))
     return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");

@@ -1,6 +1,5 @@
 // `ucxtls explain [--json]`: the decision for this environment and machine, with the evidence
 // behind it, as text for a person or one JSON document for a program.
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,81 +102,63 @@ std::string left_out_note(const Report &r) {
          ": fine for a trainer; for inference servers and MPI jobs set UCXTLS_TEMPLATE='{rdma},sm,self,tcp,{ipc},{copy}'";
 }
 
-// One line of explain's text: its control bytes (a variable's ESC, CR or newline, a name read from
-// the file system) become '?', by the library's own rule for its line (text.h scrub_controls), so
-// that no value can fake a line or drive the terminal. The line's own newline stays.
-__attribute__((format(printf, 1, 2))) void say(const char *fmt, ...) {
-  va_list ap, again;
-  va_start(ap, fmt);
-  va_copy(again, ap);
-  const int n = vsnprintf(nullptr, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) return va_end(again);
-  std::string s(size_t(n) + 1, '\0');
-  vsnprintf(&s[0], s.size(), fmt, again);
-  va_end(again);
-  s.resize(size_t(n));
-  scrub_controls(&s[0], !s.empty() && s.back() == '\n' ? s.size() - 1 : s.size());
-  fputs(s.c_str(), stdout);
-}
-
 void explain_text(const Report &r) {
   const Decision &d = r.d;
   const char *value = effective_value(r.in, d);
-  say("action    %s\n", action_name(d.action));
+  print_line("action    %s\n", action_name(d.action));
   if (d.action == Action::set)
-    say("UCX_TLS   %s (written with UCXTLS_DERIVED)\n", value);
+    print_line("UCX_TLS   %s (written with UCXTLS_DERIVED)\n", value);
   else if (d.action == Action::repair)
-    say("UCX_TLS   %s (repaired from %s by UCXTLS_REPAIR=1; no UCXTLS_DERIVED)\n", value,
+    print_line("UCX_TLS   %s (repaired from %s by UCXTLS_REPAIR=1; no UCXTLS_DERIVED)\n", value,
            shell_quote(r.in.get(kUcxTls)).c_str());
   else if (d.action == Action::clear)
-    say("UCX_TLS   unset (the inherited UCX_TLS and UCXTLS_DERIVED are removed)\n");
+    print_line("UCX_TLS   unset (the inherited UCX_TLS and UCXTLS_DERIVED are removed)\n");
   else if (value)
-    say("UCX_TLS   %s (left as it is)\n", value);
+    print_line("UCX_TLS   %s (left as it is)\n", value);
   else if (r.f.ucx_conf.value == Tri::yes)
-    say("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf.evidence);
+    print_line("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf.evidence);
   else
-    say("UCX_TLS   unset (UCX uses its default, all)\n");
+    print_line("UCX_TLS   unset (UCX uses its default, all)\n");
   const std::string warning = kept_value_warning(r);
-  if (!warning.empty()) say("warning   %s\n", warning.c_str());
+  if (!warning.empty()) print_line("warning   %s\n", warning.c_str());
   const std::string note = left_out_note(r);
-  if (!note.empty()) say("note      %s\n", note.c_str());
+  if (!note.empty()) print_line("note      %s\n", note.c_str());
   const bool composed = r.d.action == Action::set || r.d.action == Action::repair;
-  say("family    %s (%s)\n", family_name(r.family),
+  print_line("family    %s (%s)\n", family_name(r.family),
          !r.family_decided ? "what the probe sees; the decision did not need it"
          : composed                     ? "the value is composed for it"
          : r.family == Family::none     ? "no GPU family found: nothing is composed"
                                         : "the decision's; nothing is written");
-  say("template  %s (%s)\n", r.s.tmpl, r.s.template_from_user ? "UCXTLS_TEMPLATE" : "default");
-  say("reasons\n");
-  for (const std::string &reason : reasons(r)) say("  - %s\n", reason.c_str());
+  print_line("template  %s (%s)\n", r.s.tmpl, r.s.template_from_user ? "UCXTLS_TEMPLATE" : "default");
+  print_line("reasons\n");
+  for (const std::string &reason : reasons(r)) print_line("  - %s\n", reason.c_str());
   if (r.in.secure) return;  // nothing else was read
-  say("evidence\n");
-  say("  rdma      %-10s %s\n", r.shown.rdma.value == Tri::yes ? rdma_transports(rdma_kind(r.shown)) : tri_word(r.shown.rdma.value, r.shown.rdma.error),
+  print_line("evidence\n");
+  print_line("  rdma      %-10s %s\n", r.shown.rdma.value == Tri::yes ? rdma_transports(rdma_kind(r.shown)) : tri_word(r.shown.rdma.value, r.shown.rdma.error),
          r.shown.rdma.evidence);
-  say("  ucx.conf  %-10s %s\n", r.shown.ucx_conf.value == Tri::yes ? "UCX_TLS" : tri_word(r.shown.ucx_conf.value, r.shown.ucx_conf.error),
+  print_line("  ucx.conf  %-10s %s\n", r.shown.ucx_conf.value == Tri::yes ? "UCX_TLS" : tri_word(r.shown.ucx_conf.value, r.shown.ucx_conf.error),
          r.shown.ucx_conf.evidence);
   if (r.s.tier == ProbeTier::driver)
-    say("  driver    %-10s %s\n", r.shown.driver.value == Tri::yes ? "saved" : "none", r.shown.driver.evidence);
+    print_line("  driver    %-10s %s\n", r.shown.driver.value == Tri::yes ? "saved" : "none", r.shown.driver.evidence);
   if (r.s.tier == ProbeTier::driver && r.shown.driver.value != Tri::yes)  // how to create it
-    say("            `ucxtls probe --save` asks the drivers and saves their answer for this node (docs/driver-probe.md)\n");
+    print_line("            `ucxtls probe --save` asks the drivers and saves their answer for this node (docs/driver-probe.md)\n");
   for (Family fam : kShown) {
     const FamilyFact &ff = r.shown.family[int(fam)];
-    say("  %-9s %-10s %s\n", family_name(fam),
+    print_line("  %-9s %-10s %s\n", family_name(fam),
            ff.value == Tri::yes ? "visible" : ff.value == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
            ff.evidence);
   }
   if (!r.listing_differs.empty())  // evidence only: the answer is the library's (report.h)
-    say("  listing   every device listed, this read otherwise (files the library's probe does not read; "
+    print_line("  listing   every device listed, this read otherwise (files the library's probe does not read; "
            "shown above is what it read): %s\n", r.listing_differs.c_str());
-  say("variables\n");
+  print_line("variables\n");
   for (int v = 0; v < kVarCount; v++) {
     const char *val = r.in.get(Var(v));
-    if (val) say("  %s=%s\n", kOptions[v].name, shell_quote(val).c_str());
+    if (val) print_line("  %s=%s\n", kOptions[v].name, shell_quote(val).c_str());
     else if (v < kOwnVarCount && strcmp(kOptions[v].def, "-") && strcmp(kOptions[v].def, "unset"))
-      say("  %s unset (default %s)\n", kOptions[v].name, kOptions[v].def);
+      print_line("  %s unset (default %s)\n", kOptions[v].name, kOptions[v].def);
     else
-      say("  %s unset\n", kOptions[v].name);
+      print_line("  %s unset\n", kOptions[v].name);
   }
   char unknown[kUnknownLineMax];  // the library's line for a misspelt UCXTLS_* variable
   size_t nu = format_unknown_line(r.in, r.s, unknown, sizeof unknown);

@@ -292,6 +292,21 @@ def explain_escapes(t):
             m and m.group(1) in out, out + "\nlibrary: " + lib)
 
 
+@case("doctor's text escapes control bytes too (a value, a process's UCX_TLS)")
+def doctor_escapes(t):
+    nasty = "tcp,\x1b[31mred\nMISSING fake\r"
+    rc, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "nixl"), "--value", nasty], env_for(None, preload=False))
+    t.check("--value with ESC, newline, CR: none on stdout, no faked MISSING line",
+            not re.search("[\x1b\r]", out) and not re.search(r"^MISSING fake", out, re.M), repr(out))
+    h = Holder(env_for(None, preload=False, UCX_TLS=nasty))
+    try:
+        rc, out, missing, err = doctor(["--pid", str(h.p.pid)], env_for(None, preload=False))
+    finally:
+        h.close()
+    t.check("--pid of a process whose UCX_TLS has them: none on stdout", not re.search("[\x1b\r]", out)
+            and not re.search(r"^MISSING fake", out, re.M) and "value       tcp,?[31mred?MISSING fake? (" in out, repr(out))
+
+
 @case("doctor --ucx /: paths without a doubled slash")
 def ucx_root(t):
     p = run([CLI, "doctor", "--ucx", "/", "--value", "tcp"], env_for(None, preload=False))
