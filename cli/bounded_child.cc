@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,8 +22,46 @@ long long monotonic_ms() {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+namespace {
+
+// The group of the child now running (0: none), for the handler below.
+volatile sig_atomic_t g_child_group = 0;
+const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// The command is being ended: the child's group goes first (it is not in the terminal's
+// foreground group, so Ctrl-C would not reach it), then the command ends by the same signal.
+void end_with_child(int sig) {
+  if (g_child_group > 0) kill(-pid_t(g_child_group), SIGKILL);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// Installs the handler for the time a child runs; the caller's own dispositions come back after.
+struct Forwarding {
+  struct sigaction old[sizeof kForwarded / sizeof kForwarded[0]];
+  bool ignored[sizeof kForwarded / sizeof kForwarded[0]] = {};
+  Forwarding() {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = end_with_child;
+    sigfillset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; i++) {
+      sigaction(kForwarded[i], nullptr, &old[i]);
+      ignored[i] = old[i].sa_handler == SIG_IGN;  // nohup's SIGHUP stays ignored
+      if (!ignored[i]) sigaction(kForwarded[i], &sa, nullptr);
+    }
+  }
+  ~Forwarding() {
+    g_child_group = 0;
+    for (size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; i++)
+      if (!ignored[i]) sigaction(kForwarded[i], &old[i], nullptr);
+  }
+};
+
+}  // namespace
+
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
-                 bool (*complete)(const std::string &report), ChildRun *r, std::string *err) {
+                 bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
     *err = std::string("pipe2: ") + strerror(errno);
@@ -31,26 +70,41 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   fflush(stdout);
   fflush(stderr);
   const long long start = monotonic_ms(), deadline = start + timeout_ms;
+  Forwarding forwarding;
+  // Blocked across fork, so that the child's group is known to the handler before any of them runs.
+  sigset_t block, saved;
+  sigemptyset(&block);
+  for (int sig : kForwarded) sigaddset(&block, sig);
+  sigprocmask(SIG_BLOCK, &block, &saved);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     *err = std::string("fork: ") + strerror(errno);
+    sigprocmask(SIG_SETMASK, &saved, nullptr);
     close(p[0]), close(p[1]);
     return;
   }
   if (pid == 0) {
     setpgid(0, 0);  // its own group: at the deadline the group goes, with whatever it started
+    // It dies with the command, however the command ends (a SIGKILL cannot be forwarded).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);  // the command is already gone
+    // (execve resets the handlers above to the default; an ignored SIGHUP, as under nohup, stays.)
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     // Above 0-3 first, so that no dup2 below overwrites the other (stdio may have been closed).
     int w = fcntl(p[1], F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
-    if (w < 0 || n4 < 0 || dup2(n4, 0) < 0 || dup2(n4, 1) < 0 || dup2(n4, 2) < 0 || dup2(w, kReportFd) < 0)
+    if (w < 0 || n4 < 0 || dup2(n4, 0) < 0 || dup2(n4, 1) < 0 || dup2(n4, 2) < 0 || dup2(w, report_fd) < 0)
       _exit(126);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     execve(argv[0], argv, envp);
-    dprintf(kReportFd, "!exec %d\n", errno);
+    dprintf(report_fd, "!exec %d\n", errno);
     _exit(127);
   }
+  setpgid(pid, pid);  // as the child does: either may run first
+  g_child_group = pid;
+  sigprocmask(SIG_SETMASK, &saved, nullptr);
   close(p[1]);
   char buf[4096];
   while (r->report.size() < max && !complete(r->report)) {

@@ -21,10 +21,16 @@ struct ChildRun {
 };
 
 // Runs argv[0] (a path) with argv and envp. The report is read until complete(report) is true, the
-// helper closes fd 3, or timeout_ms passes; then the helper has until the deadline to exit, and its
-// group is killed. The helper's own exec failure is reported by the child as "!exec <errno>\n".
+// helper closes fd 3 (report_fd: another descriptor of the child, 1 for a program that answers on
+// stdout), or timeout_ms passes; then the helper has until the deadline to exit, and its group is
+// killed. The helper's own exec failure is reported by the child as "!exec <errno>\n".
+// Nothing outlives the command: while the child runs, SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
+// the command (Ctrl-C, timeout(1), a prolog's time limit) kill the child's group first, then end
+// the command by the same signal; and the child dies with the command however it ends (SIGKILL
+// included: PR_SET_PDEATHSIG).
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
-                 bool (*complete)(const std::string &report), ChildRun *r, std::string *err);
+                 bool (*complete)(const std::string &report), ChildRun *r, std::string *err,
+                 int report_fd = kReportFd);
 
 long long monotonic_ms();
 

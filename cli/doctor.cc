@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "exit.h"
+#include "bounded_child.h"
 #include "report.h"
 #include "util.h"
 #include "ucx_build.h"
@@ -78,40 +79,41 @@ std::vector<char *> child_env(const Environment &env, const std::vector<std::str
   return envp;
 }
 
-// Runs `ucx_info ARG` and gives its stdout.
-bool run_ucx_info(const Environment &env, const char *arg, std::string *out, std::string *err) {
+// The ucx_info that PATH (of env) names, as execvp would find it; "" when none.
+std::string ucx_info_path(const Environment &env) {
+  for (char *const *e = env.envp(); *e; e++) {
+    if (strncmp(*e, "PATH=", 5)) continue;
+    for (const std::string &dir : split(*e + 5, ":"))
+      if (access(((dir.empty() ? "." : dir) + "/ucx_info").c_str(), X_OK) == 0) return (dir.empty() ? "." : dir) + "/ucx_info";
+  }
+  return "";
+}
+
+// Runs `ucx_info ARG` as a bounded child (bounded_child.h: a wedged driver costs timeout_ms and a
+// named failure, and nothing outlives the command) and gives its stdout.
+bool run_ucx_info(const Environment &env, const char *arg, int timeout_ms, std::string *out, std::string *err) {
+  std::string path = ucx_info_path(env);
+  if (path.empty()) return *err = "cannot run ucx_info (not in PATH? Debian/Ubuntu: apt-get install ucx-utils)", false;
   char off[] = "UCXTLS_DISABLE=1";
   std::vector<char *> envp = child_env(env, nullptr, off);
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) < 0) return *err = std::string("pipe: ") + strerror(errno), false;
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) return *err = std::string("fork: ") + strerror(errno), false;
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    int devnull = open("/dev/null", O_WRONLY);
-    if (devnull >= 0) dup2(devnull, 2);  // UCX's own warnings are not the point here
-    char *argv[] = {(char *)"ucx_info", (char *)arg, nullptr};
-    execvpe(argv[0], argv, envp.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  read_all(fds[0], out);
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-    return *err = "cannot run ucx_info (not in PATH? Debian/Ubuntu: apt-get install ucx-utils)", false;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return *err = std::string("ucx_info ") + arg + " failed (status " + std::to_string(status) + ")", false;
+  char *argv[] = {&path[0], const_cast<char *>(arg), nullptr};
+  ChildRun run;
+  run_bounded(argv, envp.data(), timeout_ms, 64 << 20, [](const std::string &) { return false; }, &run, err, 1);
+  if (!err->empty()) return false;
+  if (run.exec_errno) return *err = "cannot run " + path + " (" + strerror(run.exec_errno) + ")", false;
+  if (!run.ended)
+    return *err = path + " " + arg + " gave no answer within " + std::to_string(timeout_ms) +
+                  " ms (a wedged driver?): killed; --timeout-ms sets the bound", false;
+  if (!run.reaped || !WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0)
+    return *err = std::string("ucx_info ") + arg + " failed (status " + std::to_string(run.status) + ")", false;
+  *out = run.report;
   return true;
 }
 
 // Runs `ucx_info -d` and collects its "Transport:" names.
-bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::string *err) {
+bool ucx_transports(const Environment &env, int timeout_ms, std::vector<std::string> *tls, std::string *err) {
   std::string out;
-  if (!run_ucx_info(env, "-d", &out, err)) return false;
+  if (!run_ucx_info(env, "-d", timeout_ms, &out, err)) return false;
   for (const std::string &line : split(out.c_str(), "\n")) {
     size_t k = line.find("Transport:");
     if (line.empty() || line[0] != '#' || k == std::string::npos) continue;
@@ -127,21 +129,13 @@ bool ucx_transports(const Environment &env, std::vector<std::string> *tls, std::
 }
 
 // Which UCX `ucx_info` is: its path in PATH and the version it prints (ucx_info -v).
-std::string ucx_info_identity(const Environment &env) {
-  std::string path = "ucx_info", version, out, err;
-  for (char *const *e = env.envp(); *e; e++) {
-    if (strncmp(*e, "PATH=", 5)) continue;
-    for (const std::string &dir : split(*e + 5, ":"))
-      if (access((dir + "/ucx_info").c_str(), X_OK) == 0) {
-        path = dir + "/ucx_info";
-        break;
-      }
-  }
-  if (run_ucx_info(env, "-v", &out, &err)) {
+std::string ucx_info_identity(const Environment &env, int timeout_ms) {
+  std::string path = ucx_info_path(env), version, out, err;
+  if (run_ucx_info(env, "-v", timeout_ms, &out, &err)) {
     size_t k = out.find("Version ");
     if (k != std::string::npos) version = out.substr(k + 8, out.find('\n', k) - k - 8);
   }
-  return "the one " + path + " runs" + (version.empty() ? "" : " (version " + version + ")");
+  return "the one " + (path.empty() ? std::string("ucx_info") : path) + " runs" + (version.empty() ? "" : " (version " + version + ")");
 }
 
 // The verdict on every name of value, with `served` saying which transports the UCX has: UCX's
@@ -157,7 +151,7 @@ bool judge(const std::string &value, const std::vector<std::string> &have, std::
   bool deny = !items.empty() && items[0] == '^';
   if (deny) items.erase(0, 1);
   if (items.empty()) {
-    printf("MISSING     every transport: an empty list makes UCX fail (\"The TLs list is empty\")\n");
+    print_line("MISSING     every transport: an empty list makes UCX fail (\"The TLs list is empty\")\n");
     return false;
   }
   for (const std::string &item : split(items.c_str(), ",")) {
@@ -174,18 +168,18 @@ bool judge(const std::string &value, const std::vector<std::string> &have, std::
       }
     }
     if (deny && ok) {
-      printf("%-11s %s\n", "denied", item.c_str());
+      print_line("%-11s %s\n", "denied", item.c_str());
     } else if (deny) {
       // Harmless to the context, yet UCX 1.13 (measured) warns about it like an allowed name;
       // the newest UCX does not (docs/design.md, "Facts and sources"). Reported, since it is in
       // the value for nothing.
-      printf("%-11s %s (denied, and not in this UCX: some UCX releases warn about it)\n", "MISSING", item.c_str());
+      print_line("%-11s %s (denied, and not in this UCX: some UCX releases warn about it)\n", "MISSING", item.c_str());
       missing->push_back(item);
     } else if (ok) {
-      printf("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
+      print_line("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
     } else {
       bool blank = item.find_first_of(" \t") != std::string::npos;  // UCX does not trim entries
-      printf("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
+      print_line("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
       missing->push_back(item);
     }
   }
@@ -213,31 +207,33 @@ std::vector<std::string> value_names(const std::string &value) {
 }
 
 // One build (--ucx, or a libucp a process maps): asked, then the value judged against it.
-int doctor_build(const Report &r, const std::string &libucp, const MappedUcx *proc, pid_t pid, size_t index,
-                 const std::string &value, const std::string &source, const char *nothing, int timeout_ms) {
+int doctor_build(const Report &r, const Environment &caller, const std::string &libucp, const MappedUcx *proc, pid_t pid,
+                 size_t index, const std::string &value, const std::string &source, const char *nothing,
+                 const std::string &why, int timeout_ms) {
   char off[] = "UCXTLS_DISABLE=1";
-  std::vector<char *> envp = child_env(r.env, proc ? &proc->env : nullptr, off);
+  std::vector<char *> envp = child_env(caller, proc ? &proc->env : nullptr, off);
   auto b = std::make_unique<UcxBuild>();
   std::string err;
   if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err)) return fail(kFailed, "doctor: " + err);
-  printf("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
+  print_line("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
   if (proc)
-    printf("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
-  if (nothing) printf("%s\n", nothing);
-  else printf("value       %s (%s)\n", value.c_str(), source.c_str());
+    print_line("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
+  if (nothing) print_line("%s\n", nothing);
+  else print_line("value       %s (%s)\n", value.c_str(), source.c_str());
+  if (!why.empty()) print_line("library     %s", why.c_str());  // the line its libucxtls.so prints with UCXTLS_DEBUG=1
   std::string list;
   for (const std::string &t : b->transports) list += (list.empty() ? "" : ", ") + t;
-  printf("this UCX    %s (registered by its libuct and the modules it loaded from %s)\n",
+  print_line("this UCX    %s (registered by its libuct and the modules it loaded from %s)\n",
          list.empty() ? "no transport" : list.c_str(), b->module_dir.empty() ? "?" : b->module_dir.c_str());
   for (const UcxModule &m : b->modules)
-    if (m.state == "error") printf("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
-    else if (m.state == "not-loaded") printf("module      %s loads, but UCX did not load it (UCX_MODULES?)\n", m.path.c_str());
+    if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
+    else if (m.state == "not-loaded") print_line("module      %s loads, but UCX did not load it (UCX_MODULES?)\n", m.path.c_str());
   std::vector<std::string> missing;
   const bool empty = !nothing && !judge(value, b->transports, &missing);
   bool serious = false;
   const std::vector<std::string> problems = build_problems(*b, nothing ? std::vector<std::string>() : value_names(value),
                                                            r.family, rdma_kind(r.f), &serious);
-  for (const std::string &p : problems) printf("build       %s\n", p.c_str());
+  for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
   if (empty) return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
   if (!missing.empty()) return missing_status(missing);
   if (serious) return fail(kFailed, "doctor: " + problems[0]);
@@ -271,8 +267,8 @@ int cmd_doctor(int argc, char **argv) {
   if (timeout_text) {
     char *end = nullptr;
     long t = strtol(timeout_text, &end, 10);
-    if (!*timeout_text || *end || t < 1 || t > 600000 || !build_mode)
-      return fail(kUsage, std::string("doctor: --timeout-ms wants a number of milliseconds (1..600000) and --ucx or --pid") + usage);
+    if (!*timeout_text || *end || t < 1 || t > 600000)
+      return fail(kUsage, std::string("doctor: --timeout-ms wants a number of milliseconds (1..600000)") + usage);
     timeout_ms = int(t);
   }
   long pid = 0;
@@ -300,51 +296,89 @@ int cmd_doctor(int argc, char **argv) {
   const char *tmpl_option = "--template";  // the option the user typed, named in its error
   if (explicit_value && strchr(explicit_value, '{')) tmpl = explicit_value, explicit_value = nullptr, tmpl_option = "--value";
   auto r = std::make_unique<Report>();
-  std::string value, source, nothing;
-  const char *pid_value = nullptr;  // the process's own UCX_TLS, as it was at its start
-  if (pid_text && !explicit_value && !tmpl)
-    for (const std::string &e : proc->env)
-      if (!e.compare(0, 8, "UCX_TLS=")) pid_value = e.c_str() + 8;
-  if (explicit_value || pid_value) {
-    value = explicit_value ? explicit_value : pid_value;
-    source = explicit_value ? "--value" : "UCX_TLS in the environment process " + std::to_string(pid) + " started with";
+  Environment caller;  // the children's (ucx_info, the helper): this command's own at exec
+  caller.load();
+  std::string value, source, nothing, why;
+  if (pid_text) {
+    // That process's start environment, as the library in it read it (docs/command.md, "doctor
+    // --pid"): its settings, visibility variables and UCX_TLS decide, not the caller's.
+    if (!proc->env_read && !explicit_value)
+      return fail(kFailed, "doctor: cannot read /proc/" + std::to_string(pid) +
+                               "/environ: the value that process started with is unknown; name one with --value");
+    if (proc->env_read) {
+      r->env.assign(proc->env);
+      evaluate_loaded(r.get(), proc->secure, tmpl);
+    } else {
+      evaluate(r.get(), tmpl);
+    }
+  } else if (explicit_value) {
     if (build_mode) evaluate(r.get());  // this node's family and RDMA, for the build's problems
     else r->env.load();
   } else {
     evaluate(r.get(), tmpl);
+  }
+  const std::string who = "process " + std::to_string(pid);
+  if (explicit_value) {
+    value = explicit_value;
+    source = "--value";
+  } else {
     if (r->d.error && tmpl && r->s.invalid_var == kTemplate)  // the option's text, not UCXTLS_TEMPLATE's
       return fail(kFailed, std::string("doctor: ") + tmpl_option + " '" + tmpl + "' " + r->s.invalid_why);
-    if (r->d.error) {
+    const bool library_ran = pid_text && !tmpl && !proc->ucxtls.empty() && !proc->secure;
+    if (r->d.error && !pid_text) {
       fputs(library_line(*r).c_str(), stderr);
       return kFailed;
     }
-    const char *v = effective_value(r->in, r->d);
+    // The value: the decision's (the library's, here or in that process), or, in a process the
+    // library did not run in (not loaded, or secure execution), UCX_TLS as it started.
+    const char *v = !pid_text || tmpl || library_ran ? effective_value(r->in, r->d) : nullptr;
+    if (pid_text && !tmpl && !library_ran)
+      for (const std::string &e : proc->env)
+        if (!e.compare(0, 8, "UCX_TLS=")) v = e.c_str() + 8;
+    if (library_ran) why = library_line(*r);
+    const char *started = r->in.get(kUcxTls);
     if (!v && r->f.ucx_conf.value == Tri::yes) {
-      nothing = std::string("UCX_TLS is not in the environment: UCX takes it from ") + r->f.ucx_conf.evidence +
-                "; check that value with --value";
+      nothing = std::string("UCX_TLS is not in the environment") + (pid_text ? " of " + who : std::string()) +
+                ": UCX takes it from " + r->f.ucx_conf.evidence + "; check that value with --value";
+    } else if (!v && pid_text && !library_ran) {
+      nothing = "UCX_TLS is not in the environment " + who + " started with, and " +
+                (proc->secure ? "it runs with secure execution (its libucxtls.so read nothing)" : "no libucxtls.so is loaded in it") +
+                ": UCX uses every transport it has; nothing to check";
     } else if (!v) {
-      nothing = std::string("UCX_TLS stays unset here (") + action_name(r->d.action) +
+      nothing = std::string("UCX_TLS stays unset ") + (pid_text ? "in " + who : std::string("here")) + " (" +
+                action_name(r->d.action) + (r->d.action == Action::clear ? ": the inherited pair is removed" : "") +
                 "): UCX uses every transport it has; nothing to check";
     } else {
       value = v;
-      source = tmpl ? std::string("composed here from ") + tmpl
-                    : r->d.action == Action::set      ? "derived by ucxtls"
-                    : r->d.action == Action::repair ? "UCX_TLS as set, repaired by UCXTLS_REPAIR=1"
-                                                    : "UCX_TLS as set";
+      if (tmpl) {
+        source = std::string("composed ") + (pid_text ? "in the environment " + who + " started with" : "here") + " from " + tmpl;
+      } else if (pid_text && !library_ran) {
+        source = "UCX_TLS in the environment " + who + " started with; " +
+                 (proc->secure ? "secure execution: its libucxtls.so read nothing" : "no libucxtls.so in it changed it");
+      } else if (pid_text) {
+        source = r->d.action == Action::set ? (started ? "derived again by its libucxtls.so: the UCX_TLS it started with was an inherited pair"
+                                                       : "derived by its libucxtls.so from the environment it started with")
+                 : r->d.action == Action::repair ? "UCX_TLS it started with, repaired by its UCXTLS_REPAIR=1"
+                                                 : "UCX_TLS in the environment " + who + " started with, kept by its libucxtls.so";
+      } else {
+        source = r->d.action == Action::set      ? "derived by ucxtls"
+                 : r->d.action == Action::repair ? "UCX_TLS as set, repaired by UCXTLS_REPAIR=1"
+                                                 : "UCX_TLS as set";
+      }
     }
   }
 
   if (build_mode) {
     int status = 0;
     for (size_t i = 0; i < libucps.size(); i++) {
-      int s = doctor_build(*r, libucps[i], pid_text ? proc.get() : nullptr, pid_t(pid), i, value, source,
-                           nothing.empty() ? nullptr : nothing.c_str(), timeout_ms);
+      int s = doctor_build(*r, caller, libucps[i], pid_text ? proc.get() : nullptr, pid_t(pid), i, value, source,
+                           nothing.empty() ? nullptr : nothing.c_str(), why, timeout_ms);
       status = status ? status : s;
     }
     return status;
   }
   if (!nothing.empty()) {
-    printf("%s\n", nothing.c_str());
+    print_line("%s\n", nothing.c_str());
     return 0;
   }
   std::vector<std::string> have;
@@ -353,12 +387,12 @@ int cmd_doctor(int argc, char **argv) {
   if (!r->in.secure && (explicit_value ? getenv(kOptions[kSysroot].name) : r->in.get(kSysroot)))
     fprintf(stderr, "ucxtls: doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info -d) is this machine's, not the "
                     "replayed machine's\n");
-  if (!ucx_transports(r->env, &have, &err)) return fail(kUsage, "doctor: " + err);
+  if (!ucx_transports(caller, timeout_ms, &have, &err)) return fail(kUsage, "doctor: " + err);
   std::string list;
   for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
-  printf("UCX         %s\n", ucx_info_identity(r->env).c_str());
-  printf("value       %s (%s)\n", value.c_str(), source.c_str());
-  printf("this UCX    %s (ucx_info -d)\n", list.c_str());
+  print_line("UCX         %s\n", ucx_info_identity(caller, timeout_ms).c_str());
+  print_line("value       %s (%s)\n", value.c_str(), source.c_str());
+  print_line("this UCX    %s (ucx_info -d)\n", list.c_str());
   std::vector<std::string> missing;
   if (!judge(value, have, &missing))
     return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");

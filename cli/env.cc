@@ -21,16 +21,16 @@ namespace {
 // per line: Slurm unsets the rest of the line as a single name).
 enum class EnvFormat { sh, slurm };
 
-void print_env(EnvFormat fmt, const char *value) {
-  if (fmt == EnvFormat::slurm) {
-    if (value) printf("export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n", value, value);
-    else printf("unset UCX_TLS\nunset UCXTLS_DERIVED\n");
-  } else if (value) {
-    std::string q = shell_quote(value);
-    printf("export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n", q.c_str(), q.c_str());
-  } else {
-    printf("unset UCX_TLS UCXTLS_DERIVED\n");
+// value: UCX_TLS to export; derived: it is ours, so UCXTLS_DERIVED marks it (a set), or not (a
+// repair is the user's value, rewritten: the library writes UCX_TLS alone). NULL: both go.
+void print_env(EnvFormat fmt, const char *value, bool derived) {
+  if (!value) {
+    fputs(fmt == EnvFormat::slurm ? "unset UCX_TLS\nunset UCXTLS_DERIVED\n" : "unset UCX_TLS UCXTLS_DERIVED\n", stdout);
+    return;
   }
+  const std::string v = fmt == EnvFormat::slurm ? std::string(value) : shell_quote(value);
+  printf("export UCX_TLS=%s\n", v.c_str());
+  if (derived) printf("export UCXTLS_DERIVED=%s\n", v.c_str());
 }
 
 }  // namespace
@@ -47,20 +47,22 @@ int cmd_env(int argc, char **argv) {
   if (r->d.error) {
     fputs(library_line(*r).c_str(), stderr);
     // As the library does: an inherited value of ours goes even when a setting is invalid.
-    if (r->d.action == Action::clear) print_env(fmt, nullptr);
+    if (r->d.action == Action::clear) print_env(fmt, nullptr, false);
     return kFailed;
   }
   if (r->s.debug) fputs(library_line(*r).c_str(), stderr);  // as the library would say it
-  // keep, skip, or set to what the shell has (re-derived to the same value): the shell is right.
+  // keep, skip, or set (or repair) to what the shell has: the shell is right.
   if (!env_needs_write(r->in, r->d)) return 0;
-  if (r->d.action == Action::set) {
-    // A value is composed from a validated template (names, commas, ':aux', '^'), so it never
-    // holds a line break that would end Slurm's line early; refuse rather than print half a value.
+  if (r->d.action == Action::set || r->d.action == Action::repair) {
+    // What the library writes: a set is UCX_TLS with UCXTLS_DERIVED; a repair (UCXTLS_REPAIR=1)
+    // rewrites the user's UCX_TLS alone, never deleting it. A value is composed or repaired from
+    // validated names (commas, ':aux', '^'), yet a kept value's other entries are the user's
+    // bytes: one with a line break would end Slurm's line early; refuse rather than print half.
     if (fmt == EnvFormat::slurm && strpbrk(r->d.value, "\n\r"))
       return fail(kFailed, "env: the value holds a line break; a Slurm TaskProlog line cannot carry it");
-    print_env(fmt, r->d.value);
+    print_env(fmt, r->d.value, r->d.action == Action::set);
   } else {  // clear
-    print_env(fmt, nullptr);
+    print_env(fmt, nullptr, false);
   }
   return 0;
 }

@@ -27,5 +27,13 @@ void Environment::load() {
   vars.push_back(nullptr);
 }
 
+void Environment::assign(const std::vector<std::string> &entries) {
+  raw.clear();
+  vars.clear();
+  for (const std::string &e : entries) raw.append(e).push_back('\0');
+  for (size_t i = 0; i < raw.size(); i += strlen(&raw[i]) + 1) vars.push_back(&raw[i]);
+  vars.push_back(nullptr);
+}
+
 }  // namespace cli
 }  // namespace ucxtls

@@ -15,6 +15,8 @@ struct Environment {
   std::string raw;
   std::vector<char *> vars;  // NULL-terminated, pointing into raw (or into environ)
   void load();
+  // Another process's environment (`doctor --pid`: its /proc/PID/environ, NAME=value each).
+  void assign(const std::vector<std::string> &entries);
   char *const *envp() const { return vars.data(); }
 };
 

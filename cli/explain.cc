@@ -105,57 +105,60 @@ std::string left_out_note(const Report &r) {
 void explain_text(const Report &r) {
   const Decision &d = r.d;
   const char *value = effective_value(r.in, d);
-  printf("action    %s\n", action_name(d.action));
+  print_line("action    %s\n", action_name(d.action));
   if (d.action == Action::set)
-    printf("UCX_TLS   %s (written with UCXTLS_DERIVED)\n", value);
+    print_line("UCX_TLS   %s (written with UCXTLS_DERIVED)\n", value);
   else if (d.action == Action::repair)
-    printf("UCX_TLS   %s (repaired from %s by UCXTLS_REPAIR=1; no UCXTLS_DERIVED)\n", value,
+    print_line("UCX_TLS   %s (repaired from %s by UCXTLS_REPAIR=1; no UCXTLS_DERIVED)\n", value,
            shell_quote(r.in.get(kUcxTls)).c_str());
   else if (d.action == Action::clear)
-    printf("UCX_TLS   unset (the inherited UCX_TLS and UCXTLS_DERIVED are removed)\n");
+    print_line("UCX_TLS   unset (the inherited UCX_TLS and UCXTLS_DERIVED are removed)\n");
   else if (value)
-    printf("UCX_TLS   %s (left as it is)\n", value);
+    print_line("UCX_TLS   %s (left as it is)\n", value);
   else if (r.f.ucx_conf.value == Tri::yes)
-    printf("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf.evidence);
+    print_line("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf.evidence);
   else
-    printf("UCX_TLS   unset (UCX uses its default, all)\n");
+    print_line("UCX_TLS   unset (UCX uses its default, all)\n");
   const std::string warning = kept_value_warning(r);
-  if (!warning.empty()) printf("warning   %s\n", warning.c_str());
+  if (!warning.empty()) print_line("warning   %s\n", warning.c_str());
   const std::string note = left_out_note(r);
-  if (!note.empty()) printf("note      %s\n", note.c_str());
+  if (!note.empty()) print_line("note      %s\n", note.c_str());
   const bool composed = r.d.action == Action::set || r.d.action == Action::repair;
-  printf("family    %s (%s)\n", family_name(r.family),
+  print_line("family    %s (%s)\n", family_name(r.family),
          !r.family_decided ? "what the probe sees; the decision did not need it"
          : composed                     ? "the value is composed for it"
          : r.family == Family::none     ? "no GPU family found: nothing is composed"
                                         : "the decision's; nothing is written");
-  printf("template  %s (%s)\n", r.s.tmpl, r.s.template_from_user ? "UCXTLS_TEMPLATE" : "default");
-  printf("reasons\n");
-  for (const std::string &reason : reasons(r)) printf("  - %s\n", reason.c_str());
+  print_line("template  %s (%s)\n", r.s.tmpl, r.s.template_from_user ? "UCXTLS_TEMPLATE" : "default");
+  print_line("reasons\n");
+  for (const std::string &reason : reasons(r)) print_line("  - %s\n", reason.c_str());
   if (r.in.secure) return;  // nothing else was read
-  printf("evidence\n");
-  printf("  rdma      %-10s %s\n", r.f.rdma.value == Tri::yes ? rdma_transports(rdma_kind(r.f)) : tri_word(r.f.rdma.value, r.f.rdma.error),
-         r.f.rdma.evidence);
-  printf("  ucx.conf  %-10s %s\n", r.f.ucx_conf.value == Tri::yes ? "UCX_TLS" : tri_word(r.f.ucx_conf.value, r.f.ucx_conf.error),
-         r.f.ucx_conf.evidence);
+  print_line("evidence\n");
+  print_line("  rdma      %-10s %s\n", r.shown.rdma.value == Tri::yes ? rdma_transports(rdma_kind(r.shown)) : tri_word(r.shown.rdma.value, r.shown.rdma.error),
+         r.shown.rdma.evidence);
+  print_line("  ucx.conf  %-10s %s\n", r.shown.ucx_conf.value == Tri::yes ? "UCX_TLS" : tri_word(r.shown.ucx_conf.value, r.shown.ucx_conf.error),
+         r.shown.ucx_conf.evidence);
   if (r.s.tier == ProbeTier::driver)
-    printf("  driver    %-10s %s\n", r.f.driver.value == Tri::yes ? "saved" : "none", r.f.driver.evidence);
-  if (r.s.tier == ProbeTier::driver && r.f.driver.value != Tri::yes)  // how to create it
-    printf("            `ucxtls probe --save` asks the drivers and saves their answer for this node (docs/driver-probe.md)\n");
+    print_line("  driver    %-10s %s\n", r.shown.driver.value == Tri::yes ? "saved" : "none", r.shown.driver.evidence);
+  if (r.s.tier == ProbeTier::driver && r.shown.driver.value != Tri::yes)  // how to create it
+    print_line("            `ucxtls probe --save` asks the drivers and saves their answer for this node (docs/driver-probe.md)\n");
   for (Family fam : kShown) {
-    const FamilyFact &ff = r.f.family[int(fam)];
-    printf("  %-9s %-10s %s\n", family_name(fam),
+    const FamilyFact &ff = r.shown.family[int(fam)];
+    print_line("  %-9s %-10s %s\n", family_name(fam),
            ff.value == Tri::yes ? "visible" : ff.value == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
            ff.evidence);
   }
-  printf("variables\n");
+  if (!r.listing_differs.empty())  // evidence only: the answer is the library's (report.h)
+    print_line("  listing   every device listed, this read otherwise (files the library's probe does not read; "
+           "shown above is what it read): %s\n", r.listing_differs.c_str());
+  print_line("variables\n");
   for (int v = 0; v < kVarCount; v++) {
     const char *val = r.in.get(Var(v));
-    if (val) printf("  %s=%s\n", kOptions[v].name, shell_quote(val).c_str());
+    if (val) print_line("  %s=%s\n", kOptions[v].name, shell_quote(val).c_str());
     else if (v < kOwnVarCount && strcmp(kOptions[v].def, "-") && strcmp(kOptions[v].def, "unset"))
-      printf("  %s unset (default %s)\n", kOptions[v].name, kOptions[v].def);
+      print_line("  %s unset (default %s)\n", kOptions[v].name, kOptions[v].def);
     else
-      printf("  %s unset\n", kOptions[v].name);
+      print_line("  %s unset\n", kOptions[v].name);
   }
   char unknown[kUnknownLineMax];  // the library's line for a misspelt UCXTLS_* variable
   size_t nu = format_unknown_line(r.in, r.s, unknown, sizeof unknown);
@@ -190,16 +193,16 @@ void explain_json(const Report &r) {
   line.pop_back();  // the newline
   o += ",\"line\":" + json_str(line.c_str());
   o += ",\"evidence\":{";
-  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.f.rdma.value)) + ",\"transports\":" +
-       json_str(rdma_transports(rdma_kind(r.f))) + ",\"error\":" + json_str(r.f.rdma.error ? errno_name(r.f.rdma.error) : nullptr) +
-       ",\"evidence\":" + json_str(r.f.rdma.evidence) + "}";
-  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.f.ucx_conf.value)) +
-       ",\"evidence\":" + json_str(r.f.ucx_conf.evidence) + "}";
+  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.shown.rdma.value)) + ",\"transports\":" +
+       json_str(rdma_transports(rdma_kind(r.shown))) + ",\"error\":" + json_str(r.shown.rdma.error ? errno_name(r.shown.rdma.error) : nullptr) +
+       ",\"evidence\":" + json_str(r.shown.rdma.evidence) + "}";
+  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.shown.ucx_conf.value)) +
+       ",\"evidence\":" + json_str(r.shown.ucx_conf.evidence) + "}";
   if (r.s.tier == ProbeTier::driver)
-    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.f.driver.value)) +
-         ",\"evidence\":" + json_str(r.f.driver.evidence) + "}";
+    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.shown.driver.value)) +
+         ",\"evidence\":" + json_str(r.shown.driver.evidence) + "}";
   for (Family fam : kShown) {
-    const FamilyFact &ff = r.f.family[int(fam)];
+    const FamilyFact &ff = r.shown.family[int(fam)];
     o += ",\"" + std::string(family_name(fam)) + "\":{\"visible\":" + json_tri(ff.value) +
          ",\"present\":" + std::to_string(ff.present) + ",\"visible_count\":" + std::to_string(ff.visible_n) +
          ",\"error\":" + json_str(ff.error ? errno_name(ff.error) : nullptr) +

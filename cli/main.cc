@@ -35,7 +35,7 @@ const Flag kDoctorFlags[] = {{"--value", "V", "check the value V instead of the 
                              {"--template", "T", "check what template T composes to on this node"},
                              {"--ucx", "PATH", "judge the UCX build at PATH (a libucp, a prefix, a wheel's .libs)"},
                              {"--pid", "PID", "judge the UCX that process PID has mapped"},
-                             {"--timeout-ms", "MS", "bound on the helper that asks the build (default 20000)"},
+                             {"--timeout-ms", "MS", "bound on ucx_info, or on the helper that asks the build (default 20000)"},
                              {nullptr, nullptr, nullptr}};
 const Flag kProbeFlags[] = {{"--save", nullptr, "store the answer for this node (UCXTLS_CACHE_DIR)"},
                             {nullptr, nullptr, nullptr}};
@@ -45,19 +45,24 @@ const Command kCommands[] = {
      "Prints the decision the library makes in a process started from this shell on this machine: "
      "the action, the value, the reasons, the RDMA devices, the ucx.conf findings, each GPU family's "
      "devices (visibility variables applied), every variable read, and the library's own one-line "
-     "summary. --json prints the same as one JSON object.",
+     "summary. It decides with the library's own probe options; listing every device adds evidence, "
+     "never changes the answer. Control bytes from variables are shown as '?', as in the library's "
+     "line. --json prints the same as one JSON object.",
      kExplainFlags, false, cmd_explain},
     {"env", "[--format=sh|slurm]",
      "shell text for eval \"$(ucxtls env)\": export or unset UCX_TLS;\n"
      "slurm: the unquoted export/unset lines a Slurm TaskProlog prints",
      "Prints export (or unset) lines for UCX_TLS and UCXTLS_DERIVED, for launch scripts that do not "
-     "preload the library; nothing when the environment is already right. --format=slurm prints "
+     "preload the library; nothing when the environment is already right. A repair "
+     "(UCXTLS_REPAIR=1) is export UCX_TLS alone, as the library writes it. --format=slurm prints "
      "unquoted export NAME=value lines and one unset NAME per line, the form a Slurm TaskProlog's "
      "output takes.",
      kEnvFlags, false, cmd_env},
     {"run", "[--] COMMAND...", "exec COMMAND with libucxtls.so added to LD_PRELOAD",
-     "Execs COMMAND with the library installed beside this command appended to LD_PRELOAD (other "
-     "entries are kept, first: an AddressSanitizer runtime must be). The exit status is COMMAND's.",
+     "Execs COMMAND with the library installed beside this command appended to LD_PRELOAD (the "
+     "entries ld.so would use are kept, first: with several LD_PRELOAD variables, the last one's; "
+     "an AddressSanitizer runtime must be first, and one that COMMAND names in its DT_NEEDED is put "
+     "first). The exit status is COMMAND's.",
      kNoFlags, true, cmd_run},
     {"doctor", "[--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS]",
      "check that the local UCX (ucx_info -d) serves every transport of\n"
@@ -70,9 +75,11 @@ const Command kCommands[] = {
      "cannot serve; UCX would print a \"not available\" warning on stdout in every process. "
      "With --ucx PATH it judges the build at PATH instead (a libucp shared object of any name, or a "
      "directory holding one: a prefix, its lib or lib64, a wheel's .libs), with --pid PID the UCX "
-     "that running process has mapped (/proc/PID/maps; the value is its own UCX_TLS when it was "
-     "started with one). The build is asked in the helper ucxtls-ucx-query, a child killed after "
-     "MS milliseconds (default 20000); no ucx_info is needed. The first line names the UCX and its "
+     "that running process has mapped (/proc/PID/maps; the value is what the library in it decided "
+     "from the environment it started with, /proc/PID/environ, or its UCX_TLS as it started when no "
+     "libucxtls.so is loaded in it; the library's own line says why). The build is asked in the "
+     "helper ucxtls-ucx-query, no ucx_info is needed; ucx_info and the helper are children killed "
+     "after MS milliseconds (default 20000), or as soon as doctor is interrupted. The first line names the UCX and its "
      "version; what the build cannot do whatever UCX_TLS says (no ze_copy, cuda_copy or rocm_copy "
      "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1.",
      kDoctorFlags, false, cmd_doctor},

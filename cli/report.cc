@@ -7,31 +7,75 @@
 namespace ucxtls {
 namespace cli {
 
+namespace {
+
+// One fact for the evidence: the full listing's, which counts every device, where it saw what the
+// library's probe saw (same value, same error); else the library's, which the decision used.
+template <typename F>
+void show(const char *name, const F &decided, const F &listed, F *out, std::string *differs) {
+  const bool same = decided.value == listed.value && decided.error == listed.error;
+  *out = same ? listed : decided;
+  if (!same && fact_state(decided) != FactState::to_probe)
+    *differs += std::string(differs->empty() ? "" : "; ") + name + ": " + listed.evidence;
+}
+
+}  // namespace
+
 void evaluate(Report *r, const char *tmpl) {
   r->env.load();
-  load(r->env.envp(), &r->in, &r->s, tmpl);  // as the library: secure execution reads nothing
-  // Exhaustive listing changes what is counted for the evidence, never the answer (the
-  // enumeration bounds only stop early once the answer is known).
-  ProbeOptions all;
-  all.exhaustive = true;
-  run_ladder(r->in, r->s, all, &r->f, &r->d);
+  evaluate_loaded(r, false, tmpl);
+}
+
+void evaluate_loaded(Report *r, bool secure, const char *tmpl) {
+  if (secure) {
+    char *none[] = {nullptr};  // as that process's library: secure execution reads nothing
+    load(none, &r->in, &r->s, tmpl);
+    r->in.secure = true;
+  } else {
+    load(r->env.envp(), &r->in, &r->s, tmpl);  // as the library: secure execution reads nothing
+  }
+  // The library's probe options (docs/design.md, "One decision"): its enumeration bounds stop as
+  // soon as the answer is known, and a file it never reads cannot change its answer, so neither
+  // may it change the command's. Evidence on: the words are what the debug line prints.
+  ProbeOptions lib;
+  lib.evidence = true;
+  run_ladder(r->in, r->s, lib, &r->f, &r->d);
+  r->shown = r->f;
   if (r->in.secure) return;
-  // Evidence for the facts the ladder did not need; the decision above is final.
+  // Facts the ladder did not need, probed the same way (display only: the decision is final).
   const Need rest[] = {Need::rdma, Need::ucx_conf, Need::driver, Need::cuda, Need::rocm, Need::ze};
   for (Need n : rest) {
     if (n == Need::driver && r->s.tier != ProbeTier::driver) continue;
-    if (need_state(r->f, n) == FactState::to_probe) probe(n, r->in, r->s, all, &r->f);
+    if (need_state(r->f, n) == FactState::to_probe) probe(n, r->in, r->s, lib, &r->f);
   }
   // The family: the decision's, or, when it did not need one (UCX_TLS already set, no RDMA with
   // the default template, a ucx.conf, the library off, an invalid setting), the core's answer to
-  // the family question alone on this machine (display only: the decision stands as made).
+  // the family question alone on this machine, probed as the library would probe it (display
+  // only: the decision stands as made).
   r->family_decided = r->d.family_known;
   if (r->d.family_known) {
     r->family = r->d.family;
   } else {
     auto f = std::make_unique<Facts>(r->f);
-    r->family = probe_family(r->in, r->s, all, f.get());
+    r->family = probe_family(r->in, r->s, lib, f.get());
   }
+  // The evidence: every device listed (counts, the first of each kind), read on top of the facts
+  // above; where the listing saw otherwise (a file the library never reads could not be read),
+  // the library's fact is shown, and listing_differs says so.
+  ProbeOptions all;
+  all.exhaustive = true;
+  auto listed = std::make_unique<Facts>();
+  for (Need n : rest) {
+    if (n == Need::driver && r->s.tier != ProbeTier::driver) continue;
+    probe(n, r->in, r->s, all, listed.get());
+  }
+  r->shown = r->f;
+  show("rdma", r->f.rdma, listed->rdma, &r->shown.rdma, &r->listing_differs);
+  if (r->shown.rdma.value == listed->rdma.value && r->shown.rdma.error == listed->rdma.error)
+    r->shown.rdma_mlx5 = listed->rdma_mlx5;
+  show("ucx.conf", r->f.ucx_conf, listed->ucx_conf, &r->shown.ucx_conf, &r->listing_differs);
+  for (int fam = 0; fam < kFamilies; fam++)
+    show(family_name(Family(fam)), r->f.family[fam], listed->family[fam], &r->shown.family[fam], &r->listing_differs);
 }
 
 std::string library_line(const Report &r) {

@@ -19,16 +19,23 @@ struct Report {
   Environment env;
   Inputs in;
   Settings s;
-  Facts f;
+  Facts f;       // what the decision read, probed with the library's own options (then the rest)
+  Facts shown;   // the evidence to print: every device listed where that agrees with f (evaluate)
+  std::string listing_differs;  // "rdma: what the full listing saw", where it saw otherwise than the library
   Decision d;
   Family family = Family::none;  // see family_decided
   bool family_decided = false;   // true: the decision chose it; false: shown for information
 };
 
-// Reads the environment, decides as the library would (every device listed, for the evidence),
-// then probes the facts the decision did not need. tmpl: a template to decide with instead of the
+// Reads the environment (this process's at exec), decides exactly as the library would, with its
+// probe options (the enumeration bounds included), then probes the facts the decision did not need
+// and, for the evidence alone, lists every device. tmpl: a template to decide with instead of the
 // environment's UCX_TLS and UCXTLS_TEMPLATE (`doctor --template`).
 void evaluate(Report *r, const char *tmpl = nullptr);
+
+// The same for an environment already in r->env (`doctor --pid`: the process's start environment);
+// secure: that process ran with secure execution (AT_SECURE), so its library read no variable.
+void evaluate_loaded(Report *r, bool secure, const char *tmpl = nullptr);
 
 // The library's own stderr line for this decision (lines.h format_line), with its newline.
 std::string library_line(const Report &r);

@@ -1,6 +1,8 @@
 // `ucxtls run [--] COMMAND [ARGS...]`: exec COMMAND with libucxtls.so, the one installed with this
 // command, added at the end of LD_PRELOAD.
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +48,79 @@ bool preload_has(const char *list, const std::string &lib) {
   return false;
 }
 
+// The program execvp would run for name: itself when it has a slash, else the first executable in
+// PATH (the caller's; "/bin:/usr/bin" when unset, as execvp). "" when none.
+std::string program_path(const char *name) {
+  if (strchr(name, '/')) return name;
+  const char *path = getenv("PATH");
+  for (const std::string &dir : split(path ? path : "/bin:/usr/bin", ":")) {
+    std::string p = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+// The DT_NEEDED names of an ELF file of this machine's byte order (32 or 64 bits); none for
+// anything else (a script, a file it cannot read).
+template <typename Ehdr, typename Phdr, typename Dyn>
+std::vector<std::string> needed_of(int fd) {
+  std::vector<std::string> out;
+  Ehdr eh;
+  if (pread(fd, &eh, sizeof eh, 0) != ssize_t(sizeof eh) || eh.e_phentsize != sizeof(Phdr) || eh.e_phnum > 512) return out;
+  std::vector<Phdr> ph(eh.e_phnum);
+  const ssize_t phsize = ssize_t(sizeof(Phdr) * eh.e_phnum);
+  if (pread(fd, ph.data(), size_t(phsize), off_t(eh.e_phoff)) != phsize) return out;
+  const Phdr *dynamic = nullptr;
+  for (const Phdr &p : ph)
+    if (p.p_type == PT_DYNAMIC) dynamic = &p;
+  if (!dynamic || dynamic->p_filesz > (1 << 20)) return out;
+  std::vector<Dyn> dyn(dynamic->p_filesz / sizeof(Dyn));
+  const ssize_t dynsize = ssize_t(dyn.size() * sizeof(Dyn));
+  if (pread(fd, dyn.data(), size_t(dynsize), off_t(dynamic->p_offset)) != dynsize) return out;
+  unsigned long long strtab = 0, strsz = 0;
+  for (const Dyn &d : dyn) {
+    if (d.d_tag == DT_STRTAB) strtab = d.d_un.d_ptr;
+    if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
+  }
+  off_t stroff = -1;  // the string table's address, as a file offset (the segment that holds it)
+  for (const Phdr &p : ph)
+    if (p.p_type == PT_LOAD && strtab >= p.p_vaddr && strtab < p.p_vaddr + p.p_filesz) stroff = off_t(p.p_offset + (strtab - p.p_vaddr));
+  if (stroff < 0) return out;
+  for (const Dyn &d : dyn) {
+    if (d.d_tag == DT_NULL) break;
+    if (d.d_tag != DT_NEEDED || d.d_un.d_val >= strsz) continue;
+    char name[256] = {};
+    if (pread(fd, name, sizeof name - 1, stroff + off_t(d.d_un.d_val)) > 0) out.emplace_back(name);
+  }
+  return out;
+}
+
+std::vector<std::string> elf_needed(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  unsigned char ident[EI_NIDENT] = {};
+  std::vector<std::string> out;
+  const unsigned char data = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  if (pread(fd, ident, sizeof ident, 0) == ssize_t(sizeof ident) && !memcmp(ident, ELFMAG, SELFMAG) && ident[EI_DATA] == data) {
+    if (ident[EI_CLASS] == ELFCLASS64) out = needed_of<Elf64_Ehdr, Elf64_Phdr, Elf64_Dyn>(fd);
+    else if (ident[EI_CLASS] == ELFCLASS32) out = needed_of<Elf32_Ehdr, Elf32_Phdr, Elf32_Dyn>(fd);
+  }
+  close(fd);
+  return out;
+}
+
+// AddressSanitizer's runtime, when the program links it dynamically (gcc's default: NEEDED
+// libasan.so.N; clang's -shared-libsan: libclang_rt.asan-<arch>.so). It must be the first library
+// of the process, and ld.so puts every LD_PRELOAD entry before NEEDED ones: so it goes first in
+// LD_PRELOAD, by the name the program gives it (ld.so finds it as it would have). "" when none.
+std::string asan_runtime(const char *program) {
+  const std::string path = program_path(program);
+  if (path.empty()) return "";
+  for (const std::string &n : elf_needed(path))
+    if (!n.compare(0, 10, "libasan.so") || !n.compare(0, 16, "libclang_rt.asan")) return n;
+  return "";
+}
+
 // The library as an LD_PRELOAD entry can name it: 0, or the failure's exit status after its line.
 int preload_library(const char *cmd, std::string *lib) {
   std::string looked;
@@ -66,28 +141,35 @@ int cmd_run(int argc, char **argv) {
   std::string lib;
   if (int status = preload_library("run", &lib)) return status;
 
-  // The caller's environment as it was at exec (see Environment), with the library after any
-  // LD_PRELOAD entries already there: AddressSanitizer refuses to start unless its runtime is
-  // first (a user's LD_PRELOAD=libasan.so), and the library exports nothing, so its place in the
-  // list decides nothing else (docs/install.md, "AddressSanitizer").
+  // The caller's environment as it was at exec (see Environment), with the library after the
+  // LD_PRELOAD entries that ld.so would use: AddressSanitizer refuses to start unless its runtime
+  // is first (a user's LD_PRELOAD=libasan.so), and the library exports nothing, so its place in the
+  // list decides nothing else (docs/install.md, "AddressSanitizer"). With several LD_PRELOAD
+  // entries in the environment ld.so reads the last (glibc's rtld walks them all; measured with
+  // Debian 12's glibc 2.36): that one is kept, the others go (a duplicate would only confuse).
   Environment env;
   env.load();
-  std::vector<char *> envp;
-  std::string preload = "LD_PRELOAD=" + lib;
-  bool had = false;
-  for (char *const *e = env.envp(); *e; e++) {
-    if (!strncmp(*e, "LD_PRELOAD=", 11)) {
-      if (had) continue;  // ld.so reads the first; a duplicate would only confuse
-      had = true;
-      const char *old = *e + 11;
-      if (preload_has(old, lib)) preload = *e;
-      else if (*old) preload = std::string("LD_PRELOAD=") + old + ":" + lib;
-      envp.push_back(&preload[0]);
-    } else {
-      envp.push_back(*e);
-    }
+  const char *old = nullptr;
+  for (char *const *e = env.envp(); *e; e++)
+    if (!strncmp(*e, "LD_PRELOAD=", 11)) old = *e + 11;
+  std::string list = old ? old : "";
+  // A program that names ASan's runtime in its DT_NEEDED, started with nothing that puts that
+  // runtime first: it goes first, so that the program starts (it would refuse any preload).
+  const std::string asan = asan_runtime(argv[i]);
+  bool asan_first = false;
+  for (const std::string &entry : split(list.c_str(), ": ")) {
+    const size_t slash = entry.rfind('/');
+    const std::string base = slash == std::string::npos ? entry : entry.substr(slash + 1);
+    asan_first = !base.compare(0, 10, "libasan.so") || !base.compare(0, 16, "libclang_rt.asan");
+    break;
   }
-  if (!had) envp.push_back(&preload[0]);
+  if (!asan.empty() && !asan_first) list = list.empty() ? asan : asan + ":" + list;
+  if (!preload_has(list.c_str(), lib)) list = list.find_first_not_of(": ") == std::string::npos ? lib : list + ":" + lib;
+  std::string preload = "LD_PRELOAD=" + list;
+  std::vector<char *> envp;
+  for (char *const *e = env.envp(); *e; e++)
+    if (strncmp(*e, "LD_PRELOAD=", 11)) envp.push_back(*e);
+  envp.push_back(&preload[0]);
   envp.push_back(nullptr);
   fflush(stdout);
   execvpe(argv[i], argv + i, envp.data());

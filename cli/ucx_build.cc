@@ -35,6 +35,11 @@ std::string base_name(const std::string &p) {
   return k == std::string::npos ? p : p.substr(k + 1);
 }
 
+// dir/name, without doubling the slash of "/" (`doctor --ucx /` names /lib/..., not //lib/...).
+std::string join(const std::string &dir, const std::string &name) {
+  return !dir.empty() && dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
 std::string real_path(const std::string &p) {
   char buf[PATH_MAX];
   return realpath(p.c_str(), buf) ? std::string(buf) : p;
@@ -87,18 +92,18 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
   if (!S_ISDIR(st.st_mode)) return *libucp = abs, true;
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
   // A prefix, its lib directories, or a site-packages directory with wheels' library folders.
-  std::vector<std::string> dirs = {abs, abs + "/lib", abs + "/lib64"};
-  for (const std::string &e : entries(abs + "/lib"))
-    if (e.find("-linux-") != std::string::npos) dirs.push_back(abs + "/lib/" + e);
+  std::vector<std::string> dirs = {abs, join(abs, "lib"), join(abs, "lib64")};
+  for (const std::string &e : entries(join(abs, "lib")))
+    if (e.find("-linux-") != std::string::npos) dirs.push_back(join(abs, "lib/" + e));
   for (const std::string &e : entries(abs)) {
-    if (e.size() > 5 && !e.compare(e.size() - 5, 5, ".libs")) dirs.push_back(abs + "/" + e);
-    else if (e != "lib" && is_dir(abs + "/" + e + "/lib")) dirs.push_back(abs + "/" + e + "/lib");
+    if (e.size() > 5 && !e.compare(e.size() - 5, 5, ".libs")) dirs.push_back(join(abs, e));
+    else if (e != "lib" && is_dir(join(abs, e + "/lib"))) dirs.push_back(join(abs, e + "/lib"));
   }
   std::vector<std::string> real, best;  // one entry per distinct file: its real path, its best name
   for (const std::string &d : dirs) {
     for (const std::string &e : entries(d)) {
       if (!is_libucp_name(e.c_str())) continue;
-      std::string p = d + "/" + e, r = real_path(p);
+      std::string p = join(d, e), r = real_path(p);
       if (is_dir(p)) continue;
       auto at = std::find(real.begin(), real.end(), r);
       // The name the loader uses (libucp.so.0) over the development link and the full version.
@@ -118,6 +123,31 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
   return false;
 }
 
+namespace {
+
+// The process's state letter (/proc/PID/stat, after the name in parentheses): 'Z' or 'X' once it
+// has exited; 0 when unreadable.
+char process_state(const std::string &proc) {
+  std::string stat;
+  int e = 0;
+  if (!read_file(proc + "/stat", &stat, &e)) return 0;
+  size_t k = stat.rfind(')');
+  return k != std::string::npos && k + 2 < stat.size() ? stat[k + 2] : 0;
+}
+
+// AT_SECURE (23) in /proc/PID/auxv: pairs of unsigned longs, as the process's own word size.
+bool process_secure(const std::string &proc) {
+  std::string auxv;
+  int e = 0;
+  if (!read_file(proc + "/auxv", &auxv, &e)) return false;
+  const unsigned long *v = reinterpret_cast<const unsigned long *>(auxv.data());
+  for (size_t i = 0; (i + 2) * sizeof(unsigned long) <= auxv.size(); i += 2)
+    if (v[i] == 23) return v[i + 1] != 0;
+  return false;
+}
+
+}  // namespace
+
 bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   const std::string proc = "/proc/" + std::to_string(pid);
   std::string maps;
@@ -130,10 +160,19 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   std::string comm;
   if (read_file(proc + "/comm", &comm, &e) && !comm.empty() && comm.back() == '\n') comm.pop_back();
   m->comm = comm;
+  const char state = process_state(proc);
+  if (state == 'Z' || state == 'X') {  // its maps are empty: it has not "not loaded UCX yet"
+    *status = kUsage;
+    return *err = "process " + std::to_string(pid) + " (" + comm +
+                  ") has exited (its parent has not yet collected its status): there is no UCX left in it to check",
+           false;
+  }
   std::string environ_text;
-  if (read_file(proc + "/environ", &environ_text, &e))
+  m->env_read = read_file(proc + "/environ", &environ_text, &e);
+  if (m->env_read)
     for (size_t i = 0; i < environ_text.size(); i += strlen(&environ_text[i]) + 1)
       if (environ_text[i]) m->env.push_back(&environ_text[i]);
+  m->secure = process_secure(proc);
   // A process in another mount namespace (a container) names files from its own root.
   const bool own_root = same_file((proc + "/root/").c_str(), "/");
   for (const std::string &line : split(maps.c_str(), "\n")) {
@@ -143,6 +182,7 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
     const char deleted[] = " (deleted)";
     if (file.size() > sizeof deleted - 1 && !file.compare(file.size() - (sizeof deleted - 1), std::string::npos, deleted))
       file.resize(file.size() - (sizeof deleted - 1));
+    if (!base_name(file).compare(0, 12, "libucxtls.so") && m->ucxtls.empty()) m->ucxtls = file;
     if (!is_libucp_name(base_name(file).c_str())) continue;
     if (std::find(m->as_mapped.begin(), m->as_mapped.end(), file) != m->as_mapped.end()) continue;
     m->as_mapped.push_back(file);

@@ -38,12 +38,18 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
 
 // The UCX a running process has mapped (/proc/PID/maps): each libucp (two UCX copies can share a
 // process), as a path this process can open (through /proc/PID/root when the process has another
-// root). comm: its name. env: its environment at exec (may be empty when unreadable).
+// root). comm: its name. env: its environment at exec (env_read false when unreadable), which is
+// what the library in it decided from; ucxtls: the libucxtls.so it maps ("" when none); secure:
+// it runs with secure execution (AT_SECURE in /proc/PID/auxv), so that library read no variable.
+// A process that has exited (a zombie) is an error that says so, exit status kUsage.
 struct MappedUcx {
   std::string comm;
   std::vector<std::string> libucp;     // openable paths
   std::vector<std::string> as_mapped;  // the same, as the process names them
   std::vector<std::string> env;        // NAME=value
+  bool env_read = false;
+  std::string ucxtls;
+  bool secure = false;
 };
 bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status);
 

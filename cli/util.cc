@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,6 +66,21 @@ void install_candidates(const std::string &dir, const char *name, std::string ou
 void helper_candidates(const std::string &dir, const char *name, std::string out[2]) {
   out[0] = dir + "/" + name;
   out[1] = dir + "/" UCXTLS_BIN_TO_HELPERS "/" + name;
+}
+
+void print_line(const char *fmt, ...) {
+  va_list ap, again;
+  va_start(ap, fmt);
+  va_copy(again, ap);
+  const int n = vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return va_end(again);
+  std::string s(size_t(n) + 1, '\0');
+  vsnprintf(&s[0], s.size(), fmt, again);
+  va_end(again);
+  s.resize(size_t(n));
+  scrub_controls(&s[0], !s.empty() && s.back() == '\n' ? s.size() - 1 : s.size());
+  fputs(s.c_str(), stdout);
 }
 
 }  // namespace cli

@@ -200,15 +200,16 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     if (a.need != Need::nothing) return void(d->need = a.need);
     if (!note_family(s, a, d)) return;
     d->family = a.family;
+    d->family_known = true;
     if (default_template && a.family == Family::none && !s.accel_forced) {
-      d->family_known = true;
       d->action = leave_unset;
       return d->note(Reason::no_gpu);
     }
   } else {
+    // No family was asked: the value holds none (family_known stays false, so that `ucxtls
+    // doctor` judges a build by the family the node has, as for any other value).
     d->note(Reason::no_gpu_placeholder);
   }
-  d->family_known = true;
 
   // 7. Network: the default template's {rdma} needs a device UCX's rc transport runs on; without
   // one, a GPU family gets all (UCX's own default), so a hard-coded rc list cannot break the node.

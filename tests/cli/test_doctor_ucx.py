@@ -219,8 +219,9 @@ def copy_pid(t, libs):
         t.check("--pid on the process with the %s UCX: first line names it (the file it maps), then the process" % where,
                 first and os.path.realpath(first.group(1)) == os.path.realpath(libucp)
                 and lines[1].startswith("process     %d (python" % proc.p.pid), out + err)
-        t.check("--pid judges the process's own UCX_TLS (tcp,cma, from its start environment)",
-                "value       tcp,cma (UCX_TLS in the environment process %d started with)" % proc.p.pid in out, out)
+        t.check("--pid judges the process's own UCX_TLS (tcp,cma, from its start environment; no libucxtls.so "
+                "in it changed it)", "value       tcp,cma (UCX_TLS in the environment process %d started with; no "
+                "libucxtls.so in it changed it)" % proc.p.pid in out, out)
         t.equal("--pid (%s): MISSING is what UCX said in that process" % where, (missing, p.returncode),
                 (proc.unavailable, 1 if proc.unavailable else 0), out + err + proc.said)
         t.equal("--pid (%s): MISSING" % where, missing, want_missing, out)
@@ -288,8 +289,9 @@ def pid_errors(t):
         t.check("--pid %r: exit 2, usage" % bad, p.returncode == 2 and "--pid wants a process id" in err, err)
     p, out, _, err = doctor(["--pid", "1", "--ucx", "/usr"])
     t.check("--ucx and --pid together: exit 2", p.returncode == 2 and "alternatives" in err, err)
-    p, out, _, err = doctor(["--timeout-ms", "100"])
-    t.check("--timeout-ms without --ucx or --pid: exit 2", p.returncode == 2 and "--timeout-ms" in err, err)
+    for bad in ("0", "600001", "1s", ""):
+        p, out, _, err = doctor(["--timeout-ms", bad])
+        t.check("--timeout-ms %r: exit 2, usage" % bad, p.returncode == 2 and "--timeout-ms wants" in err, err)
 
 
 @case("a UCX that hangs or crashes when asked: a bounded, named failure")

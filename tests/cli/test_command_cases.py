@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""The command where it meets its users in a failure (issue 25): `doctor --pid` judges the process
+(its start environment, as the library in it decided), doctor is bounded and leaves nothing behind
+when interrupted, one rule for --value and --template, text a terminal can trust, `ucxtls run`
+keeps the preload ld.so would use and starts an ASan program, and the doctor's build lines on the
+nodes whose rc device is not a ConnectX. Real processes throughout: a python3 that loads a fake
+libucp (tests/cli/fake_ucx.c) with the real libucxtls.so preloaded; the real command, interrupted
+by real signals; a hanging fake UCX and a hanging ucx_info."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, C, LIB, UNSET, Z, case, env_for, have, main, run  # noqa: E402
+
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+FAKES = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+EXEC_ENV = os.path.join(BUILD_DIR, "tests", "ucxtls_exec_env")
+WORK = tempfile.mkdtemp(prefix="ucxtls-cmd-")
+import atexit  # noqa: E402
+atexit.register(shutil.rmtree, WORK, True)
+
+# python3 with a libucp loaded (the fake NIXL-like build: cuda_copy, verbs, no ze, no DC), holding.
+HOLD = "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
+
+
+class Holder:
+    def __init__(self, env, libucp=None):
+        self.p = subprocess.Popen([sys.executable, "-c", HOLD, libucp or os.path.join(FAKES, "nixl", "libucp.so.0")],
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.p.stdout.readline()
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=30)
+
+
+def doctor(args, env):
+    p = run([CLI, "doctor"] + args, env)
+    out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    return p.returncode, out, set(re.findall(r"^MISSING +(\S+)", out, re.M)), err
+
+
+def value_line(out):
+    m = re.search(r"^value +(\S*) \((.*)\)$", out, re.M)
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. doctor --pid judges the process
+@case("doctor --pid: the process's start environment, decided as the library in it decided")
+def pid_judges_the_process(t):
+    caller = env_for("intel-xe", preload=False)  # the caller's own environment derives Z here
+    # An inherited pair from a CUDA node, re-derived by the library in the process on this Intel node.
+    h = Holder(env_for("intel-xe", UCX_TLS=C, UCXTLS_DERIVED=C))
+    try:
+        rc, out, missing, err = doctor(["--pid", str(h.p.pid)], caller)
+    finally:
+        h.close()
+    value, source = value_line(out)
+    t.equal("an inherited CUDA pair on an Intel node: the value judged is the one the library derived again",
+            value, Z, out + err)
+    t.check("... and says why (derived again by its libucxtls.so: an inherited pair), with the library's line",
+            "inherited pair" in source and re.search(r"^library +ucxtls: set UCX_TLS=%s: " % re.escape(Z), out, re.M), out)
+    t.check("... ze_copy MISSING (this build has no ze), no false MISSING cuda_copy, exit 1",
+            missing == {"ze_copy"} and rc == 1, out + err)
+    # The process's own settings and visibility variables, not the caller's.
+    for label, extra in (("UCXTLS_DISABLE=1", {"UCXTLS_DISABLE": "1"}),
+                         ("CUDA_VISIBLE_DEVICES=''", {"CUDA_VISIBLE_DEVICES": ""})):
+        h = Holder(env_for("dgx", **extra))
+        try:
+            rc, out, missing, err = doctor(["--pid", str(h.p.pid)], env_for("dgx", preload=False))
+        finally:
+            h.close()
+        t.check("a process started with %s on a DGX: UCX_TLS stays unset in it, nothing judged, exit 0 "
+                "(the caller would derive %s)" % (label, C),
+                rc == 0 and "UCX_TLS stays unset in process %d (skip)" % h.p.pid in out and not missing
+                and value_line(out)[0] is None, out + err)
+    h = Holder(env_for("intel-xe", UCXTLS_TEMPLATE="tcp,{copy}"))
+    try:
+        rc, out, missing, err = doctor(["--pid", str(h.p.pid)], caller)
+    finally:
+        h.close()
+    t.equal("its UCXTLS_TEMPLATE: the value composed from it in that process", value_line(out)[0], "tcp,ze_copy", out)
+    h = Holder(env_for("intel-xe", UCX_TLS=C, UCXTLS_REPAIR="1"))
+    try:
+        rc, out, missing, err = doctor(["--pid", str(h.p.pid)], caller)
+    finally:
+        h.close()
+    t.check("its UCXTLS_REPAIR=1: the repaired value, named as such",
+            value_line(out) == (Z, "UCX_TLS it started with, repaired by its UCXTLS_REPAIR=1"), out)
+    # A process without the library: UCX_TLS as it started, and it says so.
+    h = Holder(env_for("intel-xe", preload=False, UCX_TLS=C, UCXTLS_DERIVED=C))
+    try:
+        rc, out, missing, err = doctor(["--pid", str(h.p.pid)], caller)
+    finally:
+        h.close()
+    t.check("a process with no libucxtls.so: its UCX_TLS as it started, and the reason named",
+            value_line(out) == (C, "UCX_TLS in the environment process %d started with; no libucxtls.so in it changed it"
+                                % h.p.pid), out)
+    t.check("... judged against this node's family from its own environment: ze named as missing from the build",
+            "built without Level Zero (ze) support" in out and rc == 1, out + err)
+    # --template with --pid: composed in that process's environment (its visibility variables).
+    h = Holder(env_for("hybrid-laptop", CUDA_VISIBLE_DEVICES=""))
+    try:
+        rc, out, missing, err = doctor(["--pid", str(h.p.pid), "--template", "tcp,{copy}"], env_for("hybrid-laptop", preload=False))
+    finally:
+        h.close()
+    t.equal("--template with --pid: composed with that process's CUDA_VISIBLE_DEVICES='' (its iGPU: ze)",
+            value_line(out)[0], "tcp,ze_copy", out + err)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. bounded everywhere, nothing left behind; one rule
+def helpers_running(marker):
+    """PIDs of processes whose command line holds marker."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def hanging_ucx(tag):
+    """A copy of the fake UCX that hangs when loaded, at a path of its own (the marker)."""
+    d = os.path.join(WORK, "hang-" + tag)
+    os.makedirs(d)
+    shutil.copy(os.path.join(FAKES, "hang", "libucp.so.0"), d)
+    return os.path.join(d, "libucp.so.0")
+
+
+_serial = [0]
+
+
+def hanging_ucx_info(tag):
+    """(a directory with a ucx_info that never answers (a wedged driver), the marker in its command
+    line): it execs sleep, with a second duration unique to this call as the marker."""
+    d = os.path.join(WORK, "bin-" + tag)
+    os.makedirs(d)
+    _serial[0] += 1
+    marker = "0.%d%03d7" % (os.getpid(), _serial[0])
+    with open(os.path.join(d, "ucx_info"), "w") as f:
+        f.write("#!/bin/sh\nexec sleep 1000 %s\n" % marker)
+    os.chmod(os.path.join(d, "ucx_info"), 0o755)
+    return d, marker
+
+
+def wait_for(pred, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return pred()
+
+
+@case("doctor: ucx_info has a deadline (a wedged driver costs --timeout-ms and one line)")
+def ucx_info_deadline(t):
+    d, marker = hanging_ucx_info("deadline")
+    env = env_for(None, preload=False)
+    env["PATH"] = d + ":" + env["PATH"]
+    start = time.monotonic()
+    p = run([CLI, "doctor", "--value", "tcp", "--timeout-ms", "800"], env, timeout=30)
+    took = time.monotonic() - start
+    err = p.stderr.decode()
+    t.check("exit 2, one stderr line naming ucx_info and the bound, nothing on stdout",
+            p.returncode == 2 and p.stdout == b"" and err.count("\n") == 1
+            and "ucx_info -d gave no answer within 800 ms" in err, err)
+    t.check("... bounded: %.1f s (the bound is 0.8 s)" % took, took < 5)
+    t.equal("... and the hanging ucx_info is gone", wait_for(lambda: not helpers_running(marker), 3), True)
+
+
+@case("doctor: an interrupted doctor leaves no helper behind (SIGINT, SIGTERM, SIGKILL)")
+def interrupted(t):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        name = signal.Signals(sig).name
+        for what in ("--ucx", "ucx_info"):
+            tag = "%s-%s" % (name, what.strip("-"))
+            env = env_for(None, preload=False)
+            if what == "--ucx":
+                libucp = hanging_ucx(tag)
+                argv, marker = [CLI, "doctor", "--ucx", libucp, "--value", "tcp", "--timeout-ms", "60000"], libucp
+            else:
+                d, marker = hanging_ucx_info(tag)
+                env["PATH"] = d + ":" + env["PATH"]
+                argv = [CLI, "doctor", "--value", "tcp", "--timeout-ms", "60000"]
+            p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            helper = wait_for(lambda: [x for x in helpers_running(marker) if x != p.pid], 10)
+            if not t.check("%s: the helper runs (%s)" % (tag, helper), bool(helper)):
+                p.kill()
+                p.wait()
+                continue
+            os.kill(p.pid, sig)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            t.equal("%s: the command ends by the signal" % tag, p.returncode, -sig)
+            left = wait_for(lambda: not helpers_running(marker), 3)
+            t.check("%s: nothing is left behind" % tag, left, str(helpers_running(marker)))
+            for x in helpers_running(marker):
+                os.kill(x, signal.SIGKILL)
+
+
+def children_of(pid):
+    out = []
+    for x in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % x) as f:
+                if x.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(x))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def alive(pid):
+    """Running (not gone, not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@case("probe: an interrupted probe leaves no helper behind (a driver that hangs)")
+def probe_interrupted(t):
+    fakes = os.path.join(BUILD_DIR, "tests", "driver", "fakes")
+    if not os.path.isdir(os.path.join(fakes, "cuda")):
+        t.skip("probe interrupted", "the fake drivers (tests/driver) are not built")
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        name = signal.Signals(sig).name
+        env = env_for(None, preload=False, LD_LIBRARY_PATH=os.path.join(fakes, "cuda") + ":" + os.path.join(fakes, "ze-new"),
+                      FAKE_CUDA_HANG="60000", UCXTLS_PROBE_TIMEOUT_MS="60000", UCXTLS_CACHE_DIR=WORK)
+        p = subprocess.Popen([CLI, "probe"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        kids = wait_for(lambda: children_of(p.pid), 10)
+        if not t.check("%s: the helper runs (%s)" % (name, kids), bool(kids)):
+            p.kill()
+            p.wait()
+            continue
+        time.sleep(0.3)  # into the driver's hang
+        os.kill(p.pid, sig)
+        p.wait(timeout=10)
+        t.equal("%s: the command ends by the signal" % name, p.returncode, -sig)
+        t.check("%s: nothing is left behind" % name, wait_for(lambda: not any(alive(k) for k in kids), 3),
+                str([k for k in kids if alive(k)]))
+        for k in kids:
+            if alive(k):
+                os.kill(k, signal.SIGKILL)
+
+
+@case("doctor: --value V and --template V (no placeholder) against a UCX without ze on an Intel node: one verdict")
+def one_rule(t):
+    env = env_for("intel-xe", preload=False)
+    results = []
+    for opt in ("--value", "--template"):
+        rc, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "nixl"), opt, "tcp,sm,self"], env)
+        builds = re.findall(r"^build +(.*)$", out, re.M)
+        results.append((rc, missing, builds))
+        t.check("%s tcp,sm,self: the missing Level Zero support named, exit 1" % opt,
+                rc == 1 and any("built without Level Zero (ze) support" in b for b in builds), out + err)
+    t.equal("the same verdict both ways", results[0], results[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. text a terminal can trust
+@case("explain's text escapes control bytes from variables, as the library's line does")
+def explain_escapes(t):
+    nasty = "a\x1b[2J\nucxtls: set UCX_TLS=fake\rb\x07"
+    env = env_for("dgx", preload=False, UCX_TLS=nasty, UCXTLS_TEMPLATE="rc,\x1b]0;title\x07{copy}")
+    p = run([CLI, "explain"], env)
+    out = p.stdout.decode(errors="replace")
+    t.check("no ESC, BEL or CR byte on stdout", not re.search("[\x1b\x07\r]", out), repr(out))
+    t.check("no line that a variable's newline made", not re.search(r"^ucxtls: set UCX_TLS=fake", out, re.M), out)
+    lib = run(["/bin/sh", "-c", "true"], env_for("dgx", UCX_TLS=nasty, UCXTLS_DEBUG="1")).stderr.decode(errors="replace")
+    m = re.search(r'UCX_TLS is already set \("([^"]*)"\)', lib)
+    t.check("the value is written as the library's line writes it (%s)" % (m.group(1) if m else None),
+            m and m.group(1) in out, out + "\nlibrary: " + lib)
+
+
+@case("doctor's text escapes control bytes too (a value, a process's UCX_TLS)")
+def doctor_escapes(t):
+    nasty = "tcp,\x1b[31mred\nMISSING fake\r"
+    rc, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "nixl"), "--value", nasty], env_for(None, preload=False))
+    t.check("--value with ESC, newline, CR: none on stdout, no faked MISSING line",
+            not re.search("[\x1b\r]", out) and not re.search(r"^MISSING fake", out, re.M), repr(out))
+    h = Holder(env_for(None, preload=False, UCX_TLS=nasty))
+    try:
+        rc, out, missing, err = doctor(["--pid", str(h.p.pid)], env_for(None, preload=False))
+    finally:
+        h.close()
+    t.check("--pid of a process whose UCX_TLS has them: none on stdout", not re.search("[\x1b\r]", out)
+            and not re.search(r"^MISSING fake", out, re.M) and "value       tcp,?[31mred?MISSING fake? (" in out, repr(out))
+
+
+@case("doctor --ucx /: paths without a doubled slash")
+def ucx_root(t):
+    p = run([CLI, "doctor", "--ucx", "/", "--value", "tcp"], env_for(None, preload=False))
+    text = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
+    t.check("no '//' in what it prints (exit %d)" % p.returncode, "//" not in text, text)
+
+
+@case("doctor --pid of a process that has exited: it says it exited")
+def pid_exited(t):
+    z = subprocess.Popen(["/bin/true"])
+    wait_for(lambda: open("/proc/%d/stat" % z.pid).read().rsplit(")", 1)[1].split()[0] == "Z", 5)
+    try:
+        p = run([CLI, "doctor", "--pid", str(z.pid)], env_for(None, preload=False))
+    finally:
+        z.wait()
+    err = p.stderr.decode()
+    t.check("exit 2, one line: the process has exited (not 'has not loaded UCX yet')",
+            p.returncode == 2 and p.stdout == b"" and err.count("\n") == 1 and "has exited" in err
+            and "not loaded UCX yet" not in err, err)
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. the build lines on the nodes a mutation found untested
+@case("doctor --ucx: 'built without verbs' wherever the node's RDMA runs rc, a ConnectX or not")
+def without_verbs(t):
+    for machine in ("broadcom-roce", "rxe", "omnipath", "dgx"):
+        rc, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "rapids"), "--value", "tcp"], env_for(machine, preload=False))
+        t.check("%s, a build without verbs, --value tcp: 'built without verbs', exit 1" % machine,
+                rc == 1 and "this UCX was built without verbs: no rc transport, although this node's RDMA runs rc" in out,
+                out + err)
+    rc, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "rapids"), "--value", "tcp"], env_for("aws-p5", preload=False))
+    t.check("aws-p5 (EFA: no rc): no verbs line, exit 0", rc == 0 and "verbs" not in out, out + err)
+
+
+@case("doctor --ucx: no 'built without DC' line for a build with no rc at all")
+def no_dc_line_without_rc(t):
+    for value in (None, "rc_x,rc,dc_x,dc,cuda_copy", "dc"):
+        args = ["--ucx", os.path.join(FAKES, "rapids")] + (["--value", value] if value else [])
+        rc, out, missing, err = doctor(args, env_for("dgx", preload=False))
+        t.check("dgx, a build without verbs, %s: 'built without verbs', no DC line" % (value or "the default value"),
+                "built without verbs" in out and "built without DC" not in out, out + err)
+    rc, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "nixl"), "--value", "dc"], env_for("dgx", preload=False))
+    t.check("control: dgx, a build with rc but no DC, --value dc: the DC line", "built without DC (no dc_mlx5)" in out, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5, 8. ucxtls run and LD_PRELOAD
+def preload_libs():
+    """Two tiny preload libraries that say on stderr that they were loaded."""
+    libs = {}
+    for name in ("first", "second"):
+        src = os.path.join(WORK, name + ".c")
+        with open(src, "w") as f:
+            f.write('#include <unistd.h>\n__attribute__((constructor)) static void c(void) '
+                    '{ write(2, "loaded %s\\n", %d); }\n' % (name, len("loaded %s\n" % name)))
+        out = os.path.join(WORK, "lib%s.so" % name)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", out, src], check=True)
+        libs[name] = out
+    return libs
+
+
+def env_lines(stdout):
+    return [x for x in stdout.decode().split("\n") if x.startswith("LD_PRELOAD=")]
+
+
+@case("ucxtls run: LD_PRELOAD set but empty: the child gets exactly the library")
+def run_empty_preload(t):
+    lib = os.path.realpath(LIB)
+    for value in ("", " ", ":"):
+        p = run([CLI, "run", "/usr/bin/env"], env_for(None, preload=False, LD_PRELOAD=value))
+        t.equal("LD_PRELOAD=%r: the child's LD_PRELOAD" % value, env_lines(p.stdout), ["LD_PRELOAD=" + lib])
+
+
+@case("ucxtls run: two LD_PRELOAD entries: the one ld.so uses (the last) is kept, once")
+def run_two_preloads(t):
+    if not have("cc"):
+        t.skip("two LD_PRELOAD entries", "no C compiler")
+        return
+    libs = preload_libs()
+    lib = os.path.realpath(LIB)
+    base = ["PATH=/usr/bin:/bin", "HOME=" + WORK]
+    both = ["LD_PRELOAD=" + libs["first"], "LD_PRELOAD=" + libs["second"]]
+    p = run([EXEC_ENV] + base + both + ["--", "/bin/true"], {})
+    t.equal("control: ld.so itself loads the last entry's library (glibc, measured)", p.stderr.decode(), "loaded second\n")
+    p = run([EXEC_ENV] + base + both + ["--", CLI, "run", "/usr/bin/env"], {})
+    t.equal("the child's environment: one LD_PRELOAD, the last entry's list with the library after it",
+            env_lines(p.stdout), ["LD_PRELOAD=%s:%s" % (libs["second"], lib)])
+    t.equal("... and what ld.so loaded in the child is what it would have loaded without run, plus the library "
+            "(the command itself loads 'second' too)", p.stderr.decode(), "loaded second\nloaded second\n")
+
+
+@case("ucxtls run: an ASan program started with nothing preloaded runs (its runtime first)")
+def run_asan(t):
+    if not have("gcc"):
+        t.skip("ASan", "gcc not installed")
+        return
+    src = os.path.join(WORK, "asan.c")
+    with open(src, "w") as f:
+        f.write('#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
+                'int main(int c, char **v) { const char *s = getenv("UCX_TLS"); printf("UCX_TLS=%s\\n", s ? s : "<unset>");'
+                ' fflush(stdout); if (c > 1) { volatile char *p = malloc(4); p[4] = 1; free((void *)p); } return 0; }\n')
+    exe = os.path.join(WORK, "asan")
+    p = subprocess.run(["gcc", "-fsanitize=address", "-g", "-o", exe, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if not t.check("compile with gcc -fsanitize=address", p.returncode == 0, p.stdout.decode()):
+        return
+    env = env_for("intel-xe", preload=False)
+    p = run([CLI, "run", exe], env)
+    t.check("starts under ucxtls run and gets UCX_TLS", p.returncode == 0 and p.stdout.decode() == "UCX_TLS=%s\n" % Z,
+            "%d %r %r" % (p.returncode, p.stdout, p.stderr[-600:]))
+    p = run([CLI, "run", exe, "overflow"], env)
+    t.check("... and ASan still reports a heap overflow", p.returncode != 0 and b"heap-buffer-overflow" in p.stderr,
+            p.stderr[-600:].decode(errors="replace"))
+    p = run([CLI, "run", "/usr/bin/env"], env)
+    t.equal("control: a program without ASan gets the library alone", env_lines(p.stdout), ["LD_PRELOAD=" + os.path.realpath(LIB)])
+
+
+if __name__ == "__main__":
+    main("the command meets its users in a failure")
