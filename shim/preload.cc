@@ -126,7 +126,7 @@ __attribute__((noinline)) void report(const Inputs &in, const Settings &s, const
   size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
   if (s.debug || d.error) {
     char line[kLineMax];
-    const char *now = failed ? env_value(environ, kOptions[kUcxTls].name) : nullptr;
+    const char *now = failed ? env_value(process_environ(), kOptions[kUcxTls].name) : nullptr;
     write_stderr(unknown, nu, line, format_line(Decided{in, s, f, d}, line, sizeof line, failed, now));
   } else if (nu) {
     write_stderr(unknown, nu);
@@ -137,7 +137,7 @@ __attribute__((constructor)) void ucxtls_init() {
   const int saved_errno = errno;
   Inputs in;
   Settings s;
-  load(environ, &in, &s);  // ladder step 1, secure execution: decided before reading a single variable
+  load(process_environ(), &in, &s);  // ladder step 1, secure execution: decided before reading a single variable
   if (!in.secure) {
     // The facts and the decision (about 6 KiB with the value and the evidence) live in static
     // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
