@@ -105,6 +105,15 @@ ROWS = [
     ("dgx", {"UCXTLS_DISABLE": "1"}, UNSET),
     ("dgx", {"UCXTLS_DISABLE": "0"}, C),
     ("dgx", {"UCXTLS_DISABLE": ""}, C),
+    # The toggles' boolean words, any case (DESIGN.md step 2, 2026-12-01b)
+    ("dgx", {"UCXTLS_DISABLE": "false"}, C),
+    ("dgx", {"UCXTLS_DISABLE": "No"}, C),
+    ("dgx", {"UCXTLS_DISABLE": "OFF"}, C),
+    ("dgx", {"UCXTLS_DISABLE": "TRUE"}, UNSET),
+    ("dgx", {"UCXTLS_DISABLE": "y"}, UNSET),
+    ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "false"}, C),
+    ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "n"}, C),
+    ("dgx", {"UCXTLS_DEBUG": "off"}, C),
     ("dgx", {"UCXTLS_TEMPLATE": "{copy},rc"}, "cuda_copy,rc"),
     ("dgx", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,cuda_copy,tcp"),
     ("no-gpu", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,tcp"),
@@ -146,8 +155,25 @@ def invalid(t, var, value):
 
 
 for _var, _value in [("UCXTLS_ACCEL", "foo"), ("UCXTLS_TEMPLATE", "rc, {copy}"), ("UCXTLS_TEMPLATE", "all,{copy}"),
-                     ("UCXTLS_PROBE", "nvml"), ("UCXTLS_TEMPLATE", "rc,,tcp")]:
+                     ("UCXTLS_PROBE", "nvml"), ("UCXTLS_TEMPLATE", "rc,,tcp"), ("UCXTLS_DISABLE", "maybe"),
+                     ("UCXTLS_DISABLE", "00"), ("UCXTLS_REPAIR", "always"), ("UCXTLS_DEBUG", "2")]:
     add_case("invalid %s=%r" % (_var, _value), invalid, _var, _value)
+
+
+@case("UCXTLS_REPAIR takes boolean words in any case: Yes, TRUE, on repair")
+def repair_words(t):
+    for word in ("Yes", "TRUE", "on"):
+        tls, derived, err = sh_value(env_for("intel-xe", UCX_TLS=C, UCXTLS_REPAIR=word))
+        t.equal("intel-xe UCX_TLS=%s UCXTLS_REPAIR=%s: repaired, no marker" % (C, word), (tls, derived, err), (Z, UNSET, ""))
+
+
+@case("an invalid toggle's line names the boolean words it takes")
+def invalid_toggle_words(t):
+    for var in ("UCXTLS_DISABLE", "UCXTLS_REPAIR", "UCXTLS_DEBUG"):
+        _, _, err = sh_value(env_for("dgx", **{var: "maybe"}))
+        t.check("%s=maybe: the line names y, yes, on, 1, true and n, no, off, 0, false" % var,
+                err.count("\n") == 1 and var in err and
+                "y, yes, on, 1, true; n, no, off, 0, false; any case" in err, repr(err))
 
 
 @case("a bad UCXTLS_PROBE_TIMEOUT_MS is the command's business, not the library's")

@@ -417,13 +417,65 @@ TEST_CASE("NVIDIA information, KFD properties and sysfs hex parsers") {
 }
 
 // ---------------------------------------------------------------------------------------------
-TEST_CASE("settings: the switches and invalid values") {
-  CHECK_FALSE(switch_on(nullptr));
-  CHECK_FALSE(switch_on(""));
-  CHECK_FALSE(switch_on("0"));
-  CHECK(switch_on("1"));
-  CHECK(switch_on("yes"));
-  CHECK(switch_on("00"));
+// The toggles read UCX's boolean words plus true/false, in any case (DESIGN.md step 2, amended
+// 2026-12-01b): UCXTLS_DISABLE=false leaves the library on, UCXTLS_REPAIR=false repairs nothing;
+// empty is unset; any other word is an invalid setting whose message names the words.
+TEST_CASE("settings: the toggles take boolean words, in any case; another word is invalid") {
+  CHECK(toggle_value(nullptr) == Toggle::off);
+  CHECK(toggle_value("") == Toggle::off);
+  const char *const on[] = {"y", "Y", "yes", "YES", "Yes", "on", "ON", "On", "1", "true", "TRUE", "True"};
+  const char *const off[] = {"n", "N", "no", "NO", "No", "off", "OFF", "Off", "0", "false", "FALSE", "False"};
+  const char *const bad[] = {"00", "01", "2", "-1", "yess", "ye", "tru", "truee", "o", "of", "offf", "enable",
+                             " 1", "1 ", "yes,", "\x11", "\x0f\x0e", "Y\x05S"};
+  for (Var v : {kDisable, kRepair, kDebug}) {
+    CAPTURE(kOptions[v].name);
+    CHECK(kOptions[v].kind == Kind::toggle);
+    CHECK(std::string(kOptions[v].why) == "is not a boolean word (y, yes, on, 1, true; n, no, off, 0, false; any case)");
+    auto parsed = [v](const char *value) {
+      Env e{{v, value}};
+      Settings s;
+      parse_settings(e.in, &s);
+      return s;
+    };
+    auto is_on = [v](const Settings &s) { return v == kDisable ? s.disabled : v == kRepair ? s.repair : s.debug; };
+    for (bool want : {true, false}) {
+      for (const char *w : want ? on : off) {
+        CAPTURE(w);
+        CHECK(toggle_value(w) == (want ? Toggle::on : Toggle::off));
+        Settings s = parsed(w);
+        CHECK_FALSE(s.invalid);
+        CHECK(is_on(s) == want);
+      }
+    }
+    Settings empty = parsed("");
+    CHECK_FALSE(empty.invalid);
+    CHECK_FALSE(is_on(empty));
+    for (const char *w : bad) {
+      CAPTURE(w);
+      CHECK(toggle_value(w) == Toggle::invalid);
+      Settings s = parsed(w);
+      CHECK(s.invalid);
+      CHECK(s.invalid_var == v);
+      CHECK(s.invalid_why == kOptions[v].why);
+      CHECK_FALSE(is_on(s));
+    }
+  }
+  // The ladder: UCXTLS_DISABLE=false does not turn the library off; a bad word is step 4's error.
+  Facts f = facts(Tri::yes, Tri::no, Tri::yes, Tri::no, Tri::no);
+  Decision d;
+  Env off_word{{kDisable, "false"}};
+  Settings s;
+  parse_settings(off_word.in, &s);
+  decide(off_word.in, s, f, &d);
+  CHECK(d.action == Action::set);
+  Env bad_word{{kDisable, "maybe"}};
+  parse_settings(bad_word.in, &s);
+  decide(bad_word.in, s, f, &d);
+  CHECK(d.action == Action::skip);
+  CHECK(d.error);
+}
+
+TEST_CASE("settings: invalid values") {
 
   struct Row {
     Var var;
