@@ -112,6 +112,8 @@ const char *apply(const Inputs &in, const Decision &d) {
     return nullptr;
   }
   // A repair rewrites the user's value and marks nothing: a child on another node repairs again.
+  // A stale marker goes first, so the repaired value is never taken for ours (decide.h).
+  if (repair_drops_marker(in, d)) process_env_remove(names + 1, 1);
   const char *const values[] = {d.value, d.value};
   return process_env_write(names, values, d.action == Action::repair ? 1 : 2);
 }

@@ -386,6 +386,34 @@ for _machine, _kept, _want in REPAIR_ROWS:
     add_case("repair: %s UCX_TLS=%s" % (_machine, _kept), repair_row, _machine, _kept, _want)
 
 
+@case("repair never adopts the marker: a stale UCXTLS_DERIVED equal to the repaired value goes")
+def repair_drops_stale_marker(t):
+    # A job exports the user's CUDA list beside a stale marker of ours that happens to equal what the
+    # repair gives on an Intel node. Kept beside it, the next node would take the repaired value for
+    # ours and re-derive it (the CUDA node would get the default list, not the user's).
+    tls, derived, err = sh_value(env_for("intel-xe", UCX_TLS="rc,cuda_copy", UCXTLS_DERIVED="rc,ze_copy",
+                                         UCXTLS_REPAIR="1"))
+    t.equal("intel-xe: the user's rc,cuda_copy repaired to rc,ze_copy, the stale marker removed",
+            (tls, derived, err), ("rc,ze_copy", UNSET, ""))
+    exported = {"UCX_TLS": tls, "UCXTLS_REPAIR": "1"}
+    if derived != UNSET:
+        exported["UCXTLS_DERIVED"] = derived
+    t.equal("the next node (dgx) repairs the user's value again, never re-derives it",
+            sh_value(env_for("dgx", **exported))[:2], ("rc,cuda_copy", UNSET))
+    _, _, err = sh_value(env_for("intel-xe", UCX_TLS="rc,cuda_copy", UCXTLS_DERIVED="tcp", UCXTLS_REPAIR="1",
+                                 UCXTLS_DEBUG="1"))
+    t.check("the debug line says the stale marker was removed", "UCXTLS_DERIVED (a stale marker) removed" in err, err)
+
+
+@case("a kept value too long to repair is kept, with the true reason")
+def repair_too_long(t):
+    kept = "cuda_copy" + ",tcp" * 1100  # 4409 bytes: the repair would not fit in 4095
+    tls, _, err = sh_value(env_for("intel-xe", UCX_TLS=kept, UCXTLS_REPAIR="1", UCXTLS_DEBUG="1"))
+    t.equal("kept as it was", tls, kept)
+    t.check("the debug line says it would be too long, not that nothing would remain",
+            "would be longer than 4095 bytes, so it is kept" in err and "nothing would remain" not in err, err[-300:])
+
+
 @case("a kept value of another family is named in the debug line, with the way out")
 def mismatch_named(t):
     _, _, err = sh_value(env_for("intel-xe", UCX_TLS=C, UCXTLS_DEBUG="1"))
