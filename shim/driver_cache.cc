@@ -146,14 +146,12 @@ bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node
   return false;
 }
 
-void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
+void probe_driver_at(const Inputs &in, const Settings &s, const CacheDir *dirs, int n, DriverFact *out) {
   *out = DriverFact();
   out->value = Tri::no;
   out->cuda.answered = out->ze.answered = Tri::no;
   Text ev;
   ev.init(out->evidence, sizeof out->evidence);
-  CacheDir dirs[2];
-  const int n = cache_dirs(in, dirs);
   for (int i = 0; i < n; i++) {
     Path dir(nullptr, dirs[i].base);
     dir.add(dirs[i].sub);
@@ -167,6 +165,11 @@ void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
     add_file(ev, dir);
   }
   ev.add(kRemedy);
+}
+
+void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
+  CacheDir dirs[2];
+  probe_driver_at(in, s, dirs, cache_dirs(in, dirs), out);
 }
 
 }  // namespace ucxtls

@@ -486,6 +486,11 @@ TEST_CASE("settings: invalid values") {
       {kAccel, "", false},             {kAccel, "foo", true},        {kAccel, "CUDA", true},
       {kProbe, "kernel", false},       {kProbe, "driver", false},    {kProbe, "nvml", true},
       {kTemplate, "tcp,{copy}", false}, {kTemplate, "tcp {copy}", true}, {kTemplate, "", false},
+      // A value that only starts with an allowed word is not that word (a prefix compare would
+      // read cuda12 as cuda, drivers as driver: tests/unit/plant_bugs.py plants it).
+      {kAccel, "cuda12", true},        {kAccel, "zee", true},        {kAccel, "autox", true},
+      {kAccel, "cud", true},           {kProbe, "drivers", true},    {kProbe, "kernel2", true},
+      {kProbe, "driver ", true},       {kProbe, "drive", true},
   };
   for (const Row &r : rows) {
     CAPTURE(kOptions[r.var].name);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core.h"
+#include "unit_facts.h"
 
 using namespace ucxtls;
 
@@ -136,15 +137,6 @@ struct Env {
   }
 };
 
-// A node with a ConnectX and one family's GPUs, every fact known.
-Facts node_of(Family fam) {
-  Facts f;
-  f.rdma.value = Tri::yes;
-  f.rdma_mlx5 = true;
-  f.ucx_conf.value = Tri::no;
-  for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].value = g == fam ? Tri::yes : Tri::no;
-  return f;
-}
 
 struct Result {
   Action action;
