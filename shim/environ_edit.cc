@@ -86,7 +86,7 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
   return missing;
 }
 
-const char *process_env_write(const char *const *names, const char *const *values, int n) {
+const char *process_env_write(char **target, const char *const *names, const char *const *values, int n) {
   constexpr int kMax = 4;
   if (n > kMax) return "too many variables";
   size_t len[kMax][2], strings = 0;
@@ -98,7 +98,7 @@ const char *process_env_write(const char *const *names, const char *const *value
   // One allocation holds the new array (when a name is missing) and the "NAME=value" strings;
   // nothing ever frees it (glibc frees only arrays it allocated itself).
   int missing = 0;
-  const size_t count = env_scan(process_environ(), names, n, &missing);
+  const size_t count = env_scan(target, names, n, &missing);
   const size_t room_bytes = missing ? (count + size_t(missing) + 1) * sizeof(char *) : 0;
   char *block = static_cast<char *>(malloc(room_bytes + strings));
   if (!block) return "no memory";  // nothing has changed
@@ -112,14 +112,22 @@ const char *process_env_write(const char *const *names, const char *const *value
     __builtin_memcpy(p, values[i], len[i][1] + 1);
     p += len[i][1] + 1;
   }
-  int k = env_write(&__environ, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr,
+  char **arr = target;
+  int k = env_write(&arr, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr,
                     missing ? count + size_t(missing) + 1 : 0, added);
   if (k < 0) return "another thread grew the environment meanwhile";  // the additions are lost, not written past
+  // Published only over the array that was edited: an array another thread published meanwhile
+  // (its setenv) is never replaced by a copy that lacks its entry.
+  if (k > 0 && !__atomic_compare_exchange_n(&__environ, &target, arr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    return "another thread changed the environment meanwhile";
+  if (!k && __atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != target) return "another thread changed the environment meanwhile";
   return nullptr;  // no function of the host is called (environ_edit.h): the published array is enough
 }
 
-void process_env_remove(const char *const *names, int n) {
-  for (int i = 0; i < n; i++) env_remove(process_environ(), names[i], env_name_len(names[i]));
+const char *process_env_remove(char **target, const char *const *names, int n) {
+  for (int i = 0; i < n; i++) env_remove(target, names[i], env_name_len(names[i]));
+  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != target) return "another thread changed the environment meanwhile";
+  return nullptr;
 }
 
 }  // namespace ucxtls

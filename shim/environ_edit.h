@@ -52,13 +52,17 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
 
 // --- The process environment (the library's shell; not for the `ucxtls` command).
 // glibc calls main with the `__environ` of that moment, so main's envp (bash's) is whatever array
-// it holds when the constructors are done: the edited one, or the one published here.
+// it holds when the constructors are done: the edited one, or the one published here. target is
+// the array the constructor found safe to edit (the exec's, or any while it is the one thread:
+// preload.cc environment_shared); edits are made in it, and a new array is published (one
+// compare-and-swap) only over it.
 // Writes NAME=value for each (names[i], values[i]), i < n <= 4, in one allocation (the new array
 // when a name is missing, and the strings; never freed). NULL when the host sees every one; else
-// why not (static text): no memory for it (nothing changed), or another thread grew the
-// environment meanwhile (the present names replaced, the missing ones not added).
-const char *process_env_write(const char *const *names, const char *const *values, int n);
-// Removes every entry of each name, in place: nothing is allocated, so it cannot fail.
-void process_env_remove(const char *const *names, int n);
+// why not (static text): no memory for it (nothing changed), or another thread grew or replaced
+// the environment meanwhile (the present names replaced in target, the missing ones not added).
+const char *process_env_write(char **target, const char *const *names, const char *const *values, int n);
+// Removes every entry of each name from target, in place: nothing is allocated. NULL, or why the
+// host may not see it (another thread replaced the array meanwhile).
+const char *process_env_remove(char **target, const char *const *names, int n);
 
 }  // namespace ucxtls

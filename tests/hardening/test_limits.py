@@ -7,7 +7,10 @@
    so it is kept as the user's. UCXTLS_REPAIR=1 repairs it on a node of another family.
 2. A thread started by a linked library's constructor that calls setenv while the constructors
    run races the library's reading and editing of the environment (glibc before 2.41 frees the
-   arrays setenv replaces). The stress program (a linked library whose constructor starts a thread
+   arrays setenv replaces). Reduced: once a setenv has replaced the exec's array and another
+   thread runs (/proc/self/stat), the library writes nothing and says why (asserted with a thread
+   that waits for main); edits are made only in the array found safe, and a new array is published
+   by compare-and-swap over it. The stress program (a linked library whose constructor starts a thread
    adding 64 variables; main joins it and counts them) is run RUNS times on the set, re-derive and
    clear paths with no preload, an empty preload and the library. Asserted: without the library
    and with the empty one the host is never hurt (the setup is sound). Measured and printed, not
@@ -79,6 +82,33 @@ int main(void) {
 """
 EMPTY_LIB = "void ucxtls_test_empty(void) {}\n"
 
+# A linked library's constructor that calls setenv (the array is then glibc's) and, when asked,
+# starts a thread that waits for main: the library then writes nothing, and says why.
+WAITER_LIB = r"""
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+static pthread_t th;
+static int fds[2];
+static void *waiter(void *arg) { char c; (void)arg; return (void *)(long)read(fds[0], &c, 1); }
+__attribute__((constructor)) static void start(void) {
+  setenv("SET_BY_LINKED_LIBRARY", "1", 1);
+  if (getenv("START_WAITER") && pipe(fds) == 0) pthread_create(&th, 0, waiter, 0);
+}
+void stop_waiter(void) { if (getenv("START_WAITER")) { if (write(fds[1], "x", 1) < 0) abort(); pthread_join(th, 0); } }
+"""
+WAITER_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void stop_waiter(void);
+int main(void) {
+  stop_waiter();
+  const char *t = getenv("UCX_TLS"), *d = getenv("UCXTLS_DERIVED"), *l = getenv("SET_BY_LINKED_LIBRARY");
+  printf("%s|%s|%s\n", t ? t : "<unset>", d ? d : "<unset>", l ? l : "<unset>");
+  return 0;
+}
+"""
+
 _built = {}
 
 
@@ -93,7 +123,9 @@ def built(t):
                                  ("default_host", DEFAULT_HOST, ["-Wl,--no-as-needed", "-llinked_default"] + rpath),
                                  ("libsetenv_thread.so", SETENV_THREAD_LIB, ["-shared", "-fPIC", "-pthread"]),
                                  ("setenv_thread_host", SETENV_THREAD_HOST, ["-lsetenv_thread", "-pthread"] + rpath),
-                                 ("libempty_preload.so", EMPTY_LIB, ["-shared", "-fPIC"])]:
+                                 ("libempty_preload.so", EMPTY_LIB, ["-shared", "-fPIC"]),
+                                 ("libwaiter.so", WAITER_LIB, ["-shared", "-fPIC", "-pthread"]),
+                                 ("waiter_host", WAITER_HOST, ["-lwaiter", "-pthread"] + rpath)]:
             path, err = compile_c(work, name, src, flags=flags)
             if not t.check("compile %s" % name, path is not None, err or ""):
                 t.exit()
@@ -135,6 +167,24 @@ def stress(host, lib, machine, inherited, runs):
             key = "ok" if p.stdout.strip() == b"0" else "lost"
         out[key] = out.get(key, 0) + 1
     return out
+
+
+@case("after a setenv by a linked library, another thread running: nothing written, and the line says why")
+def shared_environment(t):
+    host = built(t)["waiter_host"]
+    for machine, inherited, want in [("dgx", {}, C), ("dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, C),
+                                     ("no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "<unset>")]:
+        label = "%s %s" % (machine, "(inherited pair)" if inherited else "(nothing inherited)")
+        p = run([host], env_for(machine, **inherited))
+        t.equal("%s, the one thread (a setenv ran before): written as usual" % label,
+                (p.returncode, p.stdout.decode()), (0, "%s|%s|1\n" % (want, want)), p.stderr.decode())
+        p = run([host], env_for(machine, START_WAITER="1", UCXTLS_DEBUG="1", **inherited))
+        before = inherited.get("UCX_TLS", "<unset>")
+        err = p.stderr.decode()
+        t.equal("%s, another thread runs: nothing written, the host's own variable kept" % label,
+                (p.returncode, p.stdout.decode()), (0, "%s|%s|1\n" % (before, inherited.get("UCXTLS_DERIVED", "<unset>"))), err)
+        t.check("%s: the debug line says failed and why" % label,
+                err.startswith("ucxtls: failed to ") and "another thread runs" in err and err.count("\n") == 1, err)
 
 
 @case("a setenv thread started by a linked library's constructor: the host with and without the library")

@@ -776,3 +776,24 @@ TEST_CASE("settings: every row parses by its kind, with the row's words, limits 
   parse_settings(cache.in, &s);  // a fresh parse: nothing of the last one is kept
   CHECK(s.invalid_var == kCacheDir);
 }
+
+// /proc/self/stat's thread count (field 20), read only after a setenv ran before the library
+// (preload.cc environment_shared): the command name may hold blanks and parentheses.
+TEST_CASE("parse_stat_threads: field 20, after the command name's last parenthesis") {
+  struct Row {
+    const char *text;
+    long want;
+  } rows[] = {
+      {"7226 (cat) R 6979 6979 4017 0 -1 4194304 123 0 0 0 0 0 0 0 20 0 1 0 207668 3133440\n", 1},
+      {"7226 (a b) c)) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 12 0 5 6\n", 12},
+      {"7226 (cat) R 6979 6979 4017 0 -1 4194304 123 0 0 0 0 0 0 0 20 0 3", 3},
+      {"7226 (cat) R 6979 6979 4017 0 -1 4194304 123 0 0 0 0 0 0 0 20 0", -1},  // cut short
+      {"7226 (cat) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 x 0 1\n", -1},      // not a number
+      {"no parenthesis at all 1 2 3", -1},
+      {"", -1},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.text);
+    CHECK(parse_stat_threads(r.text, strlen(r.text)) == r.want);
+  }
+}
