@@ -113,7 +113,6 @@ ROWS = [
     ("dgx", {"UCXTLS_DISABLE": "y"}, UNSET),
     ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "false"}, C),
     ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "n"}, C),
-    ("dgx", {"UCXTLS_DEBUG": "off"}, C),
     ("dgx", {"UCXTLS_TEMPLATE": "{copy},rc"}, "cuda_copy,rc"),
     ("dgx", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,cuda_copy,tcp"),
     ("no-gpu", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,tcp"),
@@ -165,6 +164,13 @@ def repair_words(t):
     for word in ("Yes", "TRUE", "on"):
         tls, derived, err = sh_value(env_for("intel-xe", UCX_TLS=C, UCXTLS_REPAIR=word))
         t.equal("intel-xe UCX_TLS=%s UCXTLS_REPAIR=%s: repaired, no marker" % (C, word), (tls, derived, err), (Z, UNSET, ""))
+
+
+@case("UCXTLS_DEBUG takes boolean words: off and No print nothing, ON prints the line")
+def debug_words(t):
+    for word, lines in (("off", 0), ("No", 0), ("ON", 1)):
+        tls, _, err = sh_value(env_for("dgx", UCXTLS_DEBUG=word))
+        t.equal("dgx UCXTLS_DEBUG=%s: set, %d stderr line(s)" % (word, lines), (tls, err.count("\n")), (C, lines), err)
 
 
 @case("an invalid toggle's line names the boolean words it takes")
