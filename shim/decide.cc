@@ -97,7 +97,11 @@ void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decisi
   d->family = a.family;
   d->mismatch = true;
   if (!s.repair) return d->note(Reason::mismatch);
-  if (!repair_value(tls, a.family, d->value, sizeof d->value)) return d->note(Reason::nothing_remains);
+  switch (repair_value(tls, a.family, d->value, sizeof d->value)) {
+    case Repair::repaired: break;
+    case Repair::too_long: return d->note(Reason::repair_too_long);
+    default: return d->note(Reason::nothing_remains);  // no_mismatch cannot be: gpu_mismatch said so
+  }
   d->action = Action::repair;
   d->family_known = true;  // the value is now composed for it
   d->note(Reason::repaired);
@@ -258,6 +262,10 @@ bool env_needs_write(const Inputs &in, const Decision &d) {
   if (d.action != Action::set) return false;
   const char *tls = in.get(kUcxTls), *derived = in.get(kDerived);
   return !(tls && derived && !strcmp(tls, d.value) && !strcmp(derived, d.value));
+}
+
+bool repair_drops_marker(const Inputs &in, const Decision &d) {
+  return d.action == Action::repair && in.get(kDerived) != nullptr;
 }
 
 }  // namespace ucxtls

@@ -98,7 +98,9 @@ enum class Action : uint8_t {
   skip,  // do nothing; UCX_TLS stays as it is (unset, or the user's when the library is off)
   clear,  // remove an inherited UCX_TLS/UCXTLS_DERIVED pair: the answer here is "leave unset"
   repair  // UCXTLS_REPAIR: write UCX_TLS = value, the user's kept value with another family's
-          // GPU transports rewritten to this node's (no UCXTLS_DERIVED: a child elsewhere repairs again)
+          // GPU transports rewritten to this node's, and remove a UCXTLS_DERIVED present (a stale
+          // marker): the marker never names a repaired value, which is the user's, so a child
+          // elsewhere repairs again and never re-derives it as ours
 };
 const char *action_name(Action a);
 
@@ -118,6 +120,7 @@ enum class Reason : uint8_t {
   mismatch,           // step 3: the kept value names another family's GPU transports
   repaired,           // ... and UCXTLS_REPAIR rewrote it
   nothing_remains,    // ... nothing of it would remain: kept
+  repair_too_long,    // ... the repaired value would not fit (kValueMax): kept
   invalid,            // step 4: the error line
   sysroot,            // a replayed machine
   ucx_conf,           // step 5
@@ -183,5 +186,11 @@ const char *effective_value(const Inputs &in, const Decision &d);
 // already hold the value (re-derived to what is there); clear: yes (decide() clears only an
 // inherited pair, so it is there); keep, skip: no. The library's apply and `ucxtls env` ask it.
 bool env_needs_write(const Inputs &in, const Decision &d);
+
+// Does applying the decision remove UCXTLS_DERIVED beside a repair? Yes when one is present: it is
+// stale (it differs from the kept UCX_TLS, or step 3 would have re-derived), and left beside the
+// repaired value it could equal it, so that the next node would re-derive the user's value as
+// ours. The marker never names a repaired value. The library's apply and `ucxtls env` ask it.
+bool repair_drops_marker(const Inputs &in, const Decision &d);
 
 }  // namespace ucxtls

@@ -1,13 +1,14 @@
 // The driver tier in the library: read the answer `ucxtls probe --save` stored for this node.
 //
-// A handful of system calls through sys.h (open the directory, fstat it, open the file in it
-// without following a link, fstat it, read it, close both, read the boot id, check two device
+// A handful of system calls through sys.h (open the directory, fstat it, fstatat the file in it
+// without following a link, open it, fstat it (the same file), read it, close both, read the boot id, check two device
 // nodes' times), nothing allocated, no process, no dlopen. Every failure is "no answer" (ran = no)
 // with the reason and the remedy in the evidence: the kernel probe's answer stands.
 #include "driver_cache.h"
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "driver_report.h"
 #include "probe.h"
@@ -83,30 +84,41 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
     close_fd(dfd);
     return reject(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)");
   }
-  const int fd = open_file_in(dfd, kCacheFileName);
-  const int open_errno = fd < 0 ? -fd : 0;
+  // The file is checked before it is opened (fstatat, not following a link): a FIFO named like it
+  // gets no reader, a device no open. Then what was opened is checked again, and must be the
+  // same file: only root or the reader can write the (trusted) directory, so only they could
+  // swap it in between.
+  int fd = stat_in(dfd, kCacheFileName, &facts);
+  if (fd == -ENOENT) return close_fd(dfd), Found::missing;
+  const char *what = nullptr, *detail = nullptr;
+  if (fd == 0) {
+    if ((facts.mode & S_IFMT) == S_IFLNK) what = "it is a symbolic link";
+    else if (!cache_trusted(facts, reader(facts), false, why)) what = "it ", detail = why_buf;
+    else if (facts.size > (long long)sizeof g_report) what = "larger than any answer ucxtls probe writes";
+    else fd = open_file_in(dfd, kCacheFileName);
+  }
   close_fd(dfd);
+  if (what) return reject(ev, dir, what, detail);
   if (fd < 0) {
-    if (open_errno == ENOENT) return Found::missing;
-    if (open_errno == ELOOP) return reject(ev, dir, "it is a symbolic link");
+    if (fd == -ENOENT) return Found::missing;  // removed meanwhile
     add_file(ev, dir);
-    ev.add(" ignored: it cannot be opened (").add(errno_name(open_errno)).add(")").add(kRemedy);
+    ev.add(" ignored: it cannot be opened (").add(errno_name(fd)).add(")").add(kRemedy);
     return Found::decided;
   }
+  const FileFacts checked = facts;
+  if (stat_fd(fd, &facts) != 0 || facts.dev != checked.dev || facts.ino != checked.ino ||
+      facts.size > (long long)sizeof g_report) {
+    close_fd(fd);
+    return reject(ev, dir, "it changed while it was read");
+  }
   char *const text = g_report;
-  ssize_t len = -1;
-  if (stat_fd(fd, &facts) == 0 && cache_trusted(facts, reader(facts), false, why) && facts.size <= (long long)sizeof g_report) {
-    len = 0;  // the size fstat gave, read whole (a file replaced meanwhile is another inode)
-    while (len < facts.size) {
-      ssize_t got = read_some(fd, text + len, size_t(facts.size - len));
-      if (got <= 0) break;
-      len += got;
-    }
+  ssize_t len = 0;  // the size fstat gave, read whole (a file replaced meanwhile is another inode)
+  while (len < facts.size) {
+    ssize_t got = read_some(fd, text + len, size_t(facts.size - len));
+    if (got <= 0) break;
+    len += got;
   }
   close_fd(fd);
-  if (why.len) return reject(ev, dir, "it ", why_buf);
-  if (facts.size > (long long)sizeof g_report) return reject(ev, dir, "larger than any answer ucxtls probe writes");
-  if (len < 0) return reject(ev, dir, "it cannot be checked (fstat failed)");
   return accept_if_current(in, s, dir, text, size_t(len), facts.mtime_ns, out, ev);
 }
 
@@ -134,14 +146,12 @@ bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node
   return false;
 }
 
-void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
+void probe_driver_at(const Inputs &in, const Settings &s, const CacheDir *dirs, int n, DriverFact *out) {
   *out = DriverFact();
   out->value = Tri::no;
   out->cuda.answered = out->ze.answered = Tri::no;
   Text ev;
   ev.init(out->evidence, sizeof out->evidence);
-  CacheDir dirs[2];
-  const int n = cache_dirs(in, dirs);
   for (int i = 0; i < n; i++) {
     Path dir(nullptr, dirs[i].base);
     dir.add(dirs[i].sub);
@@ -155,6 +165,11 @@ void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
     add_file(ev, dir);
   }
   ev.add(kRemedy);
+}
+
+void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
+  CacheDir dirs[2];
+  probe_driver_at(in, s, dirs, cache_dirs(in, dirs), out);
 }
 
 }  // namespace ucxtls

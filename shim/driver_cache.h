@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "core.h"
+#include "driver_report.h"
 
 namespace ucxtls {
 
@@ -20,5 +21,10 @@ ssize_t read_boot_id(const Settings &s, char *buf, size_t cap);
 // driver such as i915 or xe binds a GPU). A cache older than either was saved before that driver
 // came: stale. Returns the first such node (its name, without the sysroot) in `node`, or false.
 bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node, size_t cap);
+
+// probe_driver over the given places, in order (probe_driver passes cache_dirs'): a place whose
+// directory or file is missing gives way to the next; the first that has one decides (used, or
+// ignored with why).
+void probe_driver_at(const Inputs &in, const Settings &s, const CacheDir *dirs, int n, DriverFact *out);
 
 }  // namespace ucxtls

@@ -1,10 +1,7 @@
 // Editing the process environment: see environ_edit.h for the rules and why.
 #include "environ_edit.h"
 
-#include <link.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 namespace ucxtls {
@@ -18,24 +15,6 @@ bool named(const char *entry, const char *name, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (entry[i] != name[i]) return false;  // also stops at entry's NUL (name has none in [0, n))
   return entry[n] == '=';
-}
-
-// Does the program itself (not a library) define the function at `fn`? The main program's
-// segments, from its program headers in the auxiliary vector: no import beyond getauxval. When it
-// cannot tell, it answers yes (the caller then makes the call it would have made anyway).
-bool main_program_defines(const void *fn) {
-  const ElfW(Phdr) *ph = reinterpret_cast<const ElfW(Phdr) *>(getauxval(AT_PHDR));
-  const unsigned long n = getauxval(AT_PHNUM);
-  if (!ph || !n) return true;
-  uintptr_t bias = 0;
-  bool have_phdr = false;
-  for (unsigned long i = 0; i < n; i++)
-    if (ph[i].p_type == PT_PHDR) bias = uintptr_t(ph) - ph[i].p_vaddr, have_phdr = true;
-  if (!have_phdr) return true;
-  const uintptr_t a = uintptr_t(fn);
-  for (unsigned long i = 0; i < n; i++)
-    if (ph[i].p_type == PT_LOAD && a - (bias + ph[i].p_vaddr) < ph[i].p_memsz) return true;
-  return false;
 }
 
 }  // namespace
@@ -107,7 +86,7 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
   return missing;
 }
 
-const char *process_env_write(const char *const *names, const char *const *values, int n) {
+const char *process_env_write(char **target, const char *const *names, const char *const *values, int n) {
   constexpr int kMax = 4;
   if (n > kMax) return "too many variables";
   size_t len[kMax][2], strings = 0;
@@ -119,7 +98,7 @@ const char *process_env_write(const char *const *names, const char *const *value
   // One allocation holds the new array (when a name is missing) and the "NAME=value" strings;
   // nothing ever frees it (glibc frees only arrays it allocated itself).
   int missing = 0;
-  const size_t count = env_scan(environ, names, n, &missing);
+  const size_t count = env_scan(target, names, n, &missing);
   const size_t room_bytes = missing ? (count + size_t(missing) + 1) * sizeof(char *) : 0;
   char *block = static_cast<char *>(malloc(room_bytes + strings));
   if (!block) return "no memory";  // nothing has changed
@@ -133,23 +112,22 @@ const char *process_env_write(const char *const *names, const char *const *value
     __builtin_memcpy(p, values[i], len[i][1] + 1);
     p += len[i][1] + 1;
   }
-  int k = env_write(&environ, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr,
+  char **arr = target;
+  int k = env_write(&arr, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr,
                     missing ? count + size_t(missing) + 1 : 0, added);
   if (k < 0) return "another thread grew the environment meanwhile";  // the additions are lost, not written past
-  // A host with its own variable table (bash) learns of an added variable through its own
-  // setenv, which our call binds to when the program defines one. glibc's own setenv would only
-  // replace the pointer just published with a copy of its own (about 2,500 instructions each):
-  // it is not called. Not putenv: ksh93 exports its own, which crashes before main.
-  if (!main_program_defines(reinterpret_cast<const void *>(&setenv))) return nullptr;
-  const char *why = nullptr;
-  for (int i = 0; i < k; i++)
-    for (int j = 0; j < n; j++)
-      if (added[i] == entries[j] && setenv(names[j], values[j], 1) != 0) why = "the program's own setenv failed";
-  return why;
+  // Published only over the array that was edited: an array another thread published meanwhile
+  // (its setenv) is never replaced by a copy that lacks its entry.
+  if (k > 0 && !__atomic_compare_exchange_n(&__environ, &target, arr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    return "another thread changed the environment meanwhile";
+  if (!k && __atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != target) return "another thread changed the environment meanwhile";
+  return nullptr;  // no function of the host is called (environ_edit.h): the published array is enough
 }
 
-void process_env_remove(const char *const *names, int n) {
-  for (int i = 0; i < n; i++) env_remove(environ, names[i], env_name_len(names[i]));
+const char *process_env_remove(char **target, const char *const *names, int n) {
+  for (int i = 0; i < n; i++) env_remove(target, names[i], env_name_len(names[i]));
+  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != target) return "another thread changed the environment meanwhile";
+  return nullptr;
 }
 
 }  // namespace ucxtls

@@ -2,18 +2,19 @@
 // (ladder step 9; docs/design.md, "Editing the environment").
 //
 // glibc's setenv moves the `environ` array to the heap and frees the one it replaced, which a
-// thread started by a linked library's constructor may be reading; and bash exports its own
-// setenv/unsetenv, which the library's calls bind to and which never touch `environ`, so bash's
-// main, which builds its variables from its envp (glibc's `environ` of that moment), never saw a
-// re-derived or removed pair. So:
+// thread started by a linked library's constructor may be reading; and a host may export its own
+// setenv/getenv (bash does), which a call from here would bind to: bash's builds its variable
+// table before main, and its getenv answers from that table (only our variables) until main. So
+// no function is called to edit the environment, the host's or glibc's:
 // - a variable that exists is replaced or removed in the array itself, in place (one pointer store
 //   per entry; a reader already inside the array sees the change);
 // - variables that do not exist are added by publishing one new array that holds them all (one
-//   pointer store into `environ`); the old array is never freed, so a reader never sees freed memory;
-// - a host that keeps its own variable table (bash exports its own setenv/putenv/getenv, which the
-//   library's calls bind to) learns of an added variable through setenv, called after the publish,
-//   when glibc's setenv only replaces the entry's pointer in place. Not putenv: ksh93 exports its
-//   own putenv (not setenv), and it crashes when called before ksh's main.
+//   pointer store); the old array is never freed, so a reader never sees freed memory. glibc calls
+//   main with the array of that moment, so bash's main, which builds its variables from its envp,
+//   sees the pair.
+// The array is glibc's `__environ`, the one its getenv, setenv and the main call use: not
+// `environ`, which an old C program may define itself (`char **environ;` at file scope), taking
+// the name from libc's while glibc keeps `__environ` (measured: tests/hardening/test_hosts.py).
 // The strings written must outlive every reader: they are allocated here, and never freed.
 #pragma once
 
@@ -21,7 +22,12 @@
 
 #include "options.h"
 
+extern "C" char **__environ;  // glibc's (unistd.h declares it too)
+
 namespace ucxtls {
+
+// The process environment that getenv reads: glibc's __environ (see above).
+inline char **process_environ() { return __environ; }
 
 // --- Pure edits of one NULL-terminated array of "NAME=value" pointers (unit-tested; env_name_len
 // is options.h's).
@@ -45,15 +51,18 @@ size_t env_scan(char *const *arr, const char *const *names, int n, int *missing)
 int env_write(char ***env, char *const *entries, int n, char **room, size_t room_cap, char **added);
 
 // --- The process environment (the library's shell; not for the `ucxtls` command).
-// glibc calls main with the `environ` of that moment, so main's envp (bash's) is whatever array
-// `environ` holds when the constructors are done: the edited one, or the one published here.
+// glibc calls main with the `__environ` of that moment, so main's envp (bash's) is whatever array
+// it holds when the constructors are done: the edited one, or the one published here. target is
+// the array the constructor found safe to edit (the exec's, or any while it is the one thread:
+// preload.cc environment_shared); edits are made in it, and a new array is published (one
+// compare-and-swap) only over it.
 // Writes NAME=value for each (names[i], values[i]), i < n <= 4, in one allocation (the new array
 // when a name is missing, and the strings; never freed). NULL when the host sees every one; else
-// why not (static text): no memory for it (nothing changed), another thread grew the environment
-// meanwhile (the present names replaced, the missing ones not added), or the program's own setenv
-// refused one.
-const char *process_env_write(const char *const *names, const char *const *values, int n);
-// Removes every entry of each name, in place: nothing is allocated, so it cannot fail.
-void process_env_remove(const char *const *names, int n);
+// why not (static text): no memory for it (nothing changed), or another thread grew or replaced
+// the environment meanwhile (the present names replaced in target, the missing ones not added).
+const char *process_env_write(char **target, const char *const *names, const char *const *values, int n);
+// Removes every entry of each name from target, in place: nothing is allocated. NULL, or why the
+// host may not see it (another thread replaced the array meanwhile).
+const char *process_env_remove(char **target, const char *const *names, int n);
 
 }  // namespace ucxtls

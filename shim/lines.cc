@@ -68,13 +68,17 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
       break;
     case Reason::mismatch:
     case Reason::repaired:
-    case Reason::nothing_remains: {
+    case Reason::nothing_remains:
+    case Reason::repair_too_long: {
       r.add("it names ");
       describe_foreign_entries(tls ? tls : "", x.d.family, r);
       r.add(" but this node's GPUs are ").add(family_name(x.d.family));
       if (st.reason == Reason::mismatch) r.add(": UCXTLS_REPAIR=1 rewrites them, or unset UCX_TLS");
       else if (st.reason == Reason::repaired) r.add("; UCXTLS_REPAIR=1: rewritten to this node's family");
       else if (st.reason == Reason::nothing_remains) r.add("; UCXTLS_REPAIR=1: nothing would remain of the value, so it is kept");
+      else r.add("; UCXTLS_REPAIR=1: the rewritten value would be longer than ").add((long long)(kValueMax - 1)).add(" bytes, so it is kept");
+      if (st.reason == Reason::repaired && repair_drops_marker(x.in, x.d))
+        r.add("; UCXTLS_DERIVED (a stale marker) removed, so the repaired value is never taken for ours");
       break;
     }
     case Reason::invalid: {
@@ -122,8 +126,10 @@ size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_w
     t.add(reason);
   } else {
     const char *v = effective_value(in, d);
-    if (failed_write && (d.action == Action::set || d.action == Action::repair)) {  // the host does not see v
-      t.add("failed to set UCX_TLS=").add(v).add(" (").add(failed_write).add("): UCX_TLS ");
+    if (failed_write && (d.action == Action::set || d.action == Action::repair || d.action == Action::clear)) {
+      // the host does not see the decision
+      if (d.action == Action::clear) t.add("failed to clear UCX_TLS and UCXTLS_DERIVED (").add(failed_write).add("): UCX_TLS ");
+      else t.add("failed to set UCX_TLS=").add(v).add(" (").add(failed_write).add("): UCX_TLS ");
       if (now) t.add("is ").add_quoted(now, 200);
       else t.add("stays unset");
     } else {

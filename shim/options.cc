@@ -44,7 +44,36 @@ constexpr StaticText<sizeof kNotOneOf + sizeof Words - 1 + count_words(Words) - 
   return t;
 }
 
+// The boolean words of a toggle (UCX's own, ucs_config_sscanf_bool in src/ucs/config/parser.c:
+// y/yes/on/1 and n/no/off/0, plus true/false), read in any case: the on words, then the off ones,
+// each list in the order --help names it.
+constexpr char kOnWords[] = "y yes on 1 true";
+constexpr char kOffWords[] = "n no off 0 false";
+constexpr char kBoolWhyHead[] = "is not a boolean word (";
+// "is not a boolean word (y, yes, on, 1, true; n, no, off, 0, false; any case)", from the lists.
+constexpr StaticText<sizeof kBoolWhyHead + 2 * (sizeof kOnWords + sizeof kOffWords) + 12> bool_why() {
+  StaticText<sizeof kBoolWhyHead + 2 * (sizeof kOnWords + sizeof kOffWords) + 12> t;
+  size_t k = 0;
+  auto put = [&t, &k](const char *w) {
+    for (size_t i = 0; w[i]; i++) {
+      if (w[i] == ' ') t.s[k++] = ',';
+      t.s[k++] = w[i];
+    }
+  };
+  auto raw = [&t, &k](const char *w) {
+    for (size_t i = 0; w[i]; i++) t.s[k++] = w[i];
+  };
+  raw(kBoolWhyHead);
+  put(kOnWords);
+  raw("; ");
+  put(kOffWords);
+  raw("; any case)");
+  t.s[k] = '\0';
+  return t;
+}
+
 // Text that names a limit, built from the limit's constant at compile time.
+constexpr auto kBoolWhy = bool_why();
 constexpr auto kAccelWhy = not_one_of<kAccelWords>();
 constexpr auto kProbeWhy = not_one_of<kProbeWords>();
 constexpr auto kTimeoutDefault = decimal<kProbeTimeoutMsDefault>();
@@ -66,11 +95,14 @@ constexpr Scope kEvery = Scope::process;
 // the tests that read the names from this file look for it.
 constexpr
 const Option kOptions[kVarCount] = {
-    {"UCXTLS_DISABLE", kDisable, kToggle, kEvery, "unset", "turn the library off: any value but empty or 0"},
+    {"UCXTLS_DISABLE", kDisable, kToggle, kEvery, "unset",
+     "y, yes, on, 1, true (any case): turn the library off; n, no, off, 0, false: leave it on", kOnWords,
+     0, 0, kBoolWhy.s},
     {"UCXTLS_ACCEL", kAccel, kWord, kEvery, "auto", "accelerator family: auto (probe), cuda, rocm, ze or none",
      kAccelWords, 0, 0, kAccelWhy.s},
     {"UCXTLS_REPAIR", kRepair, kToggle, kEvery, "unset",
-     "1: a kept UCX_TLS naming another GPU family's transports and none of this node's gets them rewritten to this node's"},
+     "y, yes, on, 1, true (any case): a kept UCX_TLS naming another GPU family's transports and none of this node's gets them rewritten to this node's; n, no, off, 0, false: not",
+     kOnWords, 0, 0, kBoolWhy.s},
     {"UCXTLS_TEMPLATE", kTemplate, kPattern, kEvery, kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
     {"UCXTLS_PROBE", kProbe, kWord, kEvery, "kernel",
@@ -80,7 +112,9 @@ const Option kOptions[kVarCount] = {
      kTimeoutMeaning.s, nullptr, kProbeTimeoutMsMin, kProbeTimeoutMsMax, kTimeoutWhy.s},
     {"UCXTLS_CACHE_DIR", kCacheDir, kPath, Scope::driver_tier, "unset",
      "where `ucxtls probe --save` stores the driver's answer and the library reads it (an absolute path); unset: $XDG_RUNTIME_DIR/ucxtls, then /run/ucxtls"},
-    {"UCXTLS_DEBUG", kDebug, kToggle, kEvery, "unset", "1: one line on stderr saying what was decided and why"},
+    {"UCXTLS_DEBUG", kDebug, kToggle, kEvery, "unset",
+     "y, yes, on, 1, true (any case): one line on stderr saying what was decided and why; n, no, off, 0, false: none",
+     kOnWords, 0, 0, kBoolWhy.s},
     {"UCXTLS_SYSROOT", kSysroot, kPath, kEvery, "unset",
      "directory put in front of every /dev, /sys, /proc, /etc path the probe reads", nullptr, 0, kSysrootMax,
      kSysrootTooLong.s},
@@ -120,6 +154,16 @@ constexpr bool names_word(const char *text, const char *word, size_t n) {
   }
   return false;
 }
+// Its meaning names every word of its list.
+constexpr bool names_every_word(const char *meaning, const char *words) {
+  for (size_t i = 0; words[i];) {
+    size_t n = 0;
+    while (words[i + n] && words[i + n] != ' ') n++;
+    if (!n || !names_word(meaning, words + i, n)) return false;
+    i += n + (words[i + n] ? 1 : 0);
+  }
+  return true;
+}
 // The row's default is its first word, and its meaning names every word.
 constexpr bool words_ok(const Option &o) {
   size_t first = 0;
@@ -127,13 +171,7 @@ constexpr bool words_ok(const Option &o) {
   if (length(o.def) != first) return false;
   for (size_t i = 0; i < first; i++)
     if (o.def[i] != o.words[i]) return false;
-  for (size_t i = 0; o.words[i];) {
-    size_t n = 0;
-    while (o.words[i + n] && o.words[i + n] != ' ') n++;
-    if (!n || !names_word(o.meaning, o.words + i, n)) return false;
-    i += n + (o.words[i + n] ? 1 : 0);
-  }
-  return true;
+  return names_every_word(o.meaning, o.words);
 }
 constexpr bool row_ok(const Option &o, int v) {
   if (o.var != Var(v) || !o.name || !o.def || !o.meaning) return false;
@@ -142,6 +180,9 @@ constexpr bool row_ok(const Option &o, int v) {
   if (o.scope != Scope::process && o.kind == Kind::input) return false;
   switch (o.kind) {
     case Kind::word: return o.words && o.why && words_ok(o);
+    case Kind::toggle:  // the boolean words, every one named in --help
+      return o.words == kOnWords && o.why == kBoolWhy.s && names_every_word(o.meaning, kOnWords) &&
+             names_every_word(o.meaning, kOffWords);
     case Kind::number: return o.why && o.min <= o.max;
     case Kind::path: return !o.max || o.why;
     default: return !o.words && !o.why;
@@ -222,7 +263,29 @@ Var closest_option(const char *name, size_t n) {
 // ---------------------------------------------------------------------------------------------
 // Settings
 
-bool switch_on(const char *v) { return v && v[0] && !(v[0] == '0' && v[1] == '\0'); }
+namespace {
+// Is v (n bytes) one of the words, ignoring ASCII case?
+bool one_of_words(const char *words, const char *v, size_t n) {
+  Items items(words, " ");
+  const char *w;
+  size_t k;
+  while (items.next(&w, &k)) {
+    if (k != n) continue;
+    size_t i = 0;
+    while (i < n && ((v[i] >= 'A' && v[i] <= 'Z') ? char(v[i] | 0x20) : v[i]) == w[i]) i++;  // words: lower case
+    if (i == n) return true;
+  }
+  return false;
+}
+}  // namespace
+
+Toggle toggle_value(const char *v) {
+  if (!v || !v[0]) return Toggle::off;  // empty is unset
+  const size_t n = strlen(v);
+  if (one_of_words(kOnWords, v, n)) return Toggle::on;
+  if (one_of_words(kOffWords, v, n)) return Toggle::off;
+  return Toggle::invalid;
+}
 
 void mark_invalid(Settings *s, Var v, const char *why) {
   if (s->invalid) return;  // the first one is reported
@@ -249,7 +312,9 @@ const char *path_problem(const Option &o, const char *v) {
 Parsed parse_value(const Option &o, const char *v) {
   Parsed p;
   if (o.kind == Kind::toggle) {
-    p.set = switch_on(v);
+    const Toggle t = toggle_value(v);
+    p.set = t == Toggle::on;
+    if (t == Toggle::invalid) p.why = o.why;
     return p;
   }
   p.set = v && v[0];

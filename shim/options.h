@@ -42,7 +42,7 @@ enum Var : uint8_t {
 
 // What a variable is: how its value is read, and what a bad one is told.
 enum class Kind : uint8_t {
-  toggle,   // on for any value but "" or "0" (switch_on); never bad
+  toggle,   // a boolean word (toggle_value): y/yes/on/1/true, n/no/off/0/false, any case; "": off
   word,     // one of the row's words; unset or empty: the first
   pattern,  // a UCX_TLS template (template.h template_valid)
   number,   // a whole number from the row's min to its max
@@ -66,7 +66,7 @@ struct Option {
   Scope scope;
   const char *def;      // shown default ("unset" when there is none, "-" for an input)
   const char *meaning;  // one line
-  const char *words = nullptr;  // Kind::word: the allowed words, one space apart
+  const char *words = nullptr;  // Kind::word: the allowed words, one space apart; Kind::toggle: the on words
   long min = 0, max = 0;        // Kind::number: the range; Kind::path: the longest (0: any)
   const char *why = nullptr;    // a value outside words, min..max or max: static text
 };
@@ -125,8 +125,11 @@ struct Settings {
   const char *invalid_why = nullptr;
 };
 
-// A boolean switch as the contract reads it: set to anything but "" or "0".
-bool switch_on(const char *v);
+// A toggle's value as the contract reads it (DESIGN.md step 2, 2026-12-01b): UCX's boolean words
+// y/yes/on/1 and n/no/off/0, plus true/false, in any case; unset or empty is off; any other word
+// is invalid (an invalid setting: the row's why names the words).
+enum class Toggle : uint8_t { off, on, invalid };
+Toggle toggle_value(const char *v);
 // Every setting from its row of kOptions, into a fresh *s; sets s->invalid on the first bad one
 // of Scope::process (table order; a bad UCXTLS_CACHE_DIR with the driver tier comes last).
 void parse_settings(const Inputs &in, Settings *s);

@@ -155,4 +155,20 @@ long parse_sysfs_enum(const char *text, size_t len) {
   return v;
 }
 
+long parse_stat_threads(const char *text, size_t len) {
+  size_t i = len;
+  while (i && text[i - 1] != ')') i--;  // the last ')': the end of the command name (field 2)
+  if (!i) return -1;
+  // Fields 3 (state) to 19 lie between; field 20 is the 18th blank-separated one after it.
+  for (int field = 2; field < 20; field++) {
+    while (i < len && text[i] != ' ') i++;
+    while (i < len && text[i] == ' ') i++;
+    if (i >= len) return -1;
+  }
+  long n = 0;
+  size_t start = i;
+  while (i < len && text[i] >= '0' && text[i] <= '9' && n < 100000000) n = n * 10 + (text[i++] - '0');
+  return i > start && (i == len || text[i] == ' ' || text[i] == '\n') ? n : -1;
+}
+
 }  // namespace ucxtls

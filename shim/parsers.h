@@ -44,4 +44,8 @@ bool parse_pci_uevent(const char *text, size_t len, PciUevent *out);
 // An RDMA device's sysfs node_type ("1: CA") or port state ("4: ACTIVE"): the leading number.
 long parse_sysfs_enum(const char *text, size_t len);
 
+// /proc/self/stat (proc(5)): the number of threads, field 20, counted after the command name's
+// closing parenthesis (the name may hold blanks and parentheses). -1 when it is not there.
+long parse_stat_threads(const char *text, size_t len);
+
 }  // namespace ucxtls

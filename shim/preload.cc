@@ -16,6 +16,7 @@
 #include "core.h"
 #include "environ_edit.h"
 #include "load.h"
+#include "parsers.h"
 #include "probe.h"
 #include "sys.h"
 
@@ -102,18 +103,34 @@ void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb =
   sigprocmask(SIG_SETMASK, &host_mask, nullptr);
 }
 
-// Applies the decision: NULL when the host sees it, else why not (environ_edit.h). A clear is
-// done in place and cannot fail; a set allocates, and may.
-const char *apply(const Inputs &in, const Decision &d) {
-  if (!env_needs_write(in, d)) return nullptr;  // nothing to do, or re-derived to the value already there
+// Applies a decision that changes the environment (env_needs_write), in target (environ_edit.h):
+// NULL when the host sees it, else why not. A clear is done in place and allocates nothing; a set
+// allocates, and may fail.
+const char *apply(const Inputs &in, const Decision &d, char **target) {
   const char *const names[] = {kOptions[kUcxTls].name, kOptions[kDerived].name};
-  if (d.action == Action::clear) {
-    process_env_remove(names, 2);
-    return nullptr;
-  }
+  if (d.action == Action::clear) return process_env_remove(target, names, 2);
   // A repair rewrites the user's value and marks nothing: a child on another node repairs again.
+  // A stale marker goes first, so the repaired value is never taken for ours (decide.h).
+  if (repair_drops_marker(in, d)) process_env_remove(target, names + 1, 1);
   const char *const values[] = {d.value, d.value};
-  return process_env_write(names, values, d.action == Action::repair ? 1 : 2);
+  return process_env_write(target, names, values, d.action == Action::repair ? 1 : 2);
+}
+
+// The environment may be changing under the library: a setenv ran before it (the array is no
+// longer the exec's, envp: a linked library's constructor, or a thread it started) and the process
+// has another thread, which may be inside setenv now. glibc's lock is not ours to take and glibc
+// before 2.41 frees the arrays setenv replaces, so nothing is written then (the debug line says
+// why). NULL when the library may write: the array is the exec's (no system call), or this is the
+// one thread (/proc/self/stat, 3 system calls, only after a setenv). docs/design.md, "Editing the
+// environment"; tests/hardening/test_limits.py measures it.
+__attribute__((noinline)) const char *environment_shared(char **envp, char **target) {
+  if (target == envp) return nullptr;
+  char stat[512];
+  const ssize_t n = read_small(Path(nullptr, "/proc/self/stat"), stat, sizeof stat);
+  const long threads = n > 0 ? parse_stat_threads(stat, size_t(n)) : -1;
+  if (threads == 1) return nullptr;
+  return threads < 0 ? "a setenv ran before the library, and whether another thread runs cannot be told"
+                     : "a setenv ran before the library and another thread runs: it may be changing the environment";
 }
 
 // The stderr lines: a misspelt variable of ours (UCXTLS_ACCELL) is named, as UCX names its own
@@ -126,18 +143,19 @@ __attribute__((noinline)) void report(const Inputs &in, const Settings &s, const
   size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
   if (s.debug || d.error) {
     char line[kLineMax];
-    const char *now = failed ? env_value(environ, kOptions[kUcxTls].name) : nullptr;
+    const char *now = failed ? env_value(process_environ(), kOptions[kUcxTls].name) : nullptr;
     write_stderr(unknown, nu, line, format_line(Decided{in, s, f, d}, line, sizeof line, failed, now));
   } else if (nu) {
     write_stderr(unknown, nu);
   }
 }
 
-__attribute__((constructor)) void ucxtls_init() {
+// glibc calls constructors with (argc, argv, envp): envp is the exec's environment array.
+__attribute__((constructor)) void ucxtls_init(int, char **, char **envp) {
   const int saved_errno = errno;
   Inputs in;
   Settings s;
-  load(environ, &in, &s);  // ladder step 1, secure execution: decided before reading a single variable
+  load(process_environ(), &in, &s);  // ladder step 1, secure execution: decided before reading a single variable
   if (!in.secure) {
     // The facts and the decision (about 6 KiB with the value and the evidence) live in static
     // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
@@ -146,7 +164,12 @@ __attribute__((constructor)) void ucxtls_init() {
     ProbeOptions o;
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
-    const char *failed = apply(in, d);
+    const char *failed = nullptr;
+    if (env_needs_write(in, d)) {
+      char **const target = process_environ();  // edited, and published over, only if it is safe
+      failed = environment_shared(envp, target);
+      if (!failed) failed = apply(in, d, target);
+    }
     if (s.debug || d.error || in.unknown) report(in, s, f, d, failed);
   }
   errno = saved_errno;

@@ -98,9 +98,10 @@ void describe_foreign_entries(const char *value, Family node, Text &t) {
   }
 }
 
-bool repair_value(const char *value, Family node, char *out, size_t cap) {
+Repair repair_value(const char *value, Family node, char *out, size_t cap) {
   if (cap) out[0] = '\0';
-  if (!cap || !gpu_mismatch(value, node)) return false;
+  if (!gpu_mismatch(value, node)) return Repair::no_mismatch;
+  if (!cap) return Repair::too_long;
   Text v;
   v.init(out, cap);
   Items items(value);
@@ -135,9 +136,9 @@ bool repair_value(const char *value, Family node, char *out, size_t cap) {
   }
   if (v.truncated || !v.len) {
     out[0] = '\0';
-    return false;
+    return v.truncated ? Repair::too_long : Repair::nothing_remains;
   }
-  return true;
+  return Repair::repaired;
 }
 
 }  // namespace ucxtls

@@ -33,8 +33,13 @@ void describe_foreign_entries(const char *value, Family node, Text &t);
 // Rewrites every other family's GPU entry to `node`'s counterpart of the same role (cuda_copy ->
 // ze_copy, cuda_ipc -> rocm_ipc, the alias cuda -> ze), removes one with no counterpart (cuda_ipc
 // on ze, gdr_copy on rocm and ze), drops an entry that the rewrite made a repeat of an earlier
-// one, and keeps every other entry as written, in order. Returns false (out empty) when there is
-// nothing to repair (no mismatch), when nothing would remain, or when it does not fit in cap.
-bool repair_value(const char *value, Family node, char *out, size_t cap);
+// one, and keeps every other entry as written, in order, into out (empty unless repaired).
+enum class Repair : unsigned char {
+  repaired,         // out holds the repaired value
+  no_mismatch,      // nothing to repair (gpu_mismatch is false)
+  nothing_remains,  // every entry would go
+  too_long,         // the repaired value does not fit in cap (kValueMax: a value the library writes)
+};
+Repair repair_value(const char *value, Family node, char *out, size_t cap);
 
 }  // namespace ucxtls

@@ -230,6 +230,8 @@ static int stat_at(int dirfd, const char *path, int flags, FileFacts *out) {
 
 int stat_fd(int fd, FileFacts *out) { return stat_at(fd, "", AT_EMPTY_PATH, out); }
 
+int stat_in(int dirfd, const char *name, FileFacts *out) { return stat_at(dirfd, name, AT_SYMLINK_NOFOLLOW, out); }
+
 int stat_path(const Path &p, FileFacts *out) {
   if (!p.ok()) return -ENAMETOOLONG;
   return stat_at(AT_FDCWD, p.buf, 0, out);

@@ -114,6 +114,10 @@ int read_chunks(const Path &p, size_t max_bytes, Feed feed) {
 // --- the driver tier's cache (driver_cache.cc): opens that keep a directory fd.
 namespace ucxtls {
 int open_dir(const Path &p);                     // O_RDONLY|O_DIRECTORY: fd, or -errno
-int open_file_in(int dirfd, const char *name);   // O_RDONLY|O_NOFOLLOW, never a FIFO's reader: fd, or -errno
+// The entry `name` of dirfd, not followed if a symbolic link (fstatat AT_SYMLINK_NOFOLLOW): 0, or
+// -errno. The cache reader checks the file with it before opening it, so that a FIFO named like
+// the file gets no reader and a device no open.
+int stat_in(int dirfd, const char *name, FileFacts *out);
+int open_file_in(int dirfd, const char *name);   // O_RDONLY|O_NOFOLLOW|O_NONBLOCK: fd, or -errno
 unsigned effective_uid();
 }  // namespace ucxtls

@@ -105,6 +105,14 @@ ROWS = [
     ("dgx", {"UCXTLS_DISABLE": "1"}, UNSET),
     ("dgx", {"UCXTLS_DISABLE": "0"}, C),
     ("dgx", {"UCXTLS_DISABLE": ""}, C),
+    # The toggles' boolean words, any case (DESIGN.md step 2, 2026-12-01b)
+    ("dgx", {"UCXTLS_DISABLE": "false"}, C),
+    ("dgx", {"UCXTLS_DISABLE": "No"}, C),
+    ("dgx", {"UCXTLS_DISABLE": "OFF"}, C),
+    ("dgx", {"UCXTLS_DISABLE": "TRUE"}, UNSET),
+    ("dgx", {"UCXTLS_DISABLE": "y"}, UNSET),
+    ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "false"}, C),
+    ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "n"}, C),
     ("dgx", {"UCXTLS_TEMPLATE": "{copy},rc"}, "cuda_copy,rc"),
     ("dgx", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,cuda_copy,tcp"),
     ("no-gpu", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,tcp"),
@@ -146,8 +154,32 @@ def invalid(t, var, value):
 
 
 for _var, _value in [("UCXTLS_ACCEL", "foo"), ("UCXTLS_TEMPLATE", "rc, {copy}"), ("UCXTLS_TEMPLATE", "all,{copy}"),
-                     ("UCXTLS_PROBE", "nvml"), ("UCXTLS_TEMPLATE", "rc,,tcp")]:
+                     ("UCXTLS_PROBE", "nvml"), ("UCXTLS_TEMPLATE", "rc,,tcp"), ("UCXTLS_DISABLE", "maybe"),
+                     ("UCXTLS_DISABLE", "00"), ("UCXTLS_REPAIR", "always"), ("UCXTLS_DEBUG", "2")]:
     add_case("invalid %s=%r" % (_var, _value), invalid, _var, _value)
+
+
+@case("UCXTLS_REPAIR takes boolean words in any case: Yes, TRUE, on repair")
+def repair_words(t):
+    for word in ("Yes", "TRUE", "on"):
+        tls, derived, err = sh_value(env_for("intel-xe", UCX_TLS=C, UCXTLS_REPAIR=word))
+        t.equal("intel-xe UCX_TLS=%s UCXTLS_REPAIR=%s: repaired, no marker" % (C, word), (tls, derived, err), (Z, UNSET, ""))
+
+
+@case("UCXTLS_DEBUG takes boolean words: off and No print nothing, ON prints the line")
+def debug_words(t):
+    for word, lines in (("off", 0), ("No", 0), ("ON", 1)):
+        tls, _, err = sh_value(env_for("dgx", UCXTLS_DEBUG=word))
+        t.equal("dgx UCXTLS_DEBUG=%s: set, %d stderr line(s)" % (word, lines), (tls, err.count("\n")), (C, lines), err)
+
+
+@case("an invalid toggle's line names the boolean words it takes")
+def invalid_toggle_words(t):
+    for var in ("UCXTLS_DISABLE", "UCXTLS_REPAIR", "UCXTLS_DEBUG"):
+        _, _, err = sh_value(env_for("dgx", **{var: "maybe"}))
+        t.check("%s=maybe: the line names y, yes, on, 1, true and n, no, off, 0, false" % var,
+                err.count("\n") == 1 and var in err and
+                "y, yes, on, 1, true; n, no, off, 0, false; any case" in err, repr(err))
 
 
 @case("a bad UCXTLS_PROBE_TIMEOUT_MS is the command's business, not the library's")
@@ -358,6 +390,34 @@ def repair_row(t, machine, kept, want):
 
 for _machine, _kept, _want in REPAIR_ROWS:
     add_case("repair: %s UCX_TLS=%s" % (_machine, _kept), repair_row, _machine, _kept, _want)
+
+
+@case("repair never adopts the marker: a stale UCXTLS_DERIVED equal to the repaired value goes")
+def repair_drops_stale_marker(t):
+    # A job exports the user's CUDA list beside a stale marker of ours that happens to equal what the
+    # repair gives on an Intel node. Kept beside it, the next node would take the repaired value for
+    # ours and re-derive it (the CUDA node would get the default list, not the user's).
+    tls, derived, err = sh_value(env_for("intel-xe", UCX_TLS="rc,cuda_copy", UCXTLS_DERIVED="rc,ze_copy",
+                                         UCXTLS_REPAIR="1"))
+    t.equal("intel-xe: the user's rc,cuda_copy repaired to rc,ze_copy, the stale marker removed",
+            (tls, derived, err), ("rc,ze_copy", UNSET, ""))
+    exported = {"UCX_TLS": tls, "UCXTLS_REPAIR": "1"}
+    if derived != UNSET:
+        exported["UCXTLS_DERIVED"] = derived
+    t.equal("the next node (dgx) repairs the user's value again, never re-derives it",
+            sh_value(env_for("dgx", **exported))[:2], ("rc,cuda_copy", UNSET))
+    _, _, err = sh_value(env_for("intel-xe", UCX_TLS="rc,cuda_copy", UCXTLS_DERIVED="tcp", UCXTLS_REPAIR="1",
+                                 UCXTLS_DEBUG="1"))
+    t.check("the debug line says the stale marker was removed", "UCXTLS_DERIVED (a stale marker) removed" in err, err)
+
+
+@case("a kept value too long to repair is kept, with the true reason")
+def repair_too_long(t):
+    kept = "cuda_copy" + ",tcp" * 1100  # 4409 bytes: the repair would not fit in 4095
+    tls, _, err = sh_value(env_for("intel-xe", UCX_TLS=kept, UCXTLS_REPAIR="1", UCXTLS_DEBUG="1"))
+    t.equal("kept as it was", tls, kept)
+    t.check("the debug line says it would be too long, not that nothing would remain",
+            "would be longer than 4095 bytes, so it is kept" in err and "nothing would remain" not in err, err[-300:])
 
 
 @case("a kept value of another family is named in the debug line, with the way out")

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 
-from common import LIB, SAN_DIR, Timer, case, env_for, have, machines, main
+from common import LIB, SAN_DIR, Timer, case, env_for, fixture, have, machines, main
 
 # The host lists its open descriptors (a shell glob: no child process): a descriptor the
 # constructor leaked would change stdout.
@@ -344,6 +344,35 @@ def fifos(t):
         os.close(r)
         os.close(w)
 
+
+
+@case("driver tier: a FIFO named like the cache file gets no reader")
+def driver_cache_fifo(t):
+    """A writer blocked opening the FIFO (no reader yet) must stay blocked: the library checks the
+    file before it opens it (docs/design.md, "The driver tier"), so it never becomes the reader."""
+    cache = os.path.join(top(), "fifo-cache")
+    os.makedirs(cache, 0o755, exist_ok=True)
+    fifo = os.path.join(cache, "driver")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo, 0o644)
+    writer = subprocess.Popen(["python3", "-c", "import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY); "
+                               "os.write(1, b'opened'); os.write(fd, b'boot x\\n')", fifo],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)  # the writer is in open(2), waiting for a reader
+        compare(t, TIMER, "driver tier, the cache file a FIFO with a writer waiting",
+                host_env(fixture("dgx"), UCXTLS_PROBE="driver", UCXTLS_CACHE_DIR=cache, UCXTLS_DEBUG="1"))
+        time.sleep(0.3)
+        t.equal("the FIFO's writer is still waiting for a reader (the library never opened it)",
+                writer.poll(), None)
+    finally:
+        r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # releases the writer, whatever happened
+        try:
+            writer.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            writer.kill()
+            writer.communicate()
+        os.close(r)
 
 
 @case("./ucx.conf -> /dev/stdin: the host's stdin is not drained")

@@ -417,13 +417,65 @@ TEST_CASE("NVIDIA information, KFD properties and sysfs hex parsers") {
 }
 
 // ---------------------------------------------------------------------------------------------
-TEST_CASE("settings: the switches and invalid values") {
-  CHECK_FALSE(switch_on(nullptr));
-  CHECK_FALSE(switch_on(""));
-  CHECK_FALSE(switch_on("0"));
-  CHECK(switch_on("1"));
-  CHECK(switch_on("yes"));
-  CHECK(switch_on("00"));
+// The toggles read UCX's boolean words plus true/false, in any case (DESIGN.md step 2, amended
+// 2026-12-01b): UCXTLS_DISABLE=false leaves the library on, UCXTLS_REPAIR=false repairs nothing;
+// empty is unset; any other word is an invalid setting whose message names the words.
+TEST_CASE("settings: the toggles take boolean words, in any case; another word is invalid") {
+  CHECK(toggle_value(nullptr) == Toggle::off);
+  CHECK(toggle_value("") == Toggle::off);
+  const char *const on[] = {"y", "Y", "yes", "YES", "Yes", "on", "ON", "On", "1", "true", "TRUE", "True"};
+  const char *const off[] = {"n", "N", "no", "NO", "No", "off", "OFF", "Off", "0", "false", "FALSE", "False"};
+  const char *const bad[] = {"00", "01", "2", "-1", "yess", "ye", "tru", "truee", "o", "of", "offf", "enable",
+                             " 1", "1 ", "yes,", "\x11", "\x0f\x0e", "Y\x05S"};
+  for (Var v : {kDisable, kRepair, kDebug}) {
+    CAPTURE(kOptions[v].name);
+    CHECK(kOptions[v].kind == Kind::toggle);
+    CHECK(std::string(kOptions[v].why) == "is not a boolean word (y, yes, on, 1, true; n, no, off, 0, false; any case)");
+    auto parsed = [v](const char *value) {
+      Env e{{v, value}};
+      Settings s;
+      parse_settings(e.in, &s);
+      return s;
+    };
+    auto is_on = [v](const Settings &s) { return v == kDisable ? s.disabled : v == kRepair ? s.repair : s.debug; };
+    for (bool want : {true, false}) {
+      for (const char *w : want ? on : off) {
+        CAPTURE(w);
+        CHECK(toggle_value(w) == (want ? Toggle::on : Toggle::off));
+        Settings s = parsed(w);
+        CHECK_FALSE(s.invalid);
+        CHECK(is_on(s) == want);
+      }
+    }
+    Settings empty = parsed("");
+    CHECK_FALSE(empty.invalid);
+    CHECK_FALSE(is_on(empty));
+    for (const char *w : bad) {
+      CAPTURE(w);
+      CHECK(toggle_value(w) == Toggle::invalid);
+      Settings s = parsed(w);
+      CHECK(s.invalid);
+      CHECK(s.invalid_var == v);
+      CHECK(s.invalid_why == kOptions[v].why);
+      CHECK_FALSE(is_on(s));
+    }
+  }
+  // The ladder: UCXTLS_DISABLE=false does not turn the library off; a bad word is step 4's error.
+  Facts f = facts(Tri::yes, Tri::no, Tri::yes, Tri::no, Tri::no);
+  Decision d;
+  Env off_word{{kDisable, "false"}};
+  Settings s;
+  parse_settings(off_word.in, &s);
+  decide(off_word.in, s, f, &d);
+  CHECK(d.action == Action::set);
+  Env bad_word{{kDisable, "maybe"}};
+  parse_settings(bad_word.in, &s);
+  decide(bad_word.in, s, f, &d);
+  CHECK(d.action == Action::skip);
+  CHECK(d.error);
+}
+
+TEST_CASE("settings: invalid values") {
 
   struct Row {
     Var var;
@@ -434,6 +486,11 @@ TEST_CASE("settings: the switches and invalid values") {
       {kAccel, "", false},             {kAccel, "foo", true},        {kAccel, "CUDA", true},
       {kProbe, "kernel", false},       {kProbe, "driver", false},    {kProbe, "nvml", true},
       {kTemplate, "tcp,{copy}", false}, {kTemplate, "tcp {copy}", true}, {kTemplate, "", false},
+      // A value that only starts with an allowed word is not that word (a prefix compare would
+      // read cuda12 as cuda, drivers as driver: tests/unit/plant_bugs.py plants it).
+      {kAccel, "cuda12", true},        {kAccel, "zee", true},        {kAccel, "autox", true},
+      {kAccel, "cud", true},           {kProbe, "drivers", true},    {kProbe, "kernel2", true},
+      {kProbe, "driver ", true},       {kProbe, "drive", true},
   };
   for (const Row &r : rows) {
     CAPTURE(kOptions[r.var].name);
@@ -718,4 +775,25 @@ TEST_CASE("settings: every row parses by its kind, with the row's words, limits 
   Env cache{{kProbe, "driver"}, {kCacheDir, "rel"}};
   parse_settings(cache.in, &s);  // a fresh parse: nothing of the last one is kept
   CHECK(s.invalid_var == kCacheDir);
+}
+
+// /proc/self/stat's thread count (field 20), read only after a setenv ran before the library
+// (preload.cc environment_shared): the command name may hold blanks and parentheses.
+TEST_CASE("parse_stat_threads: field 20, after the command name's last parenthesis") {
+  struct Row {
+    const char *text;
+    long want;
+  } rows[] = {
+      {"7226 (cat) R 6979 6979 4017 0 -1 4194304 123 0 0 0 0 0 0 0 20 0 1 0 207668 3133440\n", 1},
+      {"7226 (a b) c)) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 12 0 5 6\n", 12},
+      {"7226 (cat) R 6979 6979 4017 0 -1 4194304 123 0 0 0 0 0 0 0 20 0 3", 3},
+      {"7226 (cat) R 6979 6979 4017 0 -1 4194304 123 0 0 0 0 0 0 0 20 0", -1},  // cut short
+      {"7226 (cat) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 x 0 1\n", -1},      // not a number
+      {"no parenthesis at all 1 2 3", -1},
+      {"", -1},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.text);
+    CHECK(parse_stat_threads(r.text, strlen(r.text)) == r.want);
+  }
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core.h"
+#include "unit_facts.h"
 
 using namespace ucxtls;
 
@@ -16,7 +17,7 @@ const char *const kCudaList = "rc_x,rc,dc_x,dc,cuda_copy";
 
 std::string repaired(const char *value, Family node) {
   char out[kValueMax];
-  return repair_value(value, node, out, sizeof out) ? std::string(out) : std::string("<none>");
+  return repair_value(value, node, out, sizeof out) == Repair::repaired ? std::string(out) : std::string("<none>");
 }
 
 }  // namespace
@@ -89,7 +90,7 @@ TEST_CASE("repair_value: other families' entries rewritten, every other entry ke
   }
   // A value that does not fit is not repaired (never a cut list).
   char small[8];
-  CHECK_FALSE(repair_value(kCudaList, Family::rocm, small, sizeof small));
+  CHECK(repair_value(kCudaList, Family::rocm, small, sizeof small) == Repair::too_long);
   CHECK(std::string(small).empty());
 }
 
@@ -136,15 +137,6 @@ struct Env {
   }
 };
 
-// A node with a ConnectX and one family's GPUs, every fact known.
-Facts node_of(Family fam) {
-  Facts f;
-  f.rdma.value = Tri::yes;
-  f.rdma_mlx5 = true;
-  f.ucx_conf.value = Tri::no;
-  for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].value = g == fam ? Tri::yes : Tri::no;
-  return f;
-}
 
 struct Result {
   Action action;
@@ -234,6 +226,56 @@ TEST_CASE("step 3: a kept value of another family is named, and repaired only wh
   Result ours = decide_keep(Env{{kUcxTls, kCudaList}, {kDerived, kCudaList}, {kRepair, "1"}}, Family::ze, true);
   CHECK(ours.action == Action::set);
   CHECK(ours.value == "rc_x,rc,dc_x,dc,ze_copy");
+}
+
+// Repair never adopts the marker (issue 26 item 3): a stale UCXTLS_DERIVED beside a kept value is
+// removed by the repair, even when the repaired value equals it, so that no later process takes
+// the user's repaired value for ours and re-derives it.
+TEST_CASE("repair: a stale marker goes, even one equal to the repaired value; never kept beside it") {
+  Env e{{kUcxTls, "rc,cuda_copy"}, {kDerived, "rc,ze_copy"}, {kRepair, "1"}};
+  Result r = decide_keep(e, Family::ze, false);
+  CHECK(r.action == Action::repair);
+  CHECK(r.value == "rc,ze_copy");  // equal to the stale marker
+  CHECK(r.reasons.find("UCXTLS_DERIVED (a stale marker) removed") != std::string::npos);
+  Settings s;
+  parse_settings(e.in, &s);
+  Decision d;
+  d.action = Action::repair;
+  CHECK(repair_drops_marker(e.in, d));
+  Env unmarked{{kUcxTls, "rc,cuda_copy"}, {kRepair, "1"}};
+  CHECK_FALSE(repair_drops_marker(unmarked.in, d));
+  CHECK(decide_keep(unmarked, Family::ze, false).reasons.find("stale marker") == std::string::npos);
+  Env other_marker{{kUcxTls, "rc,cuda_copy"}, {kDerived, "tcp"}, {kRepair, "1"}};
+  CHECK(repair_drops_marker(other_marker.in, d));
+  for (Action a : {Action::set, Action::keep, Action::skip, Action::clear}) {
+    d.action = a;
+    CHECK_FALSE(repair_drops_marker(e.in, d));  // a set writes its own marker; the rest keep theirs
+  }
+}
+
+// A kept value whose repair does not fit in a value the library writes is kept, and the reason
+// says so (not "nothing would remain").
+TEST_CASE("repair: a value too long to repair is kept, with the true reason") {
+  std::string kept = "cuda_copy";
+  while (kept.size() < kValueMax + 100) kept += ",tcp";
+  Result r = decide_keep(Env{{kUcxTls, kept.c_str()}, {kRepair, "1"}}, Family::ze, false);
+  CHECK(r.action == Action::keep);
+  CHECK(r.reasons.find("nothing would remain") == std::string::npos);
+  CHECK(r.reasons.find("would be longer than 4095 bytes, so it is kept") != std::string::npos);
+  // At the boundary: a rewrite that grows (ze -> cuda, 2 bytes) past 4095 bytes is too long; one
+  // that still fits is repaired.
+  std::string fits = "ze";
+  while (fits.size() < kValueMax - 1 - 2) fits += ",t";
+  fits.resize(kValueMax - 1 - 2);  // 4093 bytes: 4095 after the rewrite
+  if (fits.back() == ',') fits.back() = 't';
+  char out[kValueMax];
+  CHECK(repair_value(fits.c_str(), Family::cuda, out, sizeof out) == Repair::repaired);
+  CHECK(std::string(out).size() == kValueMax - 1);
+  std::string over = fits + "t";  // 4094 bytes: 4096 after the rewrite
+  CHECK(repair_value(over.c_str(), Family::cuda, out, sizeof out) == Repair::too_long);
+  CHECK(out[0] == '\0');
+  CHECK(repair_value("cuda_ipc", Family::ze, out, sizeof out) == Repair::nothing_remains);
+  CHECK(repair_value("rc,ze_copy", Family::ze, out, sizeof out) == Repair::no_mismatch);
 }
 
 TEST_CASE("apply: a repair writes UCX_TLS only when it changes it") {

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The library's limits, measured (README "Limits"; docs/how-it-decides.md, "Limits").
+
+1. A library linked into the program (DT_NEEDED) whose constructor applies its own default
+   (`setenv("UCX_TLS", CUDA list, 0)`) runs before any preloaded constructor (glibc runs a
+   program's dependencies' constructors first): its value is in the environment when ours runs,
+   so it is kept as the user's. UCXTLS_REPAIR=1 repairs it on a node of another family.
+2. A thread started by a linked library's constructor that calls setenv while the constructors
+   run races the library's reading and editing of the environment (glibc before 2.41 frees the
+   arrays setenv replaces). Reduced: once a setenv has replaced the exec's array and another
+   thread runs (/proc/self/stat), the library writes nothing and says why (asserted with a thread
+   that waits for main); edits are made only in the array found safe, and a new array is published
+   by compare-and-swap over it. The stress program (a linked library whose constructor starts a thread
+   adding 64 variables; main joins it and counts them) is run RUNS times on the set, re-derive and
+   clear paths with no preload, an empty preload and the library. Asserted: without the library
+   and with the empty one the host is never hurt (the setup is sound). Measured and printed, not
+   asserted (a race): how often the library's runs die by a signal or lose a variable of the host.
+"""
+import os
+import sys
+
+from common import C, Z, case, compile_c, env_for, have, main, run, scratch_dir
+
+RUNS = int(os.environ.get("UCXTLSTEST_LIMIT_RUNS", "300"))
+
+DEFAULT_LIB = r"""
+#include <stdlib.h>
+/* A trainer's library: applies its CUDA default when nobody configured UCX_TLS. */
+__attribute__((constructor)) static void own_default(void) { setenv("UCX_TLS", "rc_x,rc,dc_x,dc,cuda_copy", 0); }
+void linked_default(void) {}
+"""
+DEFAULT_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void linked_default(void);
+int main(void) {
+  linked_default();
+  const char *t = getenv("UCX_TLS"), *d = getenv("UCXTLS_DERIVED");
+  printf("%s|%s\n", t ? t : "<unset>", d ? d : "<unset>");
+  return 0;
+}
+"""
+SETENV_THREAD_LIB = r"""
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+static volatile int started;
+static pthread_t th;
+static void *writer(void *arg) {
+  char name[32];
+  (void)arg;
+  started = 1;
+  for (int i = 0; i < 64; i++) {
+    snprintf(name, sizeof name, "STRESS_%02d", i);
+    setenv(name, "x", 1);  /* each adds one: glibc moves the array and frees the one it replaced */
+  }
+  return 0;
+}
+/* Runs before any preloaded library's constructor; returns once the writer runs. */
+__attribute__((constructor)) static void start_writer(void) {
+  if (pthread_create(&th, 0, writer, 0) == 0)
+    while (!started) sched_yield();
+}
+void join_writer(void) { pthread_join(th, 0); }
+"""
+SETENV_THREAD_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void join_writer(void);
+int main(void) {
+  char name[32];
+  int missing = 0;
+  join_writer();
+  for (int i = 0; i < 64; i++) {
+    snprintf(name, sizeof name, "STRESS_%02d", i);
+    missing += getenv(name) == NULL;
+  }
+  printf("%d\n", missing);
+  return 0;
+}
+"""
+EMPTY_LIB = "void ucxtls_test_empty(void) {}\n"
+
+# A linked library's constructor that calls setenv (the array is then glibc's) and, when asked,
+# starts a thread that waits for main: the library then writes nothing, and says why.
+WAITER_LIB = r"""
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+static pthread_t th;
+static int fds[2];
+static void *waiter(void *arg) { char c; (void)arg; return (void *)(long)read(fds[0], &c, 1); }
+__attribute__((constructor)) static void start(void) {
+  setenv("SET_BY_LINKED_LIBRARY", "1", 1);
+  if (getenv("START_WAITER") && pipe(fds) == 0) pthread_create(&th, 0, waiter, 0);
+}
+void stop_waiter(void) { if (getenv("START_WAITER")) { if (write(fds[1], "x", 1) < 0) abort(); pthread_join(th, 0); } }
+"""
+WAITER_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void stop_waiter(void);
+int main(void) {
+  stop_waiter();
+  const char *t = getenv("UCX_TLS"), *d = getenv("UCXTLS_DERIVED"), *l = getenv("SET_BY_LINKED_LIBRARY");
+  printf("%s|%s|%s\n", t ? t : "<unset>", d ? d : "<unset>", l ? l : "<unset>");
+  return 0;
+}
+"""
+
+_built = {}
+
+
+def built(t):
+    if not have("gcc"):
+        t.skip("limits", "gcc not installed")
+        t.exit()
+    if not _built:
+        work = scratch_dir("ucxtls-limits-")
+        rpath = ["-L" + work, "-Wl,-rpath," + work]
+        for name, src, flags in [("liblinked_default.so", DEFAULT_LIB, ["-shared", "-fPIC"]),
+                                 ("default_host", DEFAULT_HOST, ["-Wl,--no-as-needed", "-llinked_default"] + rpath),
+                                 ("libsetenv_thread.so", SETENV_THREAD_LIB, ["-shared", "-fPIC", "-pthread"]),
+                                 ("setenv_thread_host", SETENV_THREAD_HOST, ["-lsetenv_thread", "-pthread"] + rpath),
+                                 ("libempty_preload.so", EMPTY_LIB, ["-shared", "-fPIC"]),
+                                 ("libwaiter.so", WAITER_LIB, ["-shared", "-fPIC", "-pthread"]),
+                                 ("waiter_host", WAITER_HOST, ["-lwaiter", "-pthread"] + rpath)]:
+            path, err = compile_c(work, name, src, flags=flags)
+            if not t.check("compile %s" % name, path is not None, err or ""):
+                t.exit()
+            _built[name] = path
+    return _built
+
+
+@case("a linked library's own default runs first and is kept; UCXTLS_REPAIR=1 repairs it")
+def linked_default(t):
+    host = built(t)["default_host"]
+    for machine, extra, want, why in [
+            ("intel-xe", {}, (C, "<unset>"), "its CUDA default is kept as the user's (it ran before ours)"),
+            ("intel-xe", {"UCXTLS_REPAIR": "1"}, (Z, "<unset>"), "UCXTLS_REPAIR=1 rewrites it to this node's family"),
+            ("dgx", {}, (C, "<unset>"), "on its own family's node it stands, unmarked"),
+            ("no-gpu", {}, (C, "<unset>"), "on a node without a GPU it stands")]:
+        p = run([host], env_for(machine, **extra))
+        got = tuple(p.stdout.decode().strip().split("|"))
+        t.equal("%s %s: %s" % (machine, " ".join("%s=%s" % kv for kv in extra.items()) or "(defaults)", why),
+                (p.returncode, got), (0, want), p.stderr.decode())
+    p = run([host], env_for("intel-xe", preload=False))
+    t.equal("the control without the library: the linked default", p.stdout.decode().strip(), C + "|<unset>")
+
+
+def stress(host, lib, machine, inherited, runs):
+    """{outcome: runs}: ok, 'signal N', 'status N', 'lost' (a variable the thread set is missing)."""
+    out = {}
+    for i in range(runs):
+        env = env_for(machine, preload=False, **inherited)
+        if lib:
+            env["LD_PRELOAD"] = lib
+        for k in range(20 + i % 7):  # environment sizes: glibc's realloc moves the array or not
+            env["PAD_%02d" % k] = "x"
+        p = run([host], env)
+        if p.returncode < 0:
+            key = "signal %d" % -p.returncode
+        elif p.returncode:
+            key = "status %d" % p.returncode
+        else:
+            key = "ok" if p.stdout.strip() == b"0" else "lost"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+@case("after a setenv by a linked library, another thread running: nothing written, and the line says why")
+def shared_environment(t):
+    host = built(t)["waiter_host"]
+    for machine, inherited, want in [("dgx", {}, C), ("dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, C),
+                                     ("no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "<unset>")]:
+        label = "%s %s" % (machine, "(inherited pair)" if inherited else "(nothing inherited)")
+        p = run([host], env_for(machine, **inherited))
+        t.equal("%s, the one thread (a setenv ran before): written as usual" % label,
+                (p.returncode, p.stdout.decode()), (0, "%s|%s|1\n" % (want, want)), p.stderr.decode())
+        p = run([host], env_for(machine, START_WAITER="1", UCXTLS_DEBUG="1", **inherited))
+        before = inherited.get("UCX_TLS", "<unset>")
+        err = p.stderr.decode()
+        t.equal("%s, another thread runs: nothing written, the host's own variable kept" % label,
+                (p.returncode, p.stdout.decode()), (0, "%s|%s|1\n" % (before, inherited.get("UCXTLS_DERIVED", "<unset>"))), err)
+        t.check("%s: the debug line says failed and why" % label,
+                err.startswith("ucxtls: failed to ") and "another thread runs" in err and err.count("\n") == 1, err)
+
+
+@case("a setenv thread started by a linked library's constructor: the host with and without the library")
+def setenv_thread(t):
+    b = built(t)
+    host = b["setenv_thread_host"]
+    paths = [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+             ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}), ("keep", "dgx", {"UCX_TLS": "tcp"})]
+    for path, machine, inherited in paths:
+        for label, lib in [("no preload", None), ("an empty preload", b["libempty_preload.so"])]:
+            got = stress(host, lib, machine, inherited, RUNS)
+            t.equal("%s, %s: %d runs, the host never hurt (the setup is sound)" % (path, label, RUNS), got, {"ok": RUNS})
+        got = stress(host, env_for()["LD_PRELOAD"], machine, inherited, RUNS)
+        hurt = RUNS - got.get("ok", 0)
+        print("info %s, the library: %d of %d runs hurt (%.1f%%): %s" % (path, hurt, RUNS, 100.0 * hurt / RUNS,
+              ", ".join("%s %d" % kv for kv in sorted(got.items()))), flush=True)
+        t.check("%s, the library: %d runs measured" % (path, RUNS), sum(got.values()) == RUNS)
+
+
+if __name__ == "__main__":
+    main("limits: a linked library's own default; a setenv thread during the constructors")
