@@ -22,8 +22,9 @@ namespace {
 enum class EnvFormat { sh, slurm };
 
 // value: UCX_TLS to export; derived: it is ours, so UCXTLS_DERIVED marks it (a set), or not (a
-// repair is the user's value, rewritten: the library writes UCX_TLS alone). NULL: both go.
-void print_env(EnvFormat fmt, const char *value, bool derived) {
+// repair is the user's value, rewritten: the library writes UCX_TLS alone, and removes a stale
+// marker, drop_marker, so that the repaired value is never taken for ours). NULL: both go.
+void print_env(EnvFormat fmt, const char *value, bool derived, bool drop_marker) {
   if (!value) {
     fputs(fmt == EnvFormat::slurm ? "unset UCX_TLS\nunset UCXTLS_DERIVED\n" : "unset UCX_TLS UCXTLS_DERIVED\n", stdout);
     return;
@@ -31,6 +32,7 @@ void print_env(EnvFormat fmt, const char *value, bool derived) {
   const std::string v = fmt == EnvFormat::slurm ? std::string(value) : shell_quote(value);
   printf("export UCX_TLS=%s\n", v.c_str());
   if (derived) printf("export UCXTLS_DERIVED=%s\n", v.c_str());
+  if (drop_marker) fputs("unset UCXTLS_DERIVED\n", stdout);
 }
 
 }  // namespace
@@ -47,7 +49,7 @@ int cmd_env(int argc, char **argv) {
   if (r->d.error) {
     fputs(library_line(*r).c_str(), stderr);
     // As the library does: an inherited value of ours goes even when a setting is invalid.
-    if (r->d.action == Action::clear) print_env(fmt, nullptr, false);
+    if (r->d.action == Action::clear) print_env(fmt, nullptr, false, false);
     return kFailed;
   }
   if (r->s.debug) fputs(library_line(*r).c_str(), stderr);  // as the library would say it
@@ -60,9 +62,9 @@ int cmd_env(int argc, char **argv) {
     // bytes: one with a line break would end Slurm's line early; refuse rather than print half.
     if (fmt == EnvFormat::slurm && strpbrk(r->d.value, "\n\r"))
       return fail(kFailed, "env: the value holds a line break; a Slurm TaskProlog line cannot carry it");
-    print_env(fmt, r->d.value, r->d.action == Action::set);
+    print_env(fmt, r->d.value, r->d.action == Action::set, repair_drops_marker(r->in, r->d));
   } else {  // clear
-    print_env(fmt, nullptr, false);
+    print_env(fmt, nullptr, false, false);
   }
   return 0;
 }

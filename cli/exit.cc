@@ -20,6 +20,8 @@ int fail(int status, const std::string &msg) {
 
 namespace {
 
+constexpr size_t kStdoutBuffer = 1 << 16;  // the longest output, --man, is about 8 KiB
+
 void close_stdout() {
   const bool failed_before = ferror(stdout);
   int err = fflush(stdout) != 0 ? errno : 0;
@@ -45,6 +47,12 @@ void install_guards() {
     const int n = open("/dev/null", (fd == 2 ? O_WRONLY : O_RDONLY) | O_CLOEXEC);  // the lowest free: fd
     if (n >= 0 && n != fd) close(n);
   }
+  // One buffer for all the output (ours is at most a few KiB): a write error then shows at the
+  // final flush with its errno, where a flush in the middle of the output would have set the
+  // stream's error and left errno to whatever ran after it. A terminal stays line-buffered.
+  // (glibc ignores the size of a buffer it allocates itself: give it one.)
+  static char buffer[kStdoutBuffer];
+  if (!isatty(STDOUT_FILENO)) setvbuf(stdout, buffer, _IOFBF, sizeof buffer);
   atexit(close_stdout);
 }
 

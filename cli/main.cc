@@ -54,7 +54,8 @@ const Command kCommands[] = {
      "slurm: the unquoted export/unset lines a Slurm TaskProlog prints",
      "Prints export (or unset) lines for UCX_TLS and UCXTLS_DERIVED, for launch scripts that do not "
      "preload the library; nothing when the environment is already right. A repair "
-     "(UCXTLS_REPAIR=1) is export UCX_TLS alone, as the library writes it. --format=slurm prints "
+     "(UCXTLS_REPAIR=1) is export UCX_TLS alone, as the library writes it, plus unset "
+     "UCXTLS_DERIVED where a stale marker was inherited. --format=slurm prints "
      "unquoted export NAME=value lines and one unset NAME per line, the form a Slurm TaskProlog's "
      "output takes.",
      kEnvFlags, false, cmd_env},

@@ -34,6 +34,9 @@ VARIABLE_SETS = [
     {"UCX_TLS": C},
     {"UCX_TLS": C, "UCXTLS_REPAIR": "1"},
     {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"},
+    {"UCX_TLS": C, "UCXTLS_DERIVED": ELSEWHERE, "UCXTLS_REPAIR": "yes"},  # a repair drops a stale marker
+    {"UCX_TLS": C, "UCXTLS_REPAIR": "false"},  # boolean words: false is off
+    {"UCXTLS_DISABLE": "maybe"},  # not a boolean word: an invalid setting
     {"UCXTLS_TEMPLATE": PORTABLE},
     {"UCXTLS_ACCEL": "bogus"},
     {"UCX_TLS": ELSEWHERE, "UCXTLS_DERIVED": ELSEWHERE, "UCXTLS_ACCEL": "bogus"},
