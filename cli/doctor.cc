@@ -138,8 +138,13 @@ std::string ucx_info_identity(const Environment &env) {
       }
   }
   if (run_ucx_info(env, "-v", &out, &err)) {
-    size_t k = out.find("Version ");
-    if (k != std::string::npos) version = out.substr(k + 8, out.find('\n', k) - k - 8);
+    // "# Version 1.13.1" up to UCX 1.1x; "# Library version: 1.22.0" in 1.22.
+    for (const char *label : {"# Version ", "# Library version: "}) {
+      size_t k = out.find(label);
+      if (k == std::string::npos || !version.empty()) continue;
+      k += strlen(label);
+      version = out.substr(k, out.find('\n', k) - k);
+    }
   }
   return "the one " + path + " runs" + (version.empty() ? "" : " (version " + version + ")");
 }
