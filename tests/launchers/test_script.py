@@ -103,8 +103,9 @@ SERVER_NODES = [
 ]
 
 
-def inference_server(t, job, ucx_info="ucx_info"):
-    """The recipe under `ucx_info` (Debian's 1.13 in PATH, or a UCX 1.22 build's, by its path)."""
+def inference_server(t, job, ucx_info="ucx_info", under=""):
+    """The recipe under `ucx_info` (Debian's 1.13 in PATH, or a UCX 1.22 build's, by its path;
+    `under` names it in the checks)."""
     try:
         text = R.block("inference-server")
     except LookupError as e:
@@ -128,13 +129,13 @@ def inference_server(t, job, ucx_info="ucx_info"):
         # self and tcp carry it where nothing else runs.
         p = subprocess.run(["./serve.sh", ucx_info, "-e", "-u", "t"], env=env, cwd=job, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=60)
-        t.check("inference-server as printed on %s: ucx_info -e creates a UCP endpoint" % machine,
+        t.check("inference-server as printed on %s: ucx_info -e creates a UCP endpoint%s" % (machine, under),
                 p.returncode == 0 and "UCP endpoint" in p.stdout.decode(), p.stdout.decode() + p.stderr.decode())
     # The control: Dynamo's published value on a node without rc (this machine has none).
     env = env_for("aws-p5", preload=False, UCX_TLS="rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc")
     p = subprocess.run(["./serve.sh", ucx_info, "-e", "-u", "t"], env=env, cwd=job, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
-    t.check("control: Dynamo's published rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc fails where rc does not run",
+    t.check("control: Dynamo's published rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc fails where rc does not run%s" % under,
             "no usable transports" in p.stdout.decode() + p.stderr.decode(), p.stdout.decode() + p.stderr.decode())
 
 
@@ -180,7 +181,7 @@ def inference_server_ucx122_case(t):
             t.skip("inference-server recipe under UCX 1.22 (%s)" % build, why)
             continue
         _, job = installed(t)
-        inference_server(t, job, os.path.join(prefix, "bin", "ucx_info"))
+        inference_server(t, job, os.path.join(prefix, "bin", "ucx_info"), " (UCX 1.22, %s)" % build)
 
 
 @case("/etc/ld.so.preload lines as printed")
