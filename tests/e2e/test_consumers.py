@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from harness import ALL, C, NONE, R, Z, add_case, case, env_for, have, main, run, ucx122
+from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, main, run, ucx122
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
 
@@ -193,6 +193,39 @@ def ucx_info_deny(t, ucx_info):
             % (version + ("a warning on stdout naming cuda_copy and rc" if version < (1, 22) else "no warning",)),
             p.returncode == 0 and "UCP endpoint" in out and "keep" in err
             and (warns and "'cuda_copy'" in out and "'rc'" in out if version < (1, 22) else not warns), out + err)
+
+
+FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
+
+
+@case("ucx_info -e [UCX 1.22 --with-ze, a Level Zero GPU]: a value whose only usable transport is ze_copy is refused",
+      tags=("ucx122",))
+def ucx_info_accelerator_only(t):
+    # New in 1.22 (openucx/ucx #11373): a context whose usable transports are all accelerator ones
+    # is refused, although UCX serves the name (no "not available" for it). So the trainer's rc
+    # list with the copy transport fails at ucp_init on a node without rc (research: ucx-builds.md).
+    prefix, why = ucx122("ze")
+    if not prefix:
+        t.skip("UCX 1.22 (ze)", why)
+        return
+    if not os.path.exists(FAKE_GPU):
+        t.skip("a Level Zero GPU", "the fake GPU driver (tests/ze) is not built: %s" % FAKE_GPU)
+        return
+    info = os.path.join(prefix, "bin", "ucx_info")
+    gpu = {"ZE_ENABLE_ALT_DRIVERS": FAKE_GPU}
+    d = run([info, "-d"], env_for(None, **gpu)).stdout.decode()
+    if not t.check("control: ucx_info -d lists ze_copy with the fake GPU", "Transport: ze_copy" in d, d):
+        return
+    for value, ok in (("ze_copy", False), ("ze", False), ("ze_copy,rc", False), ("ze_copy,tcp", True)):
+        p = run([info, "-e", "-u", "t"], env_for(None, UCX_TLS=value, **gpu))
+        out = p.stdout.decode()
+        served = "'ze_copy'" not in out and "'ze'" not in out  # UCX does not call the ze names unavailable
+        if ok:
+            t.check("UCX_TLS=%s: a UCP endpoint" % value, p.returncode == 0 and "UCP endpoint" in out and served, out)
+        else:
+            t.check("UCX_TLS=%s: ze_copy served, yet 'no usable transports/devices' and no context" % value,
+                    p.returncode != 0 and "no usable transports/devices" in out and "Failed to create UCP context" in out
+                    and served, out)
 
 
 @case("ucp_client_server: UCX's example exchanges a message", tags=("client_server",))
