@@ -11,7 +11,8 @@
 #     build.log configure, make and install output
 # A second run finds .done and prints the prefix at once. Concurrent runs wait on one lock per
 # key (flock); the build happens in a temporary directory beside it that is renamed into place,
-# so a crashed or killed build leaves no half-installed prefix behind.
+# so a crashed or killed build leaves no half-installed prefix behind (the next run removes its
+# temporary directory).
 #
 # Exit status: 0 built or cached; 2 the build cannot be attempted here (a prerequisite is
 # missing: the message names it); 1 the build was attempted and failed (the log's tail is shown).
@@ -77,6 +78,7 @@ if ! flock -n 9; then
   say "another build of $dir is running; waiting for it"
   flock 9
 fi
+rm -rf "$cache/.tmp-$key".*   # left by a build that was killed: with the lock held, nobody else's
 if done_ok; then printf '%s\n' "$prefix"; exit 0; fi
 
 cpus=$(nproc 2>/dev/null || echo 2)

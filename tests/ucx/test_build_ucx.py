@@ -135,12 +135,16 @@ def waits(t):
         os.chmod(os.path.join(done, "prefix", "bin", "ucx_info"), 0o755)
         with open(os.path.join(done, ".done"), "w") as f:
             f.write("configure (played by the test)\n")
+        stale = os.path.join(cache, ".tmp-%s.killed" % key)  # what a build killed earlier leaves
+        os.makedirs(os.path.join(stale, "build"))
         fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()
         out, rest = proc.communicate(timeout=30)
-        t.check("released, it prints the other build's prefix and exits 0, having built nothing",
-                proc.returncode == 0 and out.decode() == os.path.join(done, "prefix") + "\n"
-                and not [n for n in os.listdir(cache) if n.startswith(".tmp-")], repr((proc.returncode, out, rest)))
+        t.check("released, it prints the other build's prefix and exits 0, having built nothing, and removes "
+                "the temporary directory of a build killed earlier", proc.returncode == 0
+                and out.decode() == os.path.join(done, "prefix") + "\n"
+                and not [n for n in os.listdir(cache) if n.startswith(".tmp-")],
+                repr((proc.returncode, out, rest, os.listdir(cache))))
     finally:
         shutil.rmtree(cache, True)
 
