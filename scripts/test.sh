@@ -72,7 +72,7 @@ cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=ON >&2
 cmake --build "$BUILD_DIR" -j "$JOBS" >&2
 
 # UCX 1.22.0 (third_party/), with and without Level Zero, built once per machine and cached
-# outside the clone (tests/ucx/build_ucx.sh; about 8 minutes each on 2 CPUs, then instant). The
+# outside the clone (tests/ucx/build_ucx.sh; 5-6 minutes each on 2 busy CPUs, then instant). The
 # tests that use a build read UCXTLSTEST_UCX122_ZE / _NOZE (its prefix) and otherwise print SKIP
 # with UCXTLSTEST_UCX122_ZE_SKIP / _NOZE_SKIP as the reason. A build that cannot be attempted
 # (a prerequisite missing: not root, UCXTLSTEST_NO_INSTALL) is a reason to skip; a build that was
@@ -82,15 +82,14 @@ for variant in ze noze; do
   var=UCXTLSTEST_UCX122_${variant^^}
   log="$BUILD_DIR/ucx122-$variant.log"
   set +e
-  JOBS=$JOBS tests/ucx/build_ucx.sh "$variant" >"$log.prefix" 2> >(tee "$log" >&2)
-  rc=$?
-  wait $!  # the tee: the log is complete
+  JOBS=$JOBS tests/ucx/build_ucx.sh "$variant" 2>&1 >"$log.prefix" | tee "$log" >&2  # stderr shown and kept
+  rc=${PIPESTATUS[0]}
   set -e
   prefix=$(cat "$log.prefix")
   if [ "$rc" = 0 ]; then
     export "$var=$prefix"
   elif [ "$rc" = 2 ]; then
-    export "${var}_SKIP=UCX 1.22 ($variant) not built: $(tail -n 1 "$log" | sed 's/^build_ucx.sh: //')"
+    export "${var}_SKIP=$(tail -n 1 "$log" | sed 's/^build_ucx.sh: //')"  # what is missing
   else
     export "${var}_SKIP=the UCX 1.22 ($variant) build FAILED (tests/ucx/build_ucx.sh $variant; $(cd "$BUILD_DIR" && pwd)/ucx122-$variant.log)"
     ucx_failed+=("$variant")
