@@ -72,7 +72,7 @@ cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=ON >&2
 cmake --build "$BUILD_DIR" -j "$JOBS" >&2
 
 # UCX 1.22.0 (third_party/), with and without Level Zero, built once per machine and cached
-# outside the clone (tests/ucx/build_ucx.sh; 5-6 minutes each on 2 busy CPUs, then instant). The
+# outside the clone (tests/ucx/build_ucx.sh; 2-6 minutes each on 2 CPUs, then instant). The
 # tests that use a build read UCXTLSTEST_UCX122_ZE / _NOZE (its prefix) and otherwise print SKIP
 # with UCXTLSTEST_UCX122_ZE_SKIP / _NOZE_SKIP as the reason. A build that cannot be attempted
 # (a prerequisite missing: not root, UCXTLSTEST_NO_INSTALL) is a reason to skip; a build that was
