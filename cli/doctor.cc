@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "exit.h"
 #include "bounded_child.h"
+#include "repair.h"
 #include "report.h"
 #include "util.h"
 #include "ucx_build.h"
@@ -128,20 +129,35 @@ bool ucx_transports(const Environment &env, int timeout_ms, std::vector<std::str
   return true;
 }
 
-// Which UCX `ucx_info` is: its path in PATH and the version it prints (ucx_info -v).
-std::string ucx_info_identity(const Environment &env, int timeout_ms) {
+// Which UCX `ucx_info` is: its path in PATH and the version it prints (ucx_info -v), also in *version.
+std::string ucx_info_identity(const Environment &env, int timeout_ms, std::string *version_out) {
   std::string path = ucx_info_path(env), version, out, err;
   if (run_ucx_info(env, "-v", timeout_ms, &out, &err)) {
-    size_t k = out.find("Version ");
-    if (k != std::string::npos) version = out.substr(k + 8, out.find('\n', k) - k - 8);
+    // "# Version 1.13.1" up to UCX 1.1x; "# Library version: 1.22.0" in 1.22.
+    for (const char *label : {"# Version ", "# Library version: "}) {
+      size_t k = out.find(label);
+      if (k == std::string::npos || !version.empty()) continue;
+      k += strlen(label);
+      version = out.substr(k, out.find('\n', k) - k);
+    }
   }
+  *version_out = version;
   return "the one " + (path.empty() ? std::string("ucx_info") : path) + " runs" + (version.empty() ? "" : " (version " + version + ")");
+}
+
+// Is `version` ("1.22.0") UCX 1.22 or newer? False when unknown.
+bool at_least_1_22(const std::string &version) {
+  int major = 0, minor = 0;
+  return sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && (major > 1 || (major == 1 && minor >= 22));
 }
 
 // The verdict on every name of value, with `served` saying which transports the UCX has: UCX's
 // own rules (aliases, \exact names, :aux, a deny list). Prints a line per name; gives the names
-// that are missing. False: the value is empty (UCX fails to create a context).
-bool judge(const std::string &value, const std::vector<std::string> &have, std::vector<std::string> *missing) {
+// that are missing, and in *gpu_only whether the names served are all GPU ones (repair.h's
+// table) in an allow list. `version`: the UCX's, where the releases differ. False: the value is
+// empty (UCX fails to create a context).
+bool judge(const std::string &value, const std::vector<std::string> &have, const std::string &version,
+           std::vector<std::string> *missing, bool *gpu_only) {
   auto served = [&](const std::string &name) {
     for (const std::string &t : have)
       if (t == name) return true;
@@ -149,6 +165,7 @@ bool judge(const std::string &value, const std::vector<std::string> &have, std::
   };
   std::string items = value;
   bool deny = !items.empty() && items[0] == '^';
+  bool gpu = false, other = false;  // served names of the allow list
   if (deny) items.erase(0, 1);
   if (items.empty()) {
     print_line("MISSING     every transport: an empty list makes UCX fail (\"The TLs list is empty\")\n");
@@ -169,20 +186,36 @@ bool judge(const std::string &value, const std::vector<std::string> &have, std::
     }
     if (deny && ok) {
       print_line("%-11s %s\n", "denied", item.c_str());
+    } else if (deny && at_least_1_22(version)) {  // measured: 1.22 says nothing about it
+      print_line("%-11s %s (not in this UCX: harmless, UCX %s does not warn about a denied name)\n", "denied",
+                 item.c_str(), version.c_str());
     } else if (deny) {
       // Harmless to the context, yet UCX 1.13 (measured) warns about it like an allowed name;
-      // the newest UCX does not (docs/design.md, "Facts and sources"). Reported, since it is in
-      // the value for nothing.
+      // 1.22 does not (above). Reported, since it is in the value for nothing.
       print_line("%-11s %s (denied, and not in this UCX: some UCX releases warn about it)\n", "MISSING", item.c_str());
       missing->push_back(item);
     } else if (ok) {
       print_line("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
+      GpuRole role;
+      (gpu_entry_family(item.c_str(), item.size(), &role) == Family::none ? other : gpu) = true;
     } else {
       bool blank = item.find_first_of(" \t") != std::string::npos;  // UCX does not trim entries
       print_line("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
       missing->push_back(item);
     }
   }
+  *gpu_only = !deny && gpu && !other;
+  return true;
+}
+
+// UCX >= 1.22 refuses a context whose usable transports are all accelerator ones (openucx/ucx
+// #11373: "no usable transports/devices"), where the names are served: a line, and exit 1.
+bool gpu_only_refused(bool gpu_only, const std::string &version) {
+  if (!gpu_only || !at_least_1_22(version)) return false;
+  print_line("%-11s the value as a whole: UCX %s refuses a context whose only usable transports are accelerator ones\n",
+             "refused", version.c_str());
+  fprintf(stderr, "ucxtls: doctor: UCX %s fails to create a context with this value (\"no usable transports/devices\"): "
+                  "add tcp or sm,self to it\n", version.c_str());
   return true;
 }
 
@@ -229,12 +262,14 @@ int doctor_build(const Report &r, const Environment &caller, const std::string &
     if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
     else if (m.state == "not-loaded") print_line("module      %s loads, but UCX did not load it (UCX_MODULES?)\n", m.path.c_str());
   std::vector<std::string> missing;
-  const bool empty = !nothing && !judge(value, b->transports, &missing);
+  bool gpu_only = false;
+  const bool empty = !nothing && !judge(value, b->transports, b->version, &missing, &gpu_only);
   bool serious = false;
   const std::vector<std::string> problems = build_problems(*b, nothing ? std::vector<std::string>() : value_names(value),
                                                            r.family, rdma_kind(r.f), &serious);
   for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
   if (empty) return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
+  if (gpu_only_refused(gpu_only, b->version)) return kFailed;  // worse than names missing: no context at all
   if (!missing.empty()) return missing_status(missing);
   if (serious) return fail(kFailed, "doctor: " + problems[0]);
   return 0;
@@ -390,12 +425,15 @@ int cmd_doctor(int argc, char **argv) {
   if (!ucx_transports(caller, timeout_ms, &have, &err)) return fail(kUsage, "doctor: " + err);
   std::string list;
   for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
-  print_line("UCX         %s\n", ucx_info_identity(caller, timeout_ms).c_str());
+  std::string version;
+  print_line("UCX         %s\n", ucx_info_identity(caller, timeout_ms, &version).c_str());
   print_line("value       %s (%s)\n", value.c_str(), source.c_str());
   print_line("this UCX    %s (ucx_info -d)\n", list.c_str());
   std::vector<std::string> missing;
-  if (!judge(value, have, &missing))
+  bool gpu_only = false;
+  if (!judge(value, have, version, &missing, &gpu_only))
     return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
+  if (gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
   return missing.empty() ? 0 : missing_status(missing);
 }
 

@@ -2,14 +2,17 @@
 """`ucxtls doctor` against the real UCX on this machine (Debian's UCX 1.13: no ze_copy, no CUDA):
 it must fail for a ze value and pass for `tcp,self`, and its verdict on every name must be the one
 UCX itself gives, which is read from UCX's own "not available" warning when a real context is
-created with the value (`ucx_info -e`)."""
+created with the value (`ucx_info -e`). The same comparison runs against UCX 1.22 `--with-ze`
+(tag ucx122: tests/ucx/build_ucx.sh), with the fake GPU driver of tests/ze when it is built, so
+that ze_copy is served; there the verdict on the whole value must also be UCX's: 1.22 refuses a
+context whose only usable transports are accelerator ones."""
 import os
 import re
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import LIB, add_case, case, env_for, have, main, run  # noqa: E402
+from harness import BUILD_DIR, LIB, add_case, case, env_for, have, main, run, ucx122  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
@@ -21,14 +24,15 @@ def doctor(args, env):
     return p, out, missing
 
 
-def ucx_unavailable(value):
-    """The names UCX warns about when a context is created with UCX_TLS=value."""
-    p = run(["ucx_info", "-e", "-u", "t"], env_for(None, preload=False, UCX_TLS=value))
+def ucx_unavailable(value, ucx_info="ucx_info", env=None):
+    """The names UCX warns about when a context is created with UCX_TLS=value, whether the
+    context was created, and UCX's output."""
+    p = run([ucx_info, "-e", "-u", "t"], dict(env or env_for(None, preload=False), UCX_TLS=value))
     text = p.stdout.decode() + p.stderr.decode()
     names = set()
     for m in re.finditer(r"transports? ((?:'[^']*',?)+) (?:is|are) not available", text):
         names |= set(re.findall(r"'([^']*)'", m.group(1)))
-    return names, text
+    return names, text, "UCP endpoint" in text
 
 
 def needs_ucx_info(fn):
@@ -122,7 +126,7 @@ def templates(t):
             if want_missing is not None:
                 ok = ok and missing == want_missing and p.returncode == (1 if want_missing else 0)
             else:  # whatever this UCX lacks of the RDMA and CUDA names, doctor agrees with UCX
-                ucx, _ = ucx_unavailable(value)
+                ucx, _, _ = ucx_unavailable(value)
                 ok = ok and missing == ucx and p.returncode == (1 if ucx else 0)
             t.check("doctor %s %r on %s: composes %s and checks it" % (args[0], tmpl, machine or "this machine", value),
                     ok, out + p.stderr.decode())
@@ -167,7 +171,7 @@ VALUES = ["tcp,self", "sm,self", "shm,tcp", "mm,tcp", "tcp,ze_copy", "tcp,ze", "
 
 @needs_ucx_info
 def same_as_ucx(t, value):
-    ucx, text = ucx_unavailable(value)
+    ucx, text, _ = ucx_unavailable(value)
     p, out, missing = doctor(["--value", value], HERE_ENV)
     t.equal("doctor == UCX on %r (names UCX calls 'not available')" % value, sorted(missing), sorted(ucx),
             "ucx_info -e:\n" + text + "\ndoctor:\n" + out)
@@ -176,6 +180,36 @@ def same_as_ucx(t, value):
 
 for _value in VALUES:
     add_case("doctor == UCX on %s" % _value, same_as_ucx, _value)
+
+
+FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
+# The values above, and those that only a UCX serving ze_copy can tell apart: ze_copy alone, the
+# alias alone, the trainer's list on a node without rc, and ze_copy with a host transport.
+VALUES_122 = VALUES + ["ze_copy", "ze", "rc_x,rc,dc_x,dc,ze_copy", "ze_copy,tcp", "ze_copy,sm,self"]
+
+
+def same_as_ucx122(t, value):
+    prefix, why = ucx122("ze")
+    if not prefix:
+        t.skip("UCX 1.22 (ze)", why)
+        return
+    env = env_for(None, preload=False, PATH=os.path.join(prefix, "bin") + ":" + HERE_ENV["PATH"])
+    gpu = os.path.exists(FAKE_GPU)
+    if gpu:
+        env["ZE_ENABLE_ALT_DRIVERS"] = FAKE_GPU
+    ucx, text, context = ucx_unavailable(value, os.path.join(prefix, "bin", "ucx_info"), env)
+    p, out, missing = doctor(["--value", value], env)
+    where = " (a Level Zero GPU: the fake driver)" if gpu else " (no Level Zero driver: tests/ze's is not built)"
+    t.equal("doctor == UCX 1.22 on %r%s (names UCX calls 'not available')" % (value, where), sorted(missing), sorted(ucx),
+            "ucx_info -e:\n" + text + "\ndoctor:\n" + out)
+    t.equal("doctor %r exits 1 exactly when a name is missing or UCX 1.22 creates no context" % value, p.returncode,
+            1 if ucx or not context else 0, "ucx_info -e:\n" + text + "\ndoctor:\n" + out + p.stderr.decode())
+    t.equal("... 'refused' exactly when UCX creates no context although it serves a name of the value (an 'ok' line)",
+            "refused " in out, not context and re.search(r"^ok ", out, re.M) is not None, out)
+
+
+for _value in VALUES_122:
+    add_case("doctor == UCX 1.22 on %s" % _value, same_as_ucx122, _value, tags=("ucx122",))
 
 
 @case("no ucx_info in PATH")

@@ -314,3 +314,19 @@ def main(title, start=None):
 def have(tool):
     from shutil import which
     return which(tool) is not None
+
+
+def ucx122(variant):
+    """The UCX 1.22.0 build `variant` ("ze": --with-ze, "noze": --with-ze=no) that scripts/test.sh
+    made with tests/ucx/build_ucx.sh: (prefix, None), or (None, why) to print as the SKIP reason.
+    test.sh exports UCXTLSTEST_UCX122_ZE / _NOZE (the prefixes), or _ZE_SKIP / _NOZE_SKIP (why
+    there is none: a prerequisite missing, or the build failed)."""
+    var = "UCXTLSTEST_UCX122_" + variant.upper()
+    prefix = os.environ.get(var)
+    if not prefix:
+        return None, os.environ.get(var + "_SKIP") or (
+            "%s is unset: scripts/test.sh builds UCX 1.22 (%s) and sets it; by hand: "
+            "export %s=$(tests/ucx/build_ucx.sh %s)" % (var, variant, var, variant))
+    if not os.access(os.path.join(prefix, "bin", "ucx_info"), os.X_OK):
+        return None, "%s=%s holds no bin/ucx_info" % (var, prefix)
+    return prefix, None

@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
 """Real consumers of UCX_TLS, nothing mocked.
 
+Each `ucx_info` case runs against Debian's UCX 1.13 (the `ucx_info` on PATH; tag ucx_info) and
+against UCX 1.22.0, the release NIXL's wheels bundle, built from third_party/ with and without
+Level Zero (tests/ucx/build_ucx.sh, run by scripts/test.sh; tag ucx122): the 1.22 `ucx_info`
+is exec'd directly, by its path, with the library preloaded. Where 1.22 behaves differently, the
+case says so and asserts what each does.
+
 - `ucx_info -c`: UCX's own parser prints the value the library derived.
 - `ucx_info -e`: a real UCP context, worker and endpoint are created with a value the library
   wrote: all on a GPU node without rc (replayed), where the hard-coded trainer value fails with
@@ -10,13 +16,14 @@
 - Python: the trainer's os.environ.setdefault path, and a subprocess child that inherits it.
 """
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-from harness import ALL, C, NONE, R, Z, add_case, case, env_for, have, main, run
+from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, main, run, ucx122
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
 
@@ -29,18 +36,50 @@ def free_port():
     return port
 
 
-def no_ucx_info(t):
-    """True (after a SKIP) when ucx_info is missing."""
-    if have("ucx_info"):
-        return False
-    t.skip("ucx_info", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
-    return True
+# The UCXes the ucx_info cases run against: (label in the case name, build, tag). build None is
+# Debian's UCX 1.13 (ucx_info found in PATH); "ze"/"noze" the UCX 1.22.0 builds --with-ze and
+# --with-ze=no (harness.ucx122: their prefixes, from scripts/test.sh).
+UCXES = (("", None, "ucx_info"), (" [UCX 1.22 --with-ze]", "ze", "ucx122"),
+         (" [UCX 1.22 --with-ze=no]", "noze", "ucx122"))
 
 
-def ucx_info_config(t, machine, extra, want):
-    if no_ucx_info(t):
-        return
-    p = run(["ucx_info", "-c"], env_for(machine, **extra))
+def ucx_info_of(t, ucx):
+    """The ucx_info to exec for `ucx` (see UCXES), or None after a SKIP that says why."""
+    if ucx is None:
+        if have("ucx_info"):
+            return "ucx_info"
+        t.skip("ucx_info", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
+        return None
+    prefix, why = ucx122(ucx)
+    if not prefix:
+        t.skip("UCX 1.22 (%s)" % ucx, why)
+        return None
+    return os.path.join(prefix, "bin", "ucx_info")
+
+
+def add_ucx_case(name, fn, *args, builds=(None, "ze", "noze")):
+    """Registers fn(t, ucx_info, *args) once per UCX of UCXES that `builds` names."""
+    for label, ucx, tag in UCXES:
+        if ucx in builds:
+            add_case(name + label, lambda t, *a, _ucx=ucx: _run_with(t, _ucx, fn, *a), *args, tags=(tag,))
+
+
+def _run_with(t, ucx, fn, *args):
+    exe = ucx_info_of(t, ucx)
+    if exe:
+        fn(t, exe, *args)
+
+
+def ucx_case(name):
+    """Decorator: add_ucx_case for a function without further arguments."""
+    def register(fn):
+        add_ucx_case(name, fn)
+        return fn
+    return register
+
+
+def ucx_info_config(t, ucx_info, machine, extra, want):
+    p = run([ucx_info, "-c"], env_for(machine, **extra))
     lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
     t.equal("ucx_info -c on %s %s prints the derived UCX_TLS" % (machine, extra or ""), lines, ["UCX_TLS=" + want])
 
@@ -50,39 +89,36 @@ for _machine, _extra, _want in (("dgx", {}, HARDCODED), ("intel-xe", {}, Z),
                                 ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),
                                 ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
                                 ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, Z)):
-    add_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want,
-             tags=("ucx_info",))
+    # UCX's parse of the value (libucs) is the same in both 1.22 builds: the --with-ze one reads it.
+    add_ucx_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want,
+                 builds=(None, "ze"))
 
 
-@case("ucx_info -e: a UCP endpoint with a value the library wrote", tags=("ucx_info",))
-def ucx_info_endpoint(t):
-    if no_ucx_info(t):
-        return
+@ucx_case("ucx_info -e: a UCP endpoint with a value the library wrote")
+def ucx_info_endpoint(t, ucx_info):
     # A real context with a value the library wrote (template tcp,self,{copy}).
-    p = run(["ucx_info", "-e", "-u", "t"], env_for("no-gpu", UCXTLS_TEMPLATE="tcp,self,{copy}"))
+    p = run([ucx_info, "-e", "-u", "t"], env_for("no-gpu", UCXTLS_TEMPLATE="tcp,self,{copy}"))
     out = p.stdout.decode()
     t.check("ucx_info -e creates a UCP endpoint with UCX_TLS=tcp,self written by the library",
             p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out, out + p.stderr.decode())
 
 
-@case("ucx_info: the portable template composed here and on broadcom-roce", tags=("ucx_info",))
-def ucx_info_portable(t):
-    if no_ucx_info(t):
-        return
+@ucx_case("ucx_info: the portable template composed here and on broadcom-roce")
+def ucx_info_portable(t, ucx_info):
     # Values composed from placeholder templates: a portable template on this machine (no RDMA,
     # no GPU: {rdma}, {ipc} and {copy} all empty) gives UCX a list it serves without a warning...
     portable = "{rdma},tcp,sm,self,{ipc},{copy}"
-    p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_TEMPLATE=portable, UCXTLS_DEBUG="1"))
+    p = run([ucx_info, "-e", "-u", "t"], env_for(None, UCXTLS_TEMPLATE=portable, UCXTLS_DEBUG="1"))
     out = p.stdout.decode()
     t.check("ucx_info -e with %s composed on this machine (tcp,sm,self): endpoint, no WARN" % portable,
             p.returncode == 0 and "UCP endpoint" in out and "WARN" not in out
             and "set UCX_TLS=tcp,sm,self:" in p.stderr.decode(), out + p.stderr.decode())
     # ...and on a Broadcom RoCE replay ({rdma} = rc, {ipc} = cuda_ipc) UCX's own parser reads
     # exactly the composed list (this UCX has neither RDMA nor CUDA, so it warns about those).
-    p = run(["ucx_info", "-c"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
+    p = run([ucx_info, "-c"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
     lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
     t.equal("ucx_info -c on broadcom-roce with %s" % portable, lines, ["UCX_TLS=rc,tcp,sm,self,cuda_ipc,cuda_copy"])
-    p = run(["ucx_info", "-e", "-u", "t"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
+    p = run([ucx_info, "-e", "-u", "t"], env_for("broadcom-roce", UCXTLS_TEMPLATE=portable))
     out = p.stdout.decode()
     t.check("ucx_info -e on broadcom-roce's composed value: a context over tcp, and UCX names rc, cuda_ipc, cuda_copy unavailable",
             p.returncode == 0 and "UCP endpoint" in out and "not available" in out and "'rc'" in out, out)
@@ -97,51 +133,102 @@ RECOMMENDED = [
 ]
 
 
-def recommended_endpoint(t, what, template, composed):
-    if no_ucx_info(t):
-        return
+def recommended_endpoint(t, ucx_info, what, template, composed):
     env = env_for("aws-p5", UCXTLS_DEBUG="1", **({} if template == "{rdma},{copy}" else {"UCXTLS_TEMPLATE": template}))
-    p = run(["ucx_info", "-e", "-u", "t"], env)
+    p = run([ucx_info, "-e", "-u", "t"], env)
     out, err = p.stdout.decode(), p.stderr.decode()
     t.check("%s (%s) on aws-p5 (no rc): composed %s, and ucx_info -e creates a UCP endpoint" % (what, template, composed),
             p.returncode == 0 and "UCP endpoint" in out and ("set UCX_TLS=%s:" % composed) in err, out + err)
 
 
 for _what, _template, _composed in RECOMMENDED:
-    add_case("ucx_info -e: %s on a node without rc" % _what, recommended_endpoint, _what, _template, _composed,
-             tags=("ucx_info",))
+    add_ucx_case("ucx_info -e: %s on a node without rc" % _what, recommended_endpoint, _what, _template, _composed)
 
 
-@case("ucx_info -e, a GPU node without rc (aws-p5 replayed): all works, the hard-coded value fails", tags=("ucx_info",))
-def ucx_info_all(t):
-    if no_ucx_info(t):
-        return
-    p = run(["ucx_info", "-e", "-u", "t"], env_for("aws-p5"))
+@ucx_case("ucx_info -e, a GPU node without rc (aws-p5 replayed): all works, the hard-coded value fails")
+def ucx_info_all(t, ucx_info):
+    p = run([ucx_info, "-e", "-u", "t"], env_for("aws-p5"))
     out = p.stdout.decode()
     t.check("aws-p5: UCX_TLS=all written, and a UCP endpoint is created", p.returncode == 0 and "UCP endpoint" in out
             and "WARN" not in out, out + p.stderr.decode())
     trainer = run([sys.executable, "-c", "import os, subprocess; os.environ.setdefault('UCX_TLS', %r); "
-                   "print(subprocess.run(['ucx_info', '-e', '-u', 't'], capture_output=True, text=True).stdout)"
-                   % HARDCODED], env_for("aws-p5"))
+                   "print(subprocess.run([%r, '-e', '-u', 't'], capture_output=True, text=True).stdout)"
+                   % (HARDCODED, ucx_info)], env_for("aws-p5"))
     t.check("aws-p5: a trainer's setdefault of the rc list is a no-op, and its UCX child creates an endpoint",
             "UCP endpoint" in trainer.stdout.decode(), trainer.stdout.decode() + trainer.stderr.decode())
 
 
-@case("ucx_info -e on this machine (no GPU): unset works, the hard-coded value fails", tags=("ucx_info",))
-def ucx_info_here(t):
-    if no_ucx_info(t):
-        return
+@ucx_case("ucx_info -e on this machine (no GPU): unset works, the hard-coded value fails")
+def ucx_info_here(t, ucx_info):
     # This machine: no GPU, so the library leaves UCX_TLS unset and UCX's default works...
-    p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCXTLS_DEBUG="1"))
+    p = run([ucx_info, "-e", "-u", "t"], env_for(None, UCXTLS_DEBUG="1"))
     out = p.stdout.decode()
     t.check("on this machine (no GPU) UCX_TLS stays unset and a UCP endpoint is created",
             p.returncode == 0 and "UCP endpoint" in out and "skip" in p.stderr.decode(),
             out + p.stderr.decode())
     # ...where the hard-coded trainer value fails outright (why the RDMA rule exists).
-    p = run(["ucx_info", "-e", "-u", "t"], env_for(None, UCX_TLS=HARDCODED))
+    p = run([ucx_info, "-e", "-u", "t"], env_for(None, UCX_TLS=HARDCODED))
     out = p.stdout.decode() + p.stderr.decode()
     t.check("the hard-coded %s fails here with 'no usable transports'" % HARDCODED,
             "no usable transports" in out, out)
+
+
+def ucx_version(ucx_info):
+    """(major, minor) of the UCX that ucx_info runs: 1.13 prints "# Version 1.13.1", 1.22
+    "# Library version: 1.22.0"."""
+    out = run([ucx_info, "-v"], env_for(None, preload=False)).stdout.decode()
+    m = re.search(r"^# (?:Library version:|Version) (\d+)\.(\d+)", out, re.M)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@ucx_case("ucx_info -e: a deny list naming transports this UCX lacks (1.13 warns, 1.22 does not)")
+def ucx_info_deny(t, ucx_info):
+    # A user's ^ list is kept by the library (UCX_TLS set: keep) and UCX runs over the rest; 1.13
+    # also warns that the denied names are not available, 1.22 does not (ucxtls doctor reports
+    # such a name as "MISSING ... (denied, and not in this UCX: some UCX releases warn about it)").
+    version = ucx_version(ucx_info)
+    if not t.check("ucx_info -v names the version", version is not None):
+        return
+    p = run([ucx_info, "-e", "-u", "t"], env_for(None, UCX_TLS="^cuda_copy,rc", UCXTLS_DEBUG="1"))
+    out, err = p.stdout.decode(), p.stderr.decode()
+    warns = "not available" in out
+    t.check("UCX %d.%d: UCX_TLS=^cuda_copy,rc kept by the library, a UCP endpoint created, and %s"
+            % (version + ("a warning on stdout naming cuda_copy and rc" if version < (1, 22) else "no warning",)),
+            p.returncode == 0 and "UCP endpoint" in out and "keep" in err
+            and (warns and "'cuda_copy'" in out and "'rc'" in out if version < (1, 22) else not warns), out + err)
+
+
+FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
+
+
+@case("ucx_info -e [UCX 1.22 --with-ze, a Level Zero GPU]: a value whose only usable transport is ze_copy is refused",
+      tags=("ucx122",))
+def ucx_info_accelerator_only(t):
+    # New in 1.22 (openucx/ucx #11373): a context whose usable transports are all accelerator ones
+    # is refused, although UCX serves the name (no "not available" for it). So the trainer's rc
+    # list with the copy transport fails at ucp_init on a node without rc (research: ucx-builds.md).
+    prefix, why = ucx122("ze")
+    if not prefix:
+        t.skip("UCX 1.22 (ze)", why)
+        return
+    if not os.path.exists(FAKE_GPU):
+        t.skip("a Level Zero GPU", "the fake GPU driver (tests/ze) is not built: %s" % FAKE_GPU)
+        return
+    info = os.path.join(prefix, "bin", "ucx_info")
+    gpu = {"ZE_ENABLE_ALT_DRIVERS": FAKE_GPU}
+    d = run([info, "-d"], env_for(None, **gpu)).stdout.decode()
+    if not t.check("control: ucx_info -d lists ze_copy with the fake GPU", "Transport: ze_copy" in d, d):
+        return
+    for value, ok in (("ze_copy", False), ("ze", False), ("ze_copy,rc", False), ("ze_copy,tcp", True)):
+        p = run([info, "-e", "-u", "t"], env_for(None, UCX_TLS=value, **gpu))
+        out = p.stdout.decode()
+        served = "'ze_copy'" not in out and "'ze'" not in out  # UCX does not call the ze names unavailable
+        if ok:
+            t.check("UCX_TLS=%s: a UCP endpoint" % value, p.returncode == 0 and "UCP endpoint" in out and served, out)
+        else:
+            t.check("UCX_TLS=%s: ze_copy served, yet 'no usable transports/devices' and no context" % value,
+                    p.returncode != 0 and "no usable transports/devices" in out and "Failed to create UCP context" in out
+                    and served, out)
 
 
 @case("ucp_client_server: UCX's example exchanges a message", tags=("client_server",))

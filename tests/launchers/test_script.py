@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
-from harness import C, Z, case, env_for, main  # noqa: E402
+from harness import C, Z, case, env_for, main, ucx122  # noqa: E402
 
 
 
@@ -103,7 +103,9 @@ SERVER_NODES = [
 ]
 
 
-def inference_server(t, job):
+def inference_server(t, job, ucx_info="ucx_info", under=""):
+    """The recipe under `ucx_info` (Debian's 1.13 in PATH, or a UCX 1.22 build's, by its path;
+    `under` names it in the checks)."""
     try:
         text = R.block("inference-server")
     except LookupError as e:
@@ -113,7 +115,7 @@ def inference_server(t, job):
     with open(serve, "w") as f:
         f.write(text)
     os.chmod(serve, 0o755)
-    if not shutil.which("ucx_info"):
+    if not shutil.which(ucx_info):
         t.skip("inference-server recipe under ucx_info", "ucx_info not installed (Debian ucx-utils)")
         return
     show = 'printf "UCX_TLS=%s\n" "${UCX_TLS-<unset>}"'
@@ -125,15 +127,15 @@ def inference_server(t, job):
                 p.stdout.decode().strip(), "UCX_TLS=" + want, p.stderr.decode())
         # UCX (Debian's, without RDMA or GPU support here) creates an endpoint with that value: sm,
         # self and tcp carry it where nothing else runs.
-        p = subprocess.run(["./serve.sh", "ucx_info", "-e", "-u", "t"], env=env, cwd=job, stdout=subprocess.PIPE,
+        p = subprocess.run(["./serve.sh", ucx_info, "-e", "-u", "t"], env=env, cwd=job, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=60)
-        t.check("inference-server as printed on %s: ucx_info -e creates a UCP endpoint" % machine,
+        t.check("inference-server as printed on %s: ucx_info -e creates a UCP endpoint%s" % (machine, under),
                 p.returncode == 0 and "UCP endpoint" in p.stdout.decode(), p.stdout.decode() + p.stderr.decode())
     # The control: Dynamo's published value on a node without rc (this machine has none).
     env = env_for("aws-p5", preload=False, UCX_TLS="rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc")
-    p = subprocess.run(["./serve.sh", "ucx_info", "-e", "-u", "t"], env=env, cwd=job, stdout=subprocess.PIPE,
+    p = subprocess.run(["./serve.sh", ucx_info, "-e", "-u", "t"], env=env, cwd=job, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
-    t.check("control: Dynamo's published rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc fails where rc does not run",
+    t.check("control: Dynamo's published rc_x,rc,dc_x,dc,cuda_copy,cuda_ipc fails where rc does not run%s" % under,
             "no usable transports" in p.stdout.decode() + p.stderr.decode(), p.stdout.decode() + p.stderr.decode())
 
 
@@ -167,6 +169,19 @@ def launch_scripts_case(t):
 def inference_server_case(t):
     _, job = installed(t)
     inference_server(t, job)
+
+
+@case("the inference-server recipe as printed, on every node shape, under UCX 1.22 (with and without ze)",
+      tags=("ucx122",))
+def inference_server_ucx122_case(t):
+    # The same recipe and values under the UCX that NIXL's wheels bundle (tests/ucx/build_ucx.sh).
+    for build in ("ze", "noze"):
+        prefix, why = ucx122(build)
+        if not prefix:
+            t.skip("inference-server recipe under UCX 1.22 (%s)" % build, why)
+            continue
+        _, job = installed(t)
+        inference_server(t, job, os.path.join(prefix, "bin", "ucx_info"), " (UCX 1.22, %s)" % build)
 
 
 @case("/etc/ld.so.preload lines as printed")
