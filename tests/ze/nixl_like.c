@@ -113,11 +113,7 @@ static int ze_open(gpu_t *g) {
   if (zeContextCreate(ze.drv, &cd, &ze.ctx)) return SAY("zeContextCreate failed"), -1;
   ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, .mode = ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS};
   if (zeCommandListCreateImmediate(ze.ctx, ze.dev, &qd, &ze.list)) return SAY("zeCommandListCreateImmediate failed"), -1;
-  g->alloc = ze_alloc;
-  g->to_device = ze_copy;
-  g->to_host = ze_copy;
-  g->release = ze_release;
-  g->what = "Level Zero GPU 0";
+  *g = (gpu_t){ze_alloc, ze_copy, ze_copy, ze_release, "Level Zero GPU 0"};
   return 0;
 }
 #else
@@ -175,11 +171,7 @@ static int cu_open(gpu_t *g) {
   if ((rc = cu.DeviceGet(&dev, 0)) != 0) return SAY("cuDeviceGet: %d", rc), -1;
   if ((rc = cu.PrimaryCtxRetain(&cu.ctx, dev)) != 0 || (rc = cu.CtxSetCurrent(cu.ctx)) != 0)
     return SAY("CUDA context: %d", rc), -1;
-  g->alloc = cu_alloc;
-  g->to_device = cu_to_device;
-  g->to_host = cu_to_host;
-  g->release = cu_release;
-  g->what = "CUDA device 0";
+  *g = (gpu_t){cu_alloc, cu_to_device, cu_to_host, cu_release, "CUDA device 0"};
   return 0;
 }
 
