@@ -13,15 +13,19 @@ SKIP with the reason without them. Every process is bounded (the consumer's own 
 NIXL_LIKE_TIMEOUT, each process by a kill after PROCESS_TIMEOUT); UCX's output of every run is
 printed into the test log, indented under the run's command line.
 """
+import functools
 import os
 import signal
-import socket
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 import harness  # noqa: E402
 from harness import BUILD_DIR, LIB, add_case, case, env_for  # noqa: E402
+from datapath import (CONSUMER_TIMEOUT, NIXL_WORDS, NL_DETECTED_AS_HOST, NL_INIT, NL_PEER, OK_OUTCOME,  # noqa: E402
+                      TRAINER_LIST, CODE_NAMES, all_ok, compile_consumer, describe, mem_types,
+                      print_table, row, seen_value, ucx_env, ucx_words)
+import datapath  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
@@ -29,21 +33,9 @@ ZE_CHECK = os.environ.get("UCXTLSTEST_ZE_CHECK", os.path.join(BUILD_DIR, "tests"
 CLI = os.path.join(os.path.dirname(LIB), "ucxtls")
 CC = os.environ.get("UCXTLSTEST_CC") or "cc"
 MACHINE = "iwarp"  # an Intel GPU node without rc: tests/fixtures/machines.py
-TRAINER_LIST = "rc_x,rc,dc_x,dc,cuda_copy"  # prime-rl's trainer (transports/weights/nixl/agent.py)
-CONSUMER_TIMEOUT = 20  # NIXL_LIKE_TIMEOUT: the consumer's bound on each wait for its peer
-PROCESS_TIMEOUT = 90  # each process is killed after this
-# nixl_like.h's codes
-NL_OK, NL_INIT, NL_DETECTED_AS_HOST, NL_TRANSFER, NL_DATA, NL_PEER, NL_GPU = 0, 10, 20, 30, 31, 40, 50
-CODE_NAMES = {0: "registered and moved", 10: "ucp_init failed", 11: "ucp_mem_map failed",
-              20: "refused: VRAM detected as host", 30: "transfer failed", 31: "data wrong",
-              40: "peer failure", 50: "GPU driver failure", 2: "usage"}
-NIXL_WORDS = "VRAM memory is detected as host by UCX"
-MATRIX = []  # (cell, value UCX saw, memory type, outcome, UCX's words): printed by the last case
-
-
-def log(text, indent="     | "):
-    for line in text.rstrip("\n").split("\n"):
-        print(indent + line, flush=True)
+MATRIX = []  # datapath.row()s: printed by the last case
+run_logged = functools.partial(datapath.run_logged, cwd=harness.EMPTY_HOME)
+run_pair = functools.partial(datapath.run_pair, cwd=harness.EMPTY_HOME)
 
 
 def gpu_env(env=None, **extra):
@@ -52,37 +44,6 @@ def gpu_env(env=None, **extra):
     env["ZE_ENABLE_ALT_DRIVERS"] = FAKE_GPU
     env.update({k: v for k, v in extra.items() if v is not None})
     return env
-
-
-def run_logged(argv, env, timeout=PROCESS_TIMEOUT):
-    """Runs argv (exec'd directly); prints the command and its output; returns (status, output).
-    status is the exit code, -SIGNAL when killed by a signal, or None when it hung."""
-    print("     $ " + " ".join(argv), flush=True)
-    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=harness.EMPTY_HOME)
-    status, text = finish(p, timeout)
-    log(text)
-    print("     (%s)" % describe(status), flush=True)
-    return status, text
-
-
-def finish(p, timeout=PROCESS_TIMEOUT):
-    """(status, output) of Popen p, killed after timeout: status None then."""
-    try:
-        out, _ = p.communicate(timeout=timeout)
-        status = p.returncode
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
-        status = None
-    return status, out.decode(errors="replace")
-
-
-def describe(status):
-    if status is None:
-        return "hung: killed after %d s" % PROCESS_TIMEOUT
-    if status < 0:
-        return "killed by %s" % signal.Signals(-status).name
-    return "exit %d" % status
 
 
 # --------------------------------------------------------------------------- the UCX builds
@@ -107,15 +68,6 @@ def need_ucx(t, variant):
     return prefix
 
 
-def ucx_env(prefix, env):
-    """env running the UCX at prefix (its libraries first; UCX then loads its modules from
-    prefix/lib/ucx, beside libucs). UCX_HANDLE_ERRORS=bt: a crash prints UCX's backtrace."""
-    env = dict(env)
-    env["LD_LIBRARY_PATH"] = os.path.join(prefix, "lib")
-    env["UCX_HANDLE_ERRORS"] = "bt"
-    return env
-
-
 _consumers = {}
 
 
@@ -124,66 +76,11 @@ def consumer(t, prefix):
     if prefix not in _consumers:
         out = os.path.join(harness._scratch, "nixl_like-%d" % len(_consumers))
         os.makedirs(out)
-        lib = os.path.join(out, "libnixl_like.so")
-        argv = [CC, "-std=gnu11", "-O1", "-g", "-shared", "-fPIC", "-fvisibility=hidden",
-                "-I" + os.path.join(prefix, "include"), "-o", lib, os.path.join(HERE, "nixl_like.c"),
-                "-L" + os.path.join(prefix, "lib"), "-lucp", "-lucs", "-lze_loader", "-ldl"]
-        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        if not t.check("the NIXL-like consumer compiles against %s" % prefix, p.returncode == 0,
-                       " ".join(argv) + "\n" + p.stdout.decode(errors="replace")):
+        lib, err = compile_consumer(CC, prefix, out)
+        if not t.check("the NIXL-like consumer compiles against %s" % prefix, lib is not None, err or ""):
             t.exit()
         _consumers[prefix] = lib
     return _consumers[prefix]
-
-
-# --------------------------------------------------------------------------- the trainer, twice
-def run_pair(lib, env, size=4096, force=False):
-    """The target and the initiator: two trainer processes (python3 exec'd directly with env,
-    LD_PRELOAD included when the cell preloads the library), joined by a socket pair. Returns
-    {role: (status, output)}; every process bounded."""
-    a, b = socket.socketpair()
-    procs = {}
-    try:
-        for role, s in (("target", a), ("initiator", b)):
-            argv = [sys.executable, os.path.join(HERE, "trainer.py"), lib, role, str(s.fileno()), str(size)]
-            if force:
-                argv.append("force")
-            procs[role] = (argv, subprocess.Popen(argv, env=env, pass_fds=[s.fileno()], stdout=subprocess.PIPE,
-                                                  stderr=subprocess.STDOUT, cwd=harness.EMPTY_HOME))
-    finally:
-        a.close()
-        b.close()
-    results = {}
-    for role, (argv, p) in procs.items():
-        results[role] = finish(p)
-    for role, (argv, _) in procs.items():
-        print("     $ %s   [%s]" % (" ".join(argv[1:]), role), flush=True)
-        log(results[role][1])
-        print("     (%s: %s)" % (role, describe(results[role][0]) + (
-            " = " + CODE_NAMES.get(results[role][0], "?") if results[role][0] is not None and results[role][0] >= 0 else "")),
-              flush=True)
-    return results
-
-
-def mem_types(output):
-    return [line.split("memory type ", 1)[1].strip() for line in output.split("\n") if "ucp_mem_query: memory type" in line]
-
-
-def ucx_words(output):
-    """UCX's own WARN/ERROR lines, without the timestamp and host prefix."""
-    words = []
-    for line in output.split("\n"):
-        for level in ("UCX  WARN  ", "UCX  ERROR "):
-            if level in line:
-                words.append(level.strip().replace("  ", " ") + " " + line.split(level, 1)[1].strip())
-    return words
-
-
-def seen_value(output):
-    for line in output.split("\n"):
-        if line.startswith("trainer ") and "UCX_TLS=" in line:
-            return line.split("UCX_TLS=", 1)[1].strip()
-    return "?"
 
 
 def matrix_env(prefix, preload, **extra):
@@ -195,10 +92,7 @@ def matrix_env(prefix, preload, **extra):
 
 
 def record(cell, res, outcome):
-    out = res["initiator"][1] + res["target"][1]
-    types = sorted(set(mem_types(out))) or ["(no context)"]
-    words = sorted(set(ucx_words(out)))
-    MATRIX.append((cell, seen_value(res["initiator"][1]), "/".join(types), outcome, words))
+    MATRIX.append(row(cell, res, outcome))
 
 
 # --------------------------------------------------------------------------- the fake GPU
@@ -293,8 +187,8 @@ def cell_trainer_with_library(t):
             "ucxtls: set UCX_TLS=all" in out and "UCX does not run on iWARP" in out, out)
     t.equal("ucp_mem_query reports ze-device on both sides", sorted(set(mem_types(out))), ["ze-device"])
     t.check("put and get move the data: every byte checked through the driver on both sides",
-            all(res[r][0] == NL_OK for r in res), "%s / %s" % (describe(res["initiator"][0]), describe(res["target"][0])))
-    record("trainer + library (`all`)", res, "registered, put+get verified" if all(res[r][0] == NL_OK for r in res) else "FAILED")
+            all_ok(res), "%s / %s" % (describe(res["initiator"][0]), describe(res["target"][0])))
+    record("trainer + library (`all`)", res, OK_OUTCOME if all_ok(res) else "FAILED")
 
 
 def cell_value(t, value, expect_ok, force_sizes=()):
@@ -305,9 +199,9 @@ def cell_value(t, value, expect_ok, force_sizes=()):
     out = res["initiator"][1] + res["target"][1]
     if expect_ok:
         t.equal("ucp_mem_query reports ze-device", sorted(set(mem_types(out))), ["ze-device"])
-        ok = all(res[r][0] == NL_OK for r in res)
+        ok = all_ok(res)
         t.check("put and get move the data, checked through the driver", ok, describe(res["initiator"][0]))
-        record("UCX_TLS=" + value, res, "registered, put+get verified" if ok else "FAILED")
+        record("UCX_TLS=" + value, res, OK_OUTCOME if ok else "FAILED")
         return
     t.equal("ucp_mem_query reports host for the device memory", sorted(set(mem_types(out))), ["host"])
     t.check("both sides refuse the registration, in NIXL's words (%r)" % NIXL_WORDS,
@@ -344,10 +238,10 @@ def cell_template(t):
     t.equal("UCXTLS_TEMPLATE='sm,self,tcp,{copy}' composed sm,self,tcp,ze_copy on this Intel node",
             seen_value(res["initiator"][1]), "sm,self,tcp,ze_copy")
     t.equal("ucp_mem_query reports ze-device", sorted(set(mem_types(out))), ["ze-device"])
-    ok = all(res[r][0] == NL_OK for r in res)
+    ok = all_ok(res)
     t.check("put and get move the data, checked through the driver", ok, describe(res["initiator"][0]))
     t.check("UCX prints no warning", not ucx_words(out), "\n".join(ucx_words(out)))
-    record("library, UCXTLS_TEMPLATE='sm,self,tcp,{copy}'", res, "registered, put+get verified" if ok else "FAILED")
+    record("library, UCXTLS_TEMPLATE='sm,self,tcp,{copy}'", res, OK_OUTCOME if ok else "FAILED")
 
 
 def cell_repair(t):
@@ -358,9 +252,9 @@ def cell_repair(t):
     t.equal("UCXTLS_REPAIR=1 rewrote the kept tcp,cuda_copy to tcp,ze_copy", seen_value(res["initiator"][1]), "tcp,ze_copy")
     t.check("the library's line says why", "ucxtls: repair UCX_TLS=tcp,ze_copy" in out, out)
     t.equal("ucp_mem_query reports ze-device", sorted(set(mem_types(out))), ["ze-device"])
-    ok = all(res[r][0] == NL_OK for r in res)
+    ok = all_ok(res)
     t.check("put and get move the data over tcp, checked through the driver", ok, describe(res["initiator"][0]))
-    record("library, UCXTLS_REPAIR=1, UCX_TLS=tcp,cuda_copy", res, "registered, put+get verified" if ok else "FAILED")
+    record("library, UCXTLS_REPAIR=1, UCX_TLS=tcp,cuda_copy", res, OK_OUTCOME if ok else "FAILED")
 
 
 def cell_noze(t):
@@ -430,33 +324,16 @@ def doctor(t):
 
 def perftest(t, test):
     ze = need_ucx(t, "ze")
-    perf = os.path.join(ze, "bin", "ucx_perftest")
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = str(s.getsockname()[1])
-    s.close()
     env = ucx_env(ze, gpu_env(env_for(MACHINE, preload=True, UCXTLS_DEBUG="1")))
-    server = subprocess.Popen([perf, "-p", port, "-m", "ze-device"], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, cwd=harness.EMPTY_HOME)
-    status, out = None, ""
-    try:
-        import time
-        time.sleep(1)
-        status, out = run_logged([perf, "127.0.0.1", "-p", port, "-t", test, "-m", "ze-device", "-s", "65536",
-                                  "-n", "200", "-w", "20"], env)
-    finally:
-        sstatus, sout = finish(server, 30)
-        print("     [the server, ucx_perftest -p %s -m ze-device: %s]" % (port, describe(sstatus)), flush=True)
-        log(sout)
-    final = [line for line in out.split("\n") if line.startswith("Final:")]
+    status, sstatus, out, final = datapath.perftest_pair(ze, env, harness.EMPTY_HOME, test, "ze-device")
     t.check("the library, preloaded into ucx_perftest (exec'd directly), set UCX_TLS=all", "ucxtls: set UCX_TLS=all" in out, out)
     t.check("ucx_perftest -t %s -m ze-device under the library's value (all), two processes: completes with a Final line" % test,
             status == 0 and final and sstatus == 0, describe(status))
     MATRIX.append(("ucx_perftest -t %s -m ze-device, library (`all`)" % test, "all", "ze-device",
-                   ("Final: %s MB/s (64 KiB, fake GPU: a copy engine that is memcpy)" % final[0].split()[5]) if final else "FAILED",
-                   []))
+                   ("Final: %s MB/s (64 KiB, fake GPU: a copy engine that is memcpy)" % final) if final else "FAILED", []))
     # The failing side, as far as perftest shows it: it allocates through UCX, so no "treated as host".
     env = ucx_env(ze, gpu_env(env_for(preload=False, UCX_TLS="sm,self,tcp,cuda_copy")))
+    perf = os.path.join(ze, "bin", "ucx_perftest")
     status, out = run_logged([perf, "-l", "-t", test, "-m", "ze-device", "-s", "65536", "-n", "10"], env, timeout=60)
     t.check("control: under sm,self,tcp,cuda_copy perftest cannot even allocate ze-device memory (loopback -l)",
             status not in (0, None) and "failed to allocate memory" in out.lower(), out)
@@ -473,10 +350,7 @@ def print_matrix(t):
     if not MATRIX:
         t.skip("the matrix", "no cell ran (the UCX 1.22 builds are absent, or the cells were not selected)")
         return
-    print("| cell | UCX_TLS as UCX saw it | ucp_mem_query | outcome | UCX's words |")
-    print("|---|---|---|---|---|")
-    for cell, value, types, outcome, words in MATRIX:
-        print("| %s | `%s` | %s | %s | %s |" % (cell, value, types, outcome, "<br>".join("`%s`" % w for w in words)))
+    print_table(MATRIX)
     t.check("every cell recorded an outcome", all(row[3] for row in MATRIX))
 
 
