@@ -22,7 +22,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 import harness  # noqa: E402
 from harness import BUILD_DIR, LIB, add_case, case, env_for  # noqa: E402
-from datapath import (CONSUMER_TIMEOUT, NIXL_WORDS, NL_DETECTED_AS_HOST, NL_INIT, NL_PEER, OK_OUTCOME,  # noqa: E402
+from datapath import (CONSUMER_TIMEOUT, NIXL_WORDS, NL_DETECTED_AS_HOST, NL_INIT, NL_OK, NL_PEER, OK_OUTCOME,  # noqa: E402
                       TRAINER_LIST, CODE_NAMES, all_ok, compile_consumer, describe, mem_types,
                       print_table, row, seen_value, ucx_env, ucx_words)
 import datapath  # noqa: E402
@@ -317,9 +317,9 @@ def doctor(t):
         return
     for extra in ([], ["--template", "sm,self,tcp,{copy}"]):
         status, out = run_logged([CLI, "doctor", "--ucx", noze] + extra, env)
-        t.check("--with-ze=no build%s: exit 1, and the missing Level Zero support named (ze_copy)" % (
-            ", " + " ".join(extra) if extra else ""), status == 1 and "ze_copy" in out and (
-                "Level Zero" in out or "without ze" in out or "no ze_copy" in out), out)
+        t.check("--with-ze=no build%s: exit 1, and its 'build' line names the missing Level Zero support" % (
+            ", " + " ".join(extra) if extra else ""), status == 1 and "\nbuild       this UCX was built without Level Zero (ze) "
+            "support: NIXL cannot register Intel GPU memory whatever UCX_TLS says; rebuild UCX with --with-ze" in out, out)
 
 
 def perftest(t, test):
@@ -339,6 +339,17 @@ def perftest(t, test):
             status not in (0, None) and "failed to allocate memory" in out.lower(), out)
     MATRIX.append(("ucx_perftest -t %s -m ze-device, sm,self,tcp,cuda_copy" % test, "sm,self,tcp,cuda_copy", "-",
                    "fails: " + "; ".join(w for w in ucx_words(out) if "allocat" in w.lower())[:120], []))
+    noze, why = ucx122("noze")
+    if not noze:
+        t.skip("the --with-ze=no build's perftest", why)
+        return
+    env = ucx_env(noze, gpu_env(env_for(MACHINE, preload=True)))
+    status, out = run_logged([os.path.join(noze, "bin", "ucx_perftest"), "-l", "-t", test, "-m", "ze-device", "-s", "65536",
+                              "-n", "10"], env, timeout=60)
+    t.check("--with-ze=no: its perftest has no ze allocator, under the library's value too (loopback -l)",
+            status not in (0, None) and "Unsupported memory types ze-device<->ze-device" in out, out)
+    MATRIX.append(("--with-ze=no: ucx_perftest -t %s -m ze-device, library (`all`)" % test, "all", "-",
+                   "fails: Unsupported memory types ze-device<->ze-device", []))
 
 
 add_case("ucx_perftest -m ze-device ucp_put_bw under the library's value", perftest, "ucp_put_bw", tags=("ucx122",))
