@@ -178,9 +178,15 @@ def cell_trainer_without_library(t):
 
 def cell_trainer_with_library(t):
     ze = need_ucx(t, "ze")
-    env = matrix_env(ze, preload=True)
+    trace = os.path.join(harness._scratch, "with-library.trace")
+    env = matrix_env(ze, preload=True, FAKEGPU_TRACE=trace)
     res = run_pair(consumer(t, ze), env)
     out = res["initiator"][1] + res["target"][1]
+    copies = open(trace).read().split("\n").count("gpu copy") if os.path.exists(trace) else 0
+    # The consumer's own copies: the target fills and checks its buffer (2), the initiator fills
+    # both of its buffers and checks one (3). Any further one is UCX's ze_copy moving the data.
+    t.check("UCX moved the device memory through the driver's copy engine: %d copies, the consumer's own are 5" % copies,
+            copies > 5, "FAKEGPU_TRACE counted %d" % copies)
     t.equal("the library set UCX_TLS=all before the trainer's setdefault (which then kept it)",
             seen_value(res["initiator"][1]), "all")
     t.check("the library's debug line names the node: no RDMA device UCX's rc runs on",
