@@ -164,7 +164,7 @@ def perftest_pair(prefix, env, cwd, test, memtype):
     """ucx_perftest of the UCX at prefix, two processes over loopback TCP (a server, then a client
     running `test` on `memtype` memory, 64 KiB messages): (client status, server status, client
     output, the client's bandwidth from its Final line or None). Both bounded, both printed."""
-    import time
+    import threading
     perf = os.path.join(prefix, "bin", "ucx_perftest")
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -172,15 +172,32 @@ def perftest_pair(prefix, env, cwd, test, memtype):
     s.close()
     server = subprocess.Popen([perf, "-p", port, "-m", memtype], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, cwd=cwd)
+    # The client does not retry its connect: start it once the server says it listens.
+    listening, lines = threading.Event(), []
+
+    def read_server():
+        for line in server.stdout:
+            lines.append(line.decode(errors="replace"))
+            if "Waiting for connection" in lines[-1]:
+                listening.set()
+        listening.set()  # the server ended: the client will say what that means
+    reader = threading.Thread(target=read_server, daemon=True)
+    reader.start()
     status, out = None, ""
     try:
-        time.sleep(1)
+        listening.wait(PROCESS_TIMEOUT)
         status, out = run_logged([perf, "127.0.0.1", "-p", port, "-t", test, "-m", memtype, "-s", "65536",
                                   "-n", "200", "-w", "20"], env, cwd)
     finally:
-        sstatus, sout = finish(server, 30)
+        try:
+            sstatus = server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            sstatus = None
+            server.wait()
+        reader.join(10)
         print("     [the server, ucx_perftest -p %s -m %s: %s]" % (port, memtype, describe(sstatus)), flush=True)
-        log(sout)
+        log("".join(lines))
     final = [line.split()[5] for line in out.split("\n") if line.startswith("Final:") and len(line.split()) > 5]
     return status, sstatus, out, final[0] if final else None
 
