@@ -19,9 +19,11 @@
 #      then the same table as the ze_ucx122 test prints for the fake Intel GPU. It needs:
 #        - a UCX built with this GPU's support (Debian's has none): GPU_CHECK_UCX=<prefix> (a
 #          source build, HPC-X...: <prefix>/lib/libucp.so and <prefix>/include/ucp), or else it is
-#          built here from third_party/ucx-1.22.0.tar.gz (the tests' recipe plus
-#          --with-cuda=$CUDA_HOME, default /usr/local/cuda; autoconf, automake, libtool and the
-#          CUDA toolkit's cuda.h needed; a few minutes on 16 CPUs; kept in $BUILD_DIR/ucx-1.22-cuda);
+#          built here from third_party/ucx-1.22.0.tar.gz (--with-cuda=$CUDA_HOME, default
+#          /usr/local/cuda, --enable-cma --enable-mt; verbs and rdmacm where configure finds
+#          rdma-core's headers, not required: a lent machine may lack them; autoconf, automake,
+#          libtool and the CUDA toolkit's cuda.h needed; a few minutes on 16 CPUs; kept in
+#          $BUILD_DIR/ucx-1.22-cuda);
 #        - the real driver (libcuda.so.1, checked in step 0), python3 and a C compiler.
 #      What is absent is a SKIP line with the reason, not a failure;
 #   5. exits 0 when every check passed, 1 when one failed, 2 when this is no NVIDIA machine.
@@ -204,7 +206,7 @@ else
       echo "building UCX 1.22.0 --with-cuda=$cuda_home in $ucx_dir (log: $ucx_dir/build.log)"
       rm -rf "$ucx_dir" && mkdir -p "$ucx_dir/src" &&
         tar -xzf "$archive" -C "$ucx_dir/src" --strip-components=1 &&
-        (cd "$ucx_dir/src" && ./autogen.sh && ./configure --prefix="$ucx_dir/prefix" --with-verbs --with-rdmacm \
+        (cd "$ucx_dir/src" && ./autogen.sh && ./configure --prefix="$ucx_dir/prefix" \
            --enable-cma --enable-mt --with-cuda="$cuda_home" --without-rocm --without-go --without-java \
            --disable-doxygen-doc --disable-static && make -j "$(nproc)" && make install) >"$ucx_dir/build.log" 2>&1 &&
         touch "$ucx_dir/.done" && ucx=$ucx_dir/prefix ||
