@@ -15,6 +15,7 @@ printed into the test log, indented under the run's command line.
 """
 import functools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -108,6 +109,32 @@ def loader_loads_fake(t):
     status, out = run_logged([ZE_CHECK, "devices"], env_for(preload=False))
     t.check("control: without ZE_ENABLE_ALT_DRIVERS the loader finds no GPU on this machine (exit 2)",
             status == 2 and "zeInit" in out, out)
+
+
+# What libze1 1.8.12 requires of a driver (research/level-zero.md): all 17 non-"Exp" ze getters,
+# all 17 zes getters and 12 zet getters, or zeInit fails with 0x78000001.
+MANDATORY_GETTERS = (
+    ["ze%sProcAddrTable" % n for n in (
+        "GetGlobal GetDriver GetDevice GetContext GetCommandQueue GetCommandList GetImage GetFence GetEventPool "
+        "GetEvent GetModule GetModuleBuildLog GetKernel GetSampler GetPhysicalMem GetMem GetVirtualMem").split()]
+    + ["zes%sProcAddrTable" % n for n in (
+        "GetDriver GetDevice GetScheduler GetPerformanceFactor GetPower GetFrequency GetEngine GetStandby "
+        "GetFirmware GetMemory GetFabricPort GetTemperature GetPsu GetFan GetLed GetRas GetDiagnostics").split()]
+    + ["zet%sProcAddrTable" % n for n in (
+        "GetDevice GetContext GetCommandList GetModule GetKernel GetMetricGroup GetMetric GetMetricStreamer "
+        "GetMetricQueryPool GetMetricQuery GetTracerExp GetDebug").split()])
+
+
+@case("the fake driver exports the DDI getters the loader requires, and nothing else")
+def driver_exports(t):
+    p = subprocess.run(["nm", "-D", "--defined-only", FAKE_GPU], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    exported = {line.split()[-1] for line in p.stdout.decode().split("\n") if line.strip()}
+    t.equal("nm -D lists the driver's dynamic symbols", p.returncode, 0, p.stdout.decode())
+    t.check("every mandatory getter is exported (%d)" % len(MANDATORY_GETTERS),
+            not set(MANDATORY_GETTERS) - exported, "missing: %s" % sorted(set(MANDATORY_GETTERS) - exported))
+    t.check("nothing but zeGet*/zesGet*/zetGet*ProcAddrTable is exported",
+            all(re.fullmatch(r"ze[st]?Get\w+ProcAddrTable", name) for name in exported),
+            "also: %s" % sorted(n for n in exported if not re.fullmatch(r"ze[st]?Get\w+ProcAddrTable", n)))
 
 
 @case("device, host and shared allocations: their properties, address ranges, and copies and fills done by the driver")
