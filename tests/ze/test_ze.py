@@ -48,21 +48,8 @@ def gpu_env(env=None, **extra):
 
 
 # --------------------------------------------------------------------------- the UCX builds
-def ucx122(variant):
-    """(prefix, None) of the UCX 1.22.0 build `variant` ("ze" or "noze"), or (None, why).
-    scripts/test.sh exports UCXTLSTEST_UCX122_ZE / _NOZE (or _ZE_SKIP / _NOZE_SKIP: why not)."""
-    var = "UCXTLSTEST_UCX122_" + variant.upper()
-    prefix = os.environ.get(var)
-    if not prefix:
-        return None, os.environ.get(var + "_SKIP") or (
-            "%s is unset: scripts/test.sh builds UCX 1.22 (tests/ucx/build_ucx.sh %s) and sets it" % (var, variant))
-    if not os.access(os.path.join(prefix, "bin", "ucx_info"), os.X_OK):
-        return None, "%s=%s holds no bin/ucx_info" % (var, prefix)
-    return prefix, None
-
-
 def need_ucx(t, variant):
-    prefix, why = ucx122(variant)
+    prefix, why = harness.ucx122(variant)
     if not prefix:
         t.skip("UCX 1.22 %s build" % variant, why)
         t.exit()
@@ -181,7 +168,7 @@ def ucx_info_lists_ze_copy(t):
             "ze-device (access,alloc,reg,cache,detect,dmabuf)" in out, out[-3000:])
     status, out = run_logged([info, "-d"], ucx_env(ze, env_for(preload=False)))
     t.check("control: the same build without the driver lists no ze_copy", status == 0 and "ze_copy" not in out, out[-2000:])
-    noze, why = ucx122("noze")
+    noze, why = harness.ucx122("noze")
     if not noze:
         t.skip("the --with-ze=no build", why)
         return
@@ -344,7 +331,7 @@ def doctor(t):
             status == 0 and "(version 1.22.0)" in out and "ze_copy" in out.split("this UCX", 1)[-1].split("\n", 1)[0], out)
     status, out = run_logged([CLI, "doctor", "--ucx", ze, "--template", "sm,self,tcp,{copy}"], env)
     t.check("ze build, sm,self,tcp,{copy}: 'ok ze_copy'", status == 0 and "ok          ze_copy" in out, out)
-    noze, why = ucx122("noze")
+    noze, why = harness.ucx122("noze")
     if not noze:
         t.skip("the --with-ze=no build", why)
         return
@@ -372,7 +359,7 @@ def perftest(t, test):
             status not in (0, None) and "failed to allocate memory" in out.lower(), out)
     MATRIX.append(("ucx_perftest -t %s -m ze-device, sm,self,tcp,cuda_copy" % test, "sm,self,tcp,cuda_copy", "-",
                    "fails: " + "; ".join(w for w in ucx_words(out) if "allocat" in w.lower())[:120], []))
-    noze, why = ucx122("noze")
+    noze, why = harness.ucx122("noze")
     if not noze:
         t.skip("the --with-ze=no build's perftest", why)
         return
