@@ -25,7 +25,7 @@ from harness import LIB, SOURCE_DIR, case, env_for, fixture, main, machines, run
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 COMMAND_MD = os.path.join(SOURCE_DIR, "docs", "command.md")
 README = os.path.join(SOURCE_DIR, "README.md")
-README_LIMIT = 16 * 1024
+README_LIMIT = 16000  # "under 16 KB", as the issue counts (23,800 bytes: 23.8 KB)
 FAMILIES = ("cuda", "rocm", "ze")
 CUDA_LIST = "rc_x,rc,dc_x,dc,cuda_copy"  # the list trainers hard-code
 
