@@ -50,9 +50,10 @@ void install_guards() {
   // One buffer for all the output (ours is at most a few KiB): a write error then shows at the
   // final flush with its errno, where a flush in the middle of the output would have set the
   // stream's error and left errno to whatever ran after it. A terminal stays line-buffered.
-  // (glibc ignores the size of a buffer it allocates itself: give it one.)
-  static char buffer[kStdoutBuffer];
-  if (!isatty(STDOUT_FILENO)) setvbuf(stdout, buffer, _IOFBF, sizeof buffer);
+  // (glibc ignores the size of a buffer it allocates itself: give it one. From the heap, not .bss:
+  // under a tight ulimit -d the command must still start, and then keeps stdio's own buffer.)
+  if (!isatty(STDOUT_FILENO))
+    if (char *buffer = static_cast<char *>(malloc(kStdoutBuffer))) setvbuf(stdout, buffer, _IOFBF, kStdoutBuffer);
   atexit(close_stdout);
 }
 

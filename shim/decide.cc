@@ -80,13 +80,27 @@ bool note_family(const Settings &s, const FamilyAnswer &a, Decision *d) {
   return true;
 }
 
+// An error line: it alone is the decision's reason.
+void error(Decision *d, Reason r) {
+  d->error = true;
+  d->nsteps = 0;
+  d->note(r);
+}
+
 // Step 3: the user's UCX_TLS stands. A value naming another GPU family's transports and none of
 // this node's is looked at only when someone will read about it (the debug line, `explain`) or
 // asked to repair it: the family probe costs nothing otherwise.
 void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decision *d) {
   d->action = Action::keep;
   d->note(Reason::kept);
-  if (s.invalid || !gpu_families_named(tls) || (!d->explained && !s.repair)) return;
+  // Step 4 still names an invalid setting of ours (UCXTLS_REPAIR=enable matters only here): the
+  // value stands as written, unrepaired, and the line says which variable was not understood.
+  if (s.invalid) {
+    d->invalid_var = s.invalid_var;
+    d->invalid_why = s.invalid_why;
+    return error(d, Reason::invalid);
+  }
+  if (!gpu_families_named(tls) || (!d->explained && !s.repair)) return;
   const FamilyAnswer a = which_family(s, f);
   if (a.need != Need::nothing) {
     d->action = Action::need;
@@ -105,13 +119,6 @@ void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decisi
   d->action = Action::repair;
   d->family_known = true;  // the value is now composed for it
   d->note(Reason::repaired);
-}
-
-// An error line: it alone is the decision's reason.
-void error(Decision *d, Reason r) {
-  d->error = true;
-  d->nsteps = 0;
-  d->note(r);
 }
 
 }  // namespace

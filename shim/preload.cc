@@ -124,7 +124,7 @@ const char *apply(const Inputs &in, const Decision &d, char **target) {
 // one thread (/proc/self/stat, 3 system calls, only after a setenv). docs/design.md, "Editing the
 // environment"; tests/hardening/test_limits.py measures it.
 __attribute__((noinline)) const char *environment_shared(char **envp, char **target) {
-  if (target == envp) return nullptr;
+  if (envp && target == envp) return nullptr;
   char stat[512];
   const ssize_t n = read_small(Path(nullptr, "/proc/self/stat"), stat, sizeof stat);
   const long threads = n > 0 ? parse_stat_threads(stat, size_t(n)) : -1;
@@ -151,7 +151,10 @@ __attribute__((noinline)) void report(const Inputs &in, const Settings &s, const
 }
 
 // glibc calls constructors with (argc, argv, envp): envp is the exec's environment array.
-__attribute__((constructor)) void ucxtls_init(int, char **, char **envp) {
+__attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp) {
+  // glibc passes the current __environ to a dlopen'd library's constructor: envp is the exec's
+  // array only where it lies right after argv's NULL (the stack the kernel built).
+  if ((uintptr_t)envp != (uintptr_t)argv + (uintptr_t(argc) + 1) * sizeof(char *)) envp = nullptr;
   const int saved_errno = errno;
   Inputs in;
   Settings s;

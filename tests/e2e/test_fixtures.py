@@ -122,7 +122,6 @@ ROWS = [
     ("dgx", {"UCX_TLS": "tcp"}, "tcp"),
     ("dgx", {"UCX_TLS": ""}, ""),
     ("intel-xe", {"UCX_TLS": "rc_x,rc,dc_x,dc,cuda_copy"}, "rc_x,rc,dc_x,dc,cuda_copy"),
-    ("dgx", {"UCX_TLS": "tcp", "UCXTLS_ACCEL": "bogus"}, "tcp"),
 ]
 
 
@@ -180,6 +179,20 @@ def invalid_toggle_words(t):
         t.check("%s=maybe: the line names y, yes, on, 1, true and n, no, off, 0, false" % var,
                 err.count("\n") == 1 and var in err and
                 "y, yes, on, 1, true; n, no, off, 0, false; any case" in err, repr(err))
+
+
+@case("an invalid setting beside a kept UCX_TLS: the value stands, unrepaired, and one line names the variable")
+def invalid_beside_kept(t):
+    # UCXTLS_REPAIR=enable matters only where UCX_TLS is kept: silence would leave the user's CUDA
+    # list on an Intel node without a word (DESIGN step 4, one line naming the variable).
+    for machine, extra in [("dgx", {"UCX_TLS": "tcp", "UCXTLS_ACCEL": "bogus"}),
+                           ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "enable"}),
+                           ("intel-xe", {"UCX_TLS": C, "UCXTLS_DISABLE": "maybe"})]:
+        tls, derived, err = sh_value(env_for(machine, **extra))
+        var = [k for k in extra if k != "UCX_TLS"][0]
+        t.equal(label_of(machine, extra) + ": the value stands as written", (tls, derived), (extra["UCX_TLS"], UNSET), err)
+        t.check(label_of(machine, extra) + ": one stderr line naming %s" % var,
+                err.count("\n") == 1 and err.startswith("ucxtls: %s=" % var) and "UCX_TLS left unchanged" in err, repr(err))
 
 
 @case("a bad UCXTLS_PROBE_TIMEOUT_MS is the command's business, not the library's")

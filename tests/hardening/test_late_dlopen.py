@@ -111,5 +111,49 @@ def c_dlopen(t):
                     "loaded, value set, no crash" % RUNS, bad, [])
 
 
+# A host that calls setenv (so __environ is glibc's heap array, not the exec's), optionally starts
+# a thread, then dlopens the library: glibc hands a dlopen'd constructor the current __environ as
+# envp, so envp alone cannot tell the exec's array from one a concurrent setenv may free.
+SETENV_HOST = r"""
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static volatile int stop;
+static void *idle(void *arg) { (void)arg; while (!stop) usleep(1000); return NULL; }
+int main(int argc, char **argv) {
+  (void)argc;
+  setenv("HOST_VAR", "1", 1);
+  pthread_t t;
+  const int threaded = !strcmp(argv[2], "thread");
+  if (threaded && pthread_create(&t, NULL, idle, NULL)) return 2;
+  void *h = dlopen(argv[1], RTLD_NOW);
+  stop = 1;
+  if (threaded) pthread_join(t, NULL);
+  const char *v = getenv("UCX_TLS");
+  printf("loaded=%d UCX_TLS=%s\n", h != NULL, v ? v : "<unset>");
+  return 0;
+}
+"""
+
+
+@case("C host: setenv, then dlopen: written with one thread, refused while another runs")
+def setenv_then_dlopen(t):
+    env = env_for("dgx", preload=False, UCXTLS_DEBUG="1")
+    with tempfile.TemporaryDirectory(prefix="ucxtls-dlopen-") as work:
+        host, err = compile_c(work, "host", SETENV_HOST, flags=["-pthread", "-ldl"])
+        if not t.check("compile the C host", host is not None, err or ""):
+            return
+        p = subprocess.run([host, LIB, "alone"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        t.equal("one thread: the value is set (nothing can free the array under the library)",
+                p.stdout.decode().strip(), "loaded=1 UCX_TLS=" + C, p.stderr.decode())
+        p = subprocess.run([host, LIB, "thread"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        t.equal("another thread runs: nothing is written (envp given to a dlopen'd constructor is not the exec's)",
+                p.stdout.decode().strip(), "loaded=1 UCX_TLS=<unset>", p.stderr.decode())
+        t.check("the debug line says why", "another thread runs" in p.stderr.decode(), p.stderr.decode())
+
+
 if __name__ == "__main__":
     main("late dlopen with threads running")

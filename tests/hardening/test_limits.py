@@ -201,7 +201,6 @@ def setenv_thread(t):
         hurt = RUNS - got.get("ok", 0)
         print("info %s, the library: %d of %d runs hurt (%.1f%%): %s" % (path, hurt, RUNS, 100.0 * hurt / RUNS,
               ", ".join("%s %d" % kv for kv in sorted(got.items()))), flush=True)
-        t.check("%s, the library: %d runs measured" % (path, RUNS), sum(got.values()) == RUNS)
 
 
 if __name__ == "__main__":
