@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAINER_LIST = "rc_x,rc,dc_x,dc,cuda_copy"  # prime-rl's trainer (transports/weights/nixl/agent.py)
@@ -160,6 +161,21 @@ def print_table(rows):
               flush=True)
 
 
+def listens(port):
+    """Whether a TCP socket of this host listens on port (/proc/net/tcp and tcp6: state 0A)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
 def perftest_pair(prefix, env, cwd, test, memtype):
     """ucx_perftest of the UCX at prefix, two processes over loopback TCP (a server, then a client
     running `test` on `memtype` memory, 64 KiB messages): (client status, server status, client
@@ -172,20 +188,21 @@ def perftest_pair(prefix, env, cwd, test, memtype):
     s.close()
     server = subprocess.Popen([perf, "-p", port, "-m", memtype], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, cwd=cwd)
-    # The client does not retry its connect: start it once the server says it listens.
-    listening, lines = threading.Event(), []
+    # The client does not retry its connect: start it once the server listens. Its "Waiting for
+    # connection" line sits in stdio's buffer (a pipe), so the kernel's socket table is asked
+    # instead (a probing connect would be taken for the peer).
+    lines = []
 
     def read_server():
         for line in server.stdout:
             lines.append(line.decode(errors="replace"))
-            if "Waiting for connection" in lines[-1]:
-                listening.set()
-        listening.set()  # the server ended: the client will say what that means
     reader = threading.Thread(target=read_server, daemon=True)
     reader.start()
     status, out = None, ""
     try:
-        listening.wait(PROCESS_TIMEOUT)
+        deadline = time.monotonic() + PROCESS_TIMEOUT
+        while not listens(int(port)) and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         status, out = run_logged([perf, "127.0.0.1", "-p", port, "-t", test, "-m", memtype, "-s", "65536",
                                   "-n", "200", "-w", "20"], env, cwd)
     finally:
