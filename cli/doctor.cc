@@ -214,17 +214,28 @@ bool gpu_only_refused(bool gpu_only, const std::string &version) {
   if (!gpu_only || !at_least_1_22(version)) return false;
   print_line("%-11s the value as a whole: UCX %s refuses a context whose only usable transports are accelerator ones\n",
              "refused", version.c_str());
-  fprintf(stderr, "ucxtls: doctor: UCX %s fails to create a context with this value (\"no usable transports/devices\"): "
-                  "add tcp or sm,self to it\n", version.c_str());
+  fail(0, "doctor: UCX " + version + " fails to create a context with this value (\"no usable transports/devices\"): "
+          "add tcp or sm,self to it");
   return true;
 }
 
 int missing_status(const std::vector<std::string> &missing) {
   std::string names;
   for (const std::string &m : missing) names += (names.empty() ? "" : ", ") + m;
-  fprintf(stderr, "ucxtls: doctor: this UCX cannot serve %s: it prints \"not available\" on stdout of every process that uses this value\n",
-          names.c_str());
-  return kFailed;
+  return fail(kFailed, "doctor: this UCX cannot serve " + names +
+                           ": it prints \"not available\" on stdout of every process that uses this value");
+}
+
+// The value names another family's GPU transports and none of this node's (an Intel node given the
+// CUDA list): explain's warning, in the same words (report.h), under the value line.
+void mismatch_line(const Report &r, const std::string &value) {
+  const std::string warning = gpu_mismatch_warning(value.c_str(), r.family);
+  if (!warning.empty()) print_line("%-11s %s\n", "warning", warning.c_str());
+}
+
+// An empty value (UCX: "The TLs list is empty"), named by where it came from (--value, UCX_TLS, ...).
+int empty_value(const std::string &source) {
+  return fail(kFailed, "doctor: the value is empty (" + source + "): UCX fails to create a context (\"The TLs list is empty\")");
 }
 
 // The names a value gives UCX to match (for the build problems): aux and \ marks dropped.
@@ -247,12 +258,18 @@ int doctor_build(const Report &r, const Environment &caller, const std::string &
   std::vector<char *> envp = child_env(caller, proc ? &proc->env : nullptr, off);
   auto b = std::make_unique<UcxBuild>();
   std::string err;
-  if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err)) return fail(kFailed, "doctor: " + err);
+  // Not asked (a hang, a crash, not a UCX libucp): nothing was checked, so no "missing" (exit 1),
+  // an environment error (exit 2), as for a ucx_info that gives no answer.
+  if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err)) return fail(kUsage, "doctor: " + err);
   print_line("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
   if (proc)
     print_line("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
-  if (nothing) print_line("%s\n", nothing);
-  else print_line("value       %s (%s)\n", value.c_str(), source.c_str());
+  if (nothing) {
+    print_line("%s\n", nothing);
+  } else {
+    print_line("value       %s (%s)\n", value.c_str(), source.c_str());
+    mismatch_line(r, value);
+  }
   if (!why.empty()) print_line("library     %s", why.c_str());  // the line its libucxtls.so prints with UCXTLS_DEBUG=1
   std::string list;
   for (const std::string &t : b->transports) list += (list.empty() ? "" : ", ") + t;
@@ -268,7 +285,7 @@ int doctor_build(const Report &r, const Environment &caller, const std::string &
   const std::vector<std::string> problems = build_problems(*b, nothing ? std::vector<std::string>() : value_names(value),
                                                            r.family, rdma_kind(r.f), &serious);
   for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
-  if (empty) return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
+  if (empty) return empty_value(source);
   if (gpu_only_refused(gpu_only, b->version)) return kFailed;  // worse than names missing: no context at all
   if (!missing.empty()) return missing_status(missing);
   if (serious) return fail(kFailed, "doctor: " + problems[0]);
@@ -346,10 +363,7 @@ int cmd_doctor(int argc, char **argv) {
     } else {
       evaluate(r.get(), tmpl);
     }
-  } else if (explicit_value) {
-    if (build_mode) evaluate(r.get());  // this node's family and RDMA, for the build's problems
-    else r->env.load();
-  } else {
+  } else {  // with --value too: this node's family (and RDMA, for a build's problems)
     evaluate(r.get(), tmpl);
   }
   const std::string who = "process " + std::to_string(pid);
@@ -420,19 +434,18 @@ int cmd_doctor(int argc, char **argv) {
   std::string err;
   // A replayed machine has no UCX of its own to ask (as `ucxtls probe` says of its drivers).
   if (!r->in.secure && (explicit_value ? getenv(kOptions[kSysroot].name) : r->in.get(kSysroot)))
-    fprintf(stderr, "ucxtls: doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info -d) is this machine's, not the "
-                    "replayed machine's\n");
+    fail(0, "doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info -d) is this machine's, not the replayed machine's");
   if (!ucx_transports(caller, timeout_ms, &have, &err)) return fail(kUsage, "doctor: " + err);
   std::string list;
   for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
   std::string version;
   print_line("UCX         %s\n", ucx_info_identity(caller, timeout_ms, &version).c_str());
   print_line("value       %s (%s)\n", value.c_str(), source.c_str());
+  mismatch_line(*r, value);
   print_line("this UCX    %s (ucx_info -d)\n", list.c_str());
   std::vector<std::string> missing;
   bool gpu_only = false;
-  if (!judge(value, have, version, &missing, &gpu_only))
-    return fail(kFailed, "doctor: UCX_TLS is empty: UCX fails to create a context (\"The TLs list is empty\")");
+  if (!judge(value, have, version, &missing, &gpu_only)) return empty_value(source);
   if (gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
   return missing.empty() ? 0 : missing_status(missing);
 }

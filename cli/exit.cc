@@ -10,11 +10,15 @@
 
 #include <new>
 
+#include "util.h"
+
 namespace ucxtls {
 namespace cli {
 
 int fail(int status, const std::string &msg) {
-  fprintf(stderr, "ucxtls: %s\n", msg.c_str());
+  std::string line = "ucxtls: " + msg + "\n";
+  scrub_line(&line);  // a value, a path, a process's name: no control byte reaches the terminal
+  fputs(line.c_str(), stderr);
   return status;
 }
 
@@ -27,7 +31,7 @@ void close_stdout() {
   int err = fflush(stdout) != 0 ? errno : 0;
   if (fclose(stdout) != 0 && !err) err = errno;
   if (!failed_before && !err) return;
-  fprintf(stderr, "ucxtls: write error on stdout%s%s\n", err ? ": " : "", err ? strerror(err) : "");
+  fail(kUsage, std::string("write error on stdout") + (err ? ": " : "") + (err ? strerror(err) : ""));
   _exit(kUsage);  // as coreutils: the output was lost, whatever the command's own answer was
 }
 

@@ -12,7 +12,8 @@ namespace cli {
 // environment error (unknown command, no ucx_info, no library). run passes its child's through.
 constexpr int kFailed = 1, kUsage = 2;
 
-// "ucxtls: <msg>" on stderr; returns status.
+// "ucxtls: <msg>" on stderr, its control bytes shown as '?' as on stdout (util.h scrub_line);
+// returns status. Every `ucxtls:` line of the commands goes through it.
 int fail(int status, const std::string &msg);
 
 // The command's guards, installed first thing in main (install_guards):

@@ -74,19 +74,9 @@ const char *tri_word(Tri t, int error = 0) {
 
 const Family kShown[] = {Family::cuda, Family::rocm, Family::ze};
 
-// The case ucxtls exists for: a UCX_TLS that somebody set (kept as it is) naming another family's
-// GPU transports and none of the GPUs this process can use (an Intel node given the CUDA list;
-// repair.h gpu_mismatch). UCX then has no transport for this GPU's memory. "" when not.
+// The case ucxtls exists for, on a value the library keeps (report.h gpu_mismatch_warning).
 std::string kept_value_warning(const Report &r) {
-  const char *value = effective_value(r.in, r.d);
-  if (r.d.action != Action::keep || !value || !gpu_mismatch(value, r.family)) return "";
-  char names[kValueMax];
-  Text t;
-  t.init(names, sizeof names);
-  describe_foreign_entries(value, r.family, t);
-  return std::string("UCX_TLS names ") + names + " but the GPUs this process can use are " + family_name(r.family) +
-         ": UCX has no transport for their memory (" + copy_transport(r.family) +
-         "); UCXTLS_REPAIR=1 rewrites them to this node's, or unset UCX_TLS to let ucxtls derive the value";
+  return r.d.action == Action::keep ? gpu_mismatch_warning(effective_value(r.in, r.d), r.family) : "";
 }
 
 // On a node where the default list is written: what it leaves out of UCX's default (all), which

@@ -75,14 +75,16 @@ const Command kCommands[] = {
      "value in effect (or of V, or of what template T composes to on this node) that this UCX "
      "cannot serve; UCX would print a \"not available\" warning on stdout in every process. "
      "With --ucx PATH it judges the build at PATH instead (a libucp shared object of any name, or a "
-     "directory holding one: a prefix, its lib or lib64, a wheel's .libs), with --pid PID the UCX "
+     "directory holding one: a prefix, its lib, lib64 or lib/<multiarch>, a wheel's *.libs or DIR/*/lib), with --pid PID the UCX "
      "that running process has mapped (/proc/PID/maps; the value is what the library in it decided "
      "from the environment it started with, /proc/PID/environ, or its UCX_TLS as it started when no "
      "libucxtls.so is loaded in it; the library's own line says why). The build is asked in the "
      "helper ucxtls-ucx-query, no ucx_info is needed; ucx_info and the helper are children killed "
      "after MS milliseconds (default 20000), or as soon as doctor is interrupted. The first line names the UCX and its "
      "version; what the build cannot do whatever UCX_TLS says (no ze_copy, cuda_copy or rocm_copy "
-     "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1.",
+     "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1; "
+     "a value naming another GPU family's transports and none of this node's gets explain's warning. "
+     "A build that could not be asked (not a UCX libucp, a hang, a crash) exits 2.",
      kDoctorFlags, false, cmd_doctor},
     {"probe", "[--save]",
      "ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"

@@ -203,8 +203,8 @@ int cmd_probe(int argc, char **argv) {
   // A replayed machine has no drivers to ask: the answer is this machine's, stamped (with --save)
   // with the replayed machine's boot id, and it wins over the replay's kernel answer.
   if (s.sysroot)
-    fprintf(stderr, "ucxtls: probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's, not the "
-                    "replayed machine's%s\n", want_save ? ", and the answer is saved as the replayed machine's" : "");
+    fail(0, std::string("probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's, not the replayed machine's") +
+                (want_save ? ", and the answer is saved as the replayed machine's" : ""));
   const std::string helper = helper_path();
   auto run = std::unique_ptr<HelperRun>(new HelperRun());
   run_helper(helper, s.probe_timeout_ms, run.get());

@@ -78,6 +78,17 @@ void evaluate_loaded(Report *r, bool secure, const char *tmpl) {
     show(family_name(Family(fam)), r->f.family[fam], listed->family[fam], &r->shown.family[fam], &r->listing_differs);
 }
 
+std::string gpu_mismatch_warning(const char *value, Family family) {
+  if (!value || !gpu_mismatch(value, family)) return "";
+  char names[kValueMax];
+  Text t;
+  t.init(names, sizeof names);
+  describe_foreign_entries(value, family, t);
+  return std::string("UCX_TLS names ") + names + " but the GPUs this process can use are " + family_name(family) +
+         ": UCX has no transport for their memory (" + copy_transport(family) +
+         "); UCXTLS_REPAIR=1 rewrites them to this node's, or unset UCX_TLS to let ucxtls derive the value";
+}
+
 std::string library_line(const Report &r) {
   // Decided again exactly as the constructor decides: its probes stop at the first visible GPU,
   // so the line carries the library's own counts ("1+"), not explain's full listing. The decision

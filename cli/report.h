@@ -37,6 +37,12 @@ void evaluate(Report *r, const char *tmpl = nullptr);
 // secure: that process ran with secure execution (AT_SECURE), so its library read no variable.
 void evaluate_loaded(Report *r, bool secure, const char *tmpl = nullptr);
 
+// The case ucxtls exists for: a UCX_TLS value naming another family's GPU transports and none of
+// the GPUs this process can use (an Intel node given the CUDA list; repair.h gpu_mismatch), in
+// words (the library's describe_foreign_entries): UCX then has no transport for this GPU's memory.
+// "" when not (family none: never). explain prints it for a kept value, doctor for the value it judges.
+std::string gpu_mismatch_warning(const char *value, Family family);
+
 // The library's own stderr line for this decision (lines.h format_line), with its newline.
 std::string library_line(const Report &r);
 

@@ -299,7 +299,10 @@ std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std
   };
   for (const Gpu &g : gpus) {
     const char *copy = copy_transport(g.family);
-    if (b.has(copy) || (family != g.family && !named(g.names))) continue;
+    // The node's family alone where it has GPUs: another family's names in the value are the
+    // mismatch doctor warns about, not a build to redo. A node without GPUs (a login node
+    // checking a build for the compute nodes): the families the value names.
+    if (b.has(copy) || (family != g.family && (family != Family::none || !named(g.names)))) continue;
     *serious = *serious || family == g.family;
     if (const UcxModule *m = broken_module(g.module)) {
       out.push_back("this UCX has " + std::string(g.what) + " support (" + base_name(m->path) +

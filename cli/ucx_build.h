@@ -57,8 +57,8 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status);
 // or a crash is named with the stage it was in).
 bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err);
 
-// What this build cannot do whatever UCX_TLS says, for this node (its GPU family and RDMA) and this
-// value's names: a GPU family built without (or whose module does not load here), verbs missing
+// What this build cannot do whatever UCX_TLS says, for this node (its GPU family and RDMA; on a node
+// without GPUs, the families this value's names ask for): a GPU family built without (or whose module does not load here), verbs missing
 // where the node's RDMA runs rc, DC missing where the value names it. serious: a problem for this
 // node's GPU family or RDMA (doctor fails); the DC line alone is advice.
 std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std::string> &names, Family family,

@@ -68,6 +68,10 @@ void helper_candidates(const std::string &dir, const char *name, std::string out
   out[1] = dir + "/" UCXTLS_BIN_TO_HELPERS "/" + name;
 }
 
+void scrub_line(std::string *s) {
+  if (!s->empty()) scrub_controls(&(*s)[0], s->back() == '\n' ? s->size() - 1 : s->size());
+}
+
 void print_line(const char *fmt, ...) {
   va_list ap, again;
   va_start(ap, fmt);
@@ -79,7 +83,7 @@ void print_line(const char *fmt, ...) {
   vsnprintf(&s[0], s.size(), fmt, again);
   va_end(again);
   s.resize(size_t(n));
-  scrub_controls(&s[0], !s.empty() && s.back() == '\n' ? s.size() - 1 : s.size());
+  scrub_line(&s);
   fputs(s.c_str(), stdout);
 }
 

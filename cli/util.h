@@ -28,10 +28,13 @@ bool own_directory(std::string *dir);
 void install_candidates(const std::string &dir, const char *name, std::string out[2]);
 void helper_candidates(const std::string &dir, const char *name, std::string out[2]);
 
-// One line of a command's text on stdout (printf's format): its control bytes (a variable's ESC, CR
-// or newline, a name read from the file system or from another process) become '?', by the
-// library's own rule for its line (text.h scrub_controls), so that no value can fake a line or
-// drive the terminal. The line's own final newline stays.
+// A line's control bytes (a variable's ESC, CR or newline, a name read from the file system or
+// from another process) become '?', by the library's own rule for its line (text.h
+// scrub_controls); a final newline stays. print_line and fail (exit.h), stdout and stderr, use it.
+void scrub_line(std::string *s);
+
+// One line of a command's text on stdout (printf's format), scrubbed (scrub_line), so that no value
+// can fake a line or drive the terminal.
 __attribute__((format(printf, 1, 2))) void print_line(const char *fmt, ...);
 
 }  // namespace cli

@@ -307,6 +307,128 @@ def doctor_escapes(t):
             and not re.search(r"^MISSING fake", out, re.M) and "value       tcp,?[31mred?MISSING fake? (" in out, repr(out))
 
 
+def fake_ucx_info(tag, transports=("tcp", "self", "sysv", "posix")):
+    """A directory with a ucx_info that answers -d with these transports and -v with a version (the
+    real one's line format), for the plain doctor where Debian's UCX is not the point."""
+    d = os.path.join(WORK, "ucx_info-" + tag)
+    os.makedirs(d)
+    with open(os.path.join(d, "ucx_info"), "w") as f:
+        f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: 1.22.0' ;;\n-d) printf '%s' ;;\nesac\n"
+                % "".join("#      Transport: %s\\n" % tl for tl in transports))
+    os.chmod(os.path.join(d, "ucx_info"), 0o755)
+    return d
+
+
+@case("doctor's stderr escapes control bytes too (--value, --pid, --template, --ucx): one '?' each, no faked line")
+def doctor_stderr_escapes(t):
+    env = env_for(None, preload=False)
+    env["PATH"] = fake_ucx_info("stderr") + ":" + env["PATH"]
+    nasty = "tcp,ze_copy\x1b[2J\nFAKE"
+    faked = re.compile(r"^FAKE", re.M)
+
+    def clean(label, err, want):
+        t.check("%s: no control byte on stderr, no line a value made, '?' for each (%r)" % (label, want),
+                not re.search("[\x00-\x09\x0b-\x1f\x7f]", err) and not faked.search(err) and want in err, repr(err))
+
+    p = run([CLI, "doctor", "--value", nasty], env)
+    clean("--value (the local ucx_info)", p.stderr.decode(errors="replace"), "ze_copy?[2J?FAKE")
+    p = run([CLI, "doctor", "--ucx", os.path.join(FAKES, "nixl"), "--value", nasty], env)
+    clean("--value with --ucx", p.stderr.decode(errors="replace"), "ze_copy?[2J?FAKE")
+    h = Holder(env_for(None, preload=False, UCX_TLS=nasty))
+    try:
+        p = run([CLI, "doctor", "--pid", str(h.p.pid)], env)
+    finally:
+        h.close()
+    clean("--pid of a process whose UCX_TLS has them", p.stderr.decode(errors="replace"), "ze_copy?[2J?FAKE")
+    p = run([CLI, "doctor", "--template", "{cop\x1b[2J\nFAKE}"], env)
+    clean("--template that is not valid (named in the error)", p.stderr.decode(errors="replace"), "'{cop?[2J?FAKE}'")
+    p = run([CLI, "doctor", "--ucx", "/nonexist\x1b[31m\nFAKE"], env)
+    clean("--ucx PATH that does not exist", p.stderr.decode(errors="replace"), "/nonexist?[31m?FAKE")
+    t.equal("... exit 2 (usage) for it, as before", p.returncode, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# A kept value of another GPU family (DESIGN step 3: named in explain and doctor)
+@case("doctor names a value of another GPU family with explain's warning, and no advice to build UCX for it")
+def doctor_foreign_family(t):
+    value = "rc,cuda_copy"
+    env = env_for("intel-xe", preload=False, UCX_TLS=value)
+    ex = run([CLI, "explain"], env).stdout.decode(errors="replace")
+    m = re.search(r"^warning +(.*)$", ex, re.M)
+    if not t.check("control: explain warns about UCX_TLS=%s on intel-xe" % value, m, ex):
+        return
+    warning = m.group(1)
+    cuda_advice = re.compile(r"^build .*(CUDA|cuda_copy|--with-cuda)", re.M)
+    # A build with a CUDA module (that does not load here) and no ze: CUDA is not this node's family.
+    build = os.path.join(FAKES, "cuda-module")
+    runs = [("--ucx with UCX_TLS=%s" % value, ["--ucx", build], env),
+            ("--ucx --value %s" % value, ["--ucx", build, "--value", value], env_for("intel-xe", preload=False))]
+    for label, args, e in runs:
+        rc, out, missing, err = doctor(args, e)
+        t.check("%s: explain's warning, word for word, under the value line" % label,
+                re.search(r"^value .*\n%s$" % re.escape("warning     " + warning), out, re.M), out + err)
+        t.check("... no build line about CUDA on an Intel node", not cuda_advice.search(out), out)
+        t.check("... the node's own family named: built without Level Zero", "built without Level Zero (ze) support" in out, out)
+        t.check("... cuda_copy MISSING still (UCX warns about it), exit 1", "cuda_copy" in missing and rc == 1, out + err)
+    # A process started with that value and no libucxtls.so in it (its UCX_TLS as it started).
+    h = Holder(env_for("intel-xe", preload=False, UCX_TLS=value), os.path.join(build, "libucp.so.0"))
+    try:
+        rc, out, missing, err = doctor(["--pid", str(h.p.pid)], env_for("intel-xe", preload=False))
+    finally:
+        h.close()
+    t.check("--pid of a process without the library: the warning", ("warning     " + warning) in out, out + err)
+    t.check("... the Level Zero line alone, no CUDA line", not cuda_advice.search(out) and "without Level Zero" in out, out)
+    # The plain doctor (ucx_info) too.
+    e = env_for("intel-xe", preload=False, UCX_TLS=value)
+    e["PATH"] = fake_ucx_info("foreign", ("rc_verbs", "ud_verbs", "tcp", "self")) + ":" + e["PATH"]
+    rc, out, missing, err = doctor([], e)
+    t.check("plain doctor: the warning", ("warning     " + warning) in out, out + err)
+    # Controls: a node without GPUs still hears which families the value needs (a login node checking
+    # a build for the compute nodes); the node's own family on a CUDA node.
+    rc, out, missing, err = doctor(["--ucx", build, "--value", value], env_for("no-gpu", preload=False))
+    t.check("control: no-gpu, --value %s: no warning, the CUDA module line (the value asks for CUDA)" % value,
+            "warning" not in out and "this UCX has CUDA support (libuct_cuda.so.0), but the module does not load here" in out, out)
+    rc, out, missing, err = doctor(["--ucx", build, "--value", "rc,ze_copy"], env_for("dgx", preload=False))
+    t.check("control: dgx, --value rc,ze_copy: the CUDA module line, no Level Zero line, the warning",
+            "this UCX has CUDA support" in out and "Level Zero" not in out and re.search(r"^warning +UCX_TLS names ze_copy", out, re.M),
+            out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Could not check is not "missing": exit 2
+@case("doctor --ucx: a build that could not be asked (not a libucp, a hang) exits 2, not 1 (1 is 'missing')")
+def ucx_not_checked(t):
+    env = env_for(None, preload=False)
+    paths = [("/etc/passwd", "cannot load it"), (os.path.join(FAKES, "not-ucx", "libucp.so.0"), "it is not a UCX libucp")]
+    libm = "/lib/x86_64-linux-gnu/libm.so.6"
+    if os.path.exists(libm):
+        paths.append((libm, "it is not a UCX libucp"))
+    for path, words in paths:
+        p = run([CLI, "doctor", "--ucx", path, "--value", "tcp"], env)
+        err = p.stderr.decode(errors="replace")
+        t.check("--ucx %s: exit 2, one line (%s), nothing on stdout" % (path, words),
+                p.returncode == 2 and p.stdout == b"" and err.count("\n") == 1 and words in err, "%d %r" % (p.returncode, err))
+    p = run([CLI, "doctor", "--ucx", hanging_ucx("exit2"), "--value", "tcp", "--timeout-ms", "1000"], env, timeout=30)
+    err = p.stderr.decode(errors="replace")
+    t.check("a UCX that hangs when loaded, --timeout-ms 1000: exit 2, one line", p.returncode == 2 and p.stdout == b""
+            and "no answer within 1000 ms" in err and err.count("\n") == 1, "%d %r" % (p.returncode, err))
+
+
+@case("doctor: an empty value is named by where it came from (--value, UCX_TLS)")
+def empty_value_source(t):
+    for label, args, extra in (("--value ''", ["--value", ""], {}), ("UCX_TLS=''", [], {"UCX_TLS": ""})):
+        for where in ("ucx_info", "--ucx"):
+            env = env_for(None, preload=False, **extra)
+            env["PATH"] = fake_ucx_info("empty-%s-%s" % (len(args), where.strip("-"))) + ":" + env["PATH"]
+            more = ["--ucx", os.path.join(FAKES, "nixl")] if where == "--ucx" else []
+            p = run([CLI, "doctor"] + args + more, env)
+            err = p.stderr.decode(errors="replace")
+            want = "(--value)" if args else "(UCX_TLS as set)"
+            t.check("%s (%s): exit 1, the error says the value is empty %s" % (label, where, want),
+                    p.returncode == 1 and ("ucxtls: doctor: the value is empty %s:" % want) in err
+                    and (args == [] or "UCX_TLS is empty" not in err), "%d %r" % (p.returncode, err))
+
+
 @case("doctor --ucx /: paths without a doubled slash")
 def ucx_root(t):
     p = run([CLI, "doctor", "--ucx", "/", "--value", "tcp"], env_for(None, preload=False))

@@ -285,6 +285,23 @@ def build_dirs(t):
     t.check("README.md and docs/install.md show the same from-source lines", source("README.md") and
             source("README.md") == source(os.path.join("docs", "install.md")),
             repr((source("README.md"), source(os.path.join("docs", "install.md")))))
+    configure = [l for l in source("README.md") if l.startswith("cmake -S")]
+    t.check("... whose configure builds no tests (-DUCXTLS_TESTS=OFF: UCXTLS_TESTS defaults to ON)",
+            configure and all(re.search(r"-DUCXTLS_TESTS=OFF\b", l) for l in configure), repr(configure))
+
+
+@case("docs: command.md names every place doctor --ucx DIR looks for a libucp (as its error lists them)")
+def ucx_dir_places(t):
+    p = run([CLI, "doctor", "--ucx", tempfile.mkdtemp(), "--value", "tcp"], env_for(None, preload=False))
+    m = re.search(r"\(looked in it, (.*)\)$", p.stderr.decode(errors="replace").strip())
+    if not t.check("the error lists the places (exit %d)" % p.returncode, m, p.stderr.decode(errors="replace")):
+        return
+    places = [w for w in re.split(r", | and ", m.group(1)) if w != "its lib"] + ["lib"]
+    row = next((l for l in read(os.path.join(SOURCE_DIR, "docs", "command.md")).splitlines()
+                if l.startswith("| `ucxtls doctor")), "")
+    said = row[row.find("`--ucx PATH`"):]
+    t.equal("each place is in command.md's doctor row, after --ucx PATH (%s)" % ", ".join(places),
+            [w for w in places if "`%s`" % w not in said], [])
 
 
 if __name__ == "__main__":
