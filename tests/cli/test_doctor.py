@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, LIB, add_case, case, env_for, have, main, run, ucx122  # noqa: E402
+from harness import BUILD_DIR, LIB, add_case, case, env_for, have, main, run, ucx122_or_skip  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
@@ -189,9 +189,8 @@ VALUES_122 = VALUES + ["ze_copy", "ze", "rc_x,rc,dc_x,dc,ze_copy", "ze_copy,tcp"
 
 
 def same_as_ucx122(t, value):
-    prefix, why = ucx122("ze")
+    prefix = ucx122_or_skip(t, "ze")
     if not prefix:
-        t.skip("UCX 1.22 (ze)", why)
         return
     env = env_for(None, preload=False, PATH=os.path.join(prefix, "bin") + ":" + HERE_ENV["PATH"])
     gpu = os.path.exists(FAKE_GPU)

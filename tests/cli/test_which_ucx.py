@@ -15,7 +15,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, LIB, SOURCE_DIR, case, env_for, main, run, ucx122  # noqa: E402
+from harness import BUILD_DIR, LIB, SOURCE_DIR, case, env_for, main, run, ucx122_or_skip  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 DOC = os.path.join(SOURCE_DIR, "docs", "which-ucx.md")
@@ -46,9 +46,8 @@ def builds(t, *variants):
     """{variant: prefix} for the builds asked for, or None after a SKIP naming the reason."""
     out = {}
     for v in variants:
-        prefix, why = ucx122(v)
+        prefix = ucx122_or_skip(t, v)
         if not prefix:
-            t.skip("UCX 1.22 (%s)" % v, why)
             return None
         out[v] = prefix
     return out

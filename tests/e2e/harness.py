@@ -330,3 +330,12 @@ def ucx122(variant):
     if not os.access(os.path.join(prefix, "bin", "ucx_info"), os.X_OK):
         return None, "%s=%s holds no bin/ucx_info" % (var, prefix)
     return prefix, None
+
+
+def ucx122_or_skip(t, variant, what=None):
+    """The prefix of the UCX 1.22 build `variant`, or None after a SKIP of `what` (by default
+    "UCX 1.22 (variant)") that says why there is none."""
+    prefix, why = ucx122(variant)
+    if not prefix:
+        t.skip(what or "UCX 1.22 (%s)" % variant, why)
+    return prefix

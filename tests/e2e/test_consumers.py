@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, main, run, ucx122
+from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, main, run, ucx122_or_skip
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
 
@@ -50,9 +50,8 @@ def ucx_info_of(t, ucx):
             return "ucx_info"
         t.skip("ucx_info", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
         return None
-    prefix, why = ucx122(ucx)
+    prefix = ucx122_or_skip(t, ucx)
     if not prefix:
-        t.skip("UCX 1.22 (%s)" % ucx, why)
         return None
     return os.path.join(prefix, "bin", "ucx_info")
 
@@ -207,9 +206,8 @@ def ucx_info_accelerator_only(t):
     # New in 1.22 (openucx/ucx #11373): a context whose usable transports are all accelerator ones
     # is refused, although UCX serves the name (no "not available" for it). So the trainer's rc
     # list with the copy transport fails at ucp_init on a node without rc (research: ucx-builds.md).
-    prefix, why = ucx122("ze")
+    prefix = ucx122_or_skip(t, "ze")
     if not prefix:
-        t.skip("UCX 1.22 (ze)", why)
         return
     if not os.path.exists(FAKE_GPU):
         t.skip("a Level Zero GPU", "the fake GPU driver (tests/ze) is not built: %s" % FAKE_GPU)

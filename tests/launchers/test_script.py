@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
-from harness import C, Z, case, env_for, main, ucx122  # noqa: E402
+from harness import C, Z, case, env_for, main, ucx122_or_skip  # noqa: E402
 
 
 
@@ -176,9 +176,8 @@ def inference_server_case(t):
 def inference_server_ucx122_case(t):
     # The same recipe and values under the UCX that NIXL's wheels bundle (tests/ucx/build_ucx.sh).
     for build in ("ze", "noze"):
-        prefix, why = ucx122(build)
+        prefix = ucx122_or_skip(t, build, "inference-server recipe under UCX 1.22 (%s)" % build)
         if not prefix:
-            t.skip("inference-server recipe under UCX 1.22 (%s)" % build, why)
             continue
         _, job = installed(t)
         inference_server(t, job, os.path.join(prefix, "bin", "ucx_info"), " (UCX 1.22, %s)" % build)

@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import SOURCE_DIR, case, main, ucx122  # noqa: E402
+from harness import SOURCE_DIR, case, main, ucx122_or_skip  # noqa: E402
 
 SCRIPT = os.path.join(SOURCE_DIR, "tests", "ucx", "build_ucx.sh")
 ARCHIVE = os.path.join(SOURCE_DIR, "third_party", "ucx-1.22.0.tar.gz")
@@ -76,9 +76,8 @@ def archive(t):
       tags=("ucx122",))
 def cached(t):
     for variant in ("ze", "noze"):
-        prefix, why = ucx122(variant)
+        prefix = ucx122_or_skip(t, variant, "the %s build" % variant)
         if not prefix:
-            t.skip("the %s build" % variant, why)
             continue
         build = os.path.dirname(prefix)
         cache = os.path.dirname(build)
@@ -102,9 +101,8 @@ def cached(t):
 
 @case("a run that finds the same build under way waits on its lock and takes its result", tags=("ucx122",))
 def waits(t):
-    prefix, why = ucx122("ze")
+    prefix = ucx122_or_skip(t, "ze", "the ze build")
     if not prefix:
-        t.skip("the ze build", why)
         return
     with open(os.path.join(os.path.dirname(prefix), ".done"), encoding="utf-8") as f:
         key = hashlib.sha256(("%s\n%s\n" % (vendored_sha(), f.read().strip())).encode()).hexdigest()[:16]

@@ -49,9 +49,8 @@ def gpu_env(env=None, **extra):
 
 # --------------------------------------------------------------------------- the UCX builds
 def need_ucx(t, variant):
-    prefix, why = harness.ucx122(variant)
+    prefix = harness.ucx122_or_skip(t, variant, "UCX 1.22 %s build" % variant)
     if not prefix:
-        t.skip("UCX 1.22 %s build" % variant, why)
         t.exit()
     return prefix
 
@@ -168,9 +167,8 @@ def ucx_info_lists_ze_copy(t):
             "ze-device (access,alloc,reg,cache,detect,dmabuf)" in out, out[-3000:])
     status, out = run_logged([info, "-d"], ucx_env(ze, env_for(preload=False)))
     t.check("control: the same build without the driver lists no ze_copy", status == 0 and "ze_copy" not in out, out[-2000:])
-    noze, why = harness.ucx122("noze")
+    noze = harness.ucx122_or_skip(t, "noze", "the --with-ze=no build")
     if not noze:
-        t.skip("the --with-ze=no build", why)
         return
     status, out = run_logged([os.path.join(noze, "bin", "ucx_info"), "-d"], ucx_env(noze, gpu_env()))
     t.check("--with-ze=no build with the fake GPU: no ze_copy, no ze_cpy domain",
@@ -331,9 +329,8 @@ def doctor(t):
             status == 0 and "(version 1.22.0)" in out and "ze_copy" in out.split("this UCX", 1)[-1].split("\n", 1)[0], out)
     status, out = run_logged([CLI, "doctor", "--ucx", ze, "--template", "sm,self,tcp,{copy}"], env)
     t.check("ze build, sm,self,tcp,{copy}: 'ok ze_copy'", status == 0 and "ok          ze_copy" in out, out)
-    noze, why = harness.ucx122("noze")
+    noze = harness.ucx122_or_skip(t, "noze", "the --with-ze=no build")
     if not noze:
-        t.skip("the --with-ze=no build", why)
         return
     for extra in ([], ["--template", "sm,self,tcp,{copy}"]):
         status, out = run_logged([CLI, "doctor", "--ucx", noze] + extra, env)
@@ -359,9 +356,8 @@ def perftest(t, test):
             status not in (0, None) and "failed to allocate memory" in out.lower(), out)
     MATRIX.append(("ucx_perftest -t %s -m ze-device, sm,self,tcp,cuda_copy" % test, "sm,self,tcp,cuda_copy", "-",
                    "fails: " + "; ".join(w for w in ucx_words(out) if "allocat" in w.lower())[:120], []))
-    noze, why = harness.ucx122("noze")
+    noze = harness.ucx122_or_skip(t, "noze", "the --with-ze=no build's perftest")
     if not noze:
-        t.skip("the --with-ze=no build's perftest", why)
         return
     env = ucx_env(noze, gpu_env(env_for(MACHINE, preload=True)))
     status, out = run_logged([os.path.join(noze, "bin", "ucx_perftest"), "-l", "-t", test, "-m", "ze-device", "-s", "65536",
