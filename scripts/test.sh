@@ -4,8 +4,9 @@
 # Run as root on a fresh Debian/Ubuntu machine it installs the packages below itself; as another
 # user it says which are missing, and the tests that need them print SKIP with the reason.
 # Environment: BUILD_DIR (default build), JOBS (default: the CPUs, at most 8: a shared machine stays
-# usable), UCXTLSTEST_NO_INSTALL=1, UCXTLSTEST_UCX_CACHE (where the UCX 1.22 builds are kept;
-# default ${XDG_CACHE_HOME:-$HOME/.cache}/ucxtls-test).
+# usable), UCXTLSTEST_NO_INSTALL=1, UCXTLSTEST_WHEEL_CACHE (where the registry wheels' venv is
+# kept; default ${XDG_CACHE_HOME:-$HOME/.cache}/ucxtls-test), UCXTLSTEST_UCX_ZE (a UCX prefix
+# built with Level Zero, for the ze data path: no registry serves one; SKIP without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -39,10 +40,6 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #   bubblewrap python3-yaml          container-like namespaces for docs/containers.md's image layer, pod
 #                                    specs (parsed as YAML) and Apptainer lines (tests/launchers)
 #   hyperfine                        (benchmark only)
-#   autoconf automake libtool        UCX 1.22.0 from third_party/, built by tests/ucx/build_ucx.sh
-#   pkg-config libibverbs-dev        (autogen.sh, configure --with-verbs --with-rdmacm; libze-dev above
-#   librdmacm-dev                    for --with-ze): the UCX NIXL's wheels bundle, with and without
-#                                    Level Zero (tests/e2e/test_consumers.py, tests/cli/test_doctor_ucx.py)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
 # (UCXTLSTEST_TORCH=1; it SKIPs and says so otherwise).
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
@@ -50,7 +47,6 @@ PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openm
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
-          autoconf automake libtool pkg-config libibverbs-dev librdmacm-dev
           patchelf)  # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
 
 missing=()
@@ -71,36 +67,33 @@ fi
 cmake -S . -B "$BUILD_DIR" -DUCXTLS_TESTS=ON >&2
 cmake --build "$BUILD_DIR" -j "$JOBS" >&2
 
-# UCX 1.22.0 (third_party/), with and without Level Zero, built once per machine and cached
-# outside the clone (tests/ucx/build_ucx.sh; 2-6 minutes each on 2 CPUs, then instant). The
-# tests that use a build read UCXTLSTEST_UCX122_ZE / _NOZE (its prefix) and otherwise print SKIP
-# with UCXTLSTEST_UCX122_ZE_SKIP / _NOZE_SKIP as the reason. A build that cannot be attempted
-# (a prerequisite missing: not root, UCXTLSTEST_NO_INSTALL) is a reason to skip; a build that was
-# attempted and failed is a failure: the tests run, and test.sh exits non-zero at the end.
-ucx_failed=()
-for variant in ze noze; do
-  var=UCXTLSTEST_UCX122_${variant^^}
-  log="$BUILD_DIR/ucx122-$variant.log"
-  set +e
-  JOBS=$JOBS tests/ucx/build_ucx.sh "$variant" 2>&1 >"$log.prefix" | tee "$log" >&2  # stderr shown and kept
-  rc=${PIPESTATUS[0]}
-  set -e
-  prefix=$(cat "$log.prefix")
-  if [ "$rc" = 0 ]; then
-    export "$var=$prefix"
-  elif [ "$rc" = 2 ]; then
-    export "${var}_SKIP=$(tail -n 1 "$log" | sed 's/^build_ucx.sh: //')"  # what is missing
-  else
-    export "${var}_SKIP=the UCX 1.22 ($variant) build FAILED (tests/ucx/build_ucx.sh $variant; $(cd "$BUILD_DIR" && pwd)/ucx122-$variant.log)"
-    ucx_failed+=("$variant")
-  fi
-done
+# The UCX builds users load, from PyPI (tests/wheels/requirements.txt: NIXL 1.5.1 with its UCX
+# 1.22, RAPIDS' libucx 1.22.0; pinned, hash-checked), installed once per machine into a venv
+# cached outside the clone (tests/wheels/install_wheels.sh; about 10 s with a fast link, then
+# instant). The tests that use them read UCXTLSTEST_WHEELS (the venv) and otherwise print SKIP
+# with UCXTLSTEST_WHEELS_SKIP as the reason. An install that cannot be attempted (PyPI not
+# reachable, no python3-venv) is a reason to skip; one that was attempted and failed is a
+# failure: the tests run, and test.sh exits non-zero at the end.
+wheels_failed=
+log="$BUILD_DIR/wheels.log"
+set +e
+tests/wheels/install_wheels.sh 2>&1 >"$log.venv" | tee "$log" >&2  # stderr shown and kept
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" = 0 ]; then
+  export UCXTLSTEST_WHEELS="$(cat "$log.venv")"
+elif [ "$rc" = 2 ]; then
+  export UCXTLSTEST_WHEELS_SKIP="$(tail -n 1 "$log" | sed 's/^install_wheels.sh: //')"
+else
+  export UCXTLSTEST_WHEELS_SKIP="the wheels' install FAILED (tests/wheels/install_wheels.sh; $(cd "$BUILD_DIR" && pwd)/wheels.log)"
+  wheels_failed=1
+fi
 
 cd "$BUILD_DIR"
 status=0
 ctest --output-on-failure -j "$JOBS" "$@" || status=$?
-if [ ${#ucx_failed[@]} -gt 0 ]; then
-  echo "test.sh: FAILED: the UCX 1.22 build (${ucx_failed[*]}) failed; the tests that need it were skipped (see $(pwd)/ucx122-*.log)" >&2
+if [ -n "$wheels_failed" ]; then
+  echo "test.sh: FAILED: the wheels' install failed; the tests that need it were skipped (see $(pwd)/wheels.log)" >&2
   [ "$status" != 0 ] || status=1
 fi
 exit "$status"

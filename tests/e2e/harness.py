@@ -26,6 +26,7 @@ The expected values and the import path of every script are here too: a script o
 starts with the one line that finds this file (see docs/testing.md), and imports from it.
 """
 import atexit
+import contextlib
 import os
 import re
 import shutil
@@ -79,10 +80,25 @@ def fixture(name):
     return _built[name]
 
 
+_LOADING = {}  # what harness.loading(build) adds to every env_for while it is in force
+
+
+@contextlib.contextmanager
+def loading(build):
+    """Within it, every env_for also holds build.env (a UcxBuild's LD_LIBRARY_PATH), so that the
+    build's own programs exec'd by path load the build's libraries, not the system's."""
+    _LOADING.update(build.env if build else {})
+    try:
+        yield
+    finally:
+        _LOADING.clear()
+
+
 def env_for(machine=None, preload=True, **extra):
     """An environment for a child: base variables, the library preloaded, the fixture as
     sysroot. extra: NAME=value to add, NAME=None to leave out."""
     env = dict(BASE_ENV)
+    env.update(_LOADING)
     env["HOME"] = EMPTY_HOME
     if preload:
         env["LD_PRELOAD"] = LIB
@@ -316,26 +332,72 @@ def have(tool):
     return which(tool) is not None
 
 
-def ucx122(variant):
-    """The UCX 1.22.0 build `variant` ("ze": --with-ze, "noze": --with-ze=no) that scripts/test.sh
-    made with tests/ucx/build_ucx.sh: (prefix, None), or (None, why) to print as the SKIP reason.
-    test.sh exports UCXTLSTEST_UCX122_ZE / _NOZE (the prefixes), or _ZE_SKIP / _NOZE_SKIP (why
-    there is none: a prerequisite missing, or the build failed)."""
-    var = "UCXTLSTEST_UCX122_" + variant.upper()
-    prefix = os.environ.get(var)
-    if not prefix:
-        return None, os.environ.get(var + "_SKIP") or (
-            "%s is unset: scripts/test.sh builds UCX 1.22 (%s) and sets it; by hand: "
-            "export %s=$(tests/ucx/build_ucx.sh %s)" % (var, variant, var, variant))
-    if not os.access(os.path.join(prefix, "bin", "ucx_info"), os.X_OK):
-        return None, "%s=%s holds no bin/ucx_info" % (var, prefix)
-    return prefix, None
+# The UCX builds users load, from the registries (tests/wheels/install_wheels.sh, run by
+# scripts/test.sh, which exports the venv as UCXTLSTEST_WHEELS, or why there is none as
+# UCXTLSTEST_WHEELS_SKIP). Each build, by name:
+#   "rapids"  RAPIDS' libucx-cu12 1.22.0 (site-packages/libucx: bin/ucx_info, lib/, include/),
+#             built --with-cuda --without-verbs --without-rdmacm: what UCXX and Dask load
+#   "nixl"    the UCX 1.22 bundled in NIXL 1.5.1's nixl-cu12 (site-packages/nixl_cu12.libs:
+#             auditwheel-renamed libucp-<hash>.so.0.0.0 and ucx/ modules); no ucx_info is shipped
+#   "ze"      a UCX with Level Zero given as a prefix in UCXTLSTEST_UCX_ZE (a site's own build:
+#             no registry serves one)
+class UcxBuild:
+    """One UCX build: `name`, `prefix` (the directory holding it), `libucp` (its libucp's path),
+    `ucx_info` (None where the build ships none) and `env` (what a program needs in its
+    environment to load this build rather than the system's: the wheel's bin/ucx_info names the
+    wheel's CI build directory as its RUNPATH, so without LD_LIBRARY_PATH it loads Debian's
+    libucs; RAPIDS' own Python code preloads the libraries, libucx.load_library())."""
+
+    def __init__(self, name, prefix, libdir, ucx_info):
+        self.name, self.prefix, self.libdir, self.ucx_info = name, prefix, libdir, ucx_info
+        self.libucp = next((os.path.join(libdir, f) for f in sorted(os.listdir(libdir))
+                            if re.match(r"libucp(-[0-9a-f]+)?\.so\.0", f)), None)
+        self.env = {"LD_LIBRARY_PATH": libdir}
 
 
-def ucx122_or_skip(t, variant, what=None):
-    """The prefix of the UCX 1.22 build `variant`, or None after a SKIP of `what` (by default
-    "UCX 1.22 (variant)") that says why there is none."""
-    prefix, why = ucx122(variant)
-    if not prefix:
-        t.skip(what or "UCX 1.22 (%s)" % variant, why)
-    return prefix
+def wheels():
+    """(venv, None) for the venv scripts/test.sh installed the registry wheels into, or
+    (None, why) to print as the SKIP reason."""
+    venv = os.environ.get("UCXTLSTEST_WHEELS")
+    if not venv:
+        return None, os.environ.get("UCXTLSTEST_WHEELS_SKIP") or (
+            "UCXTLSTEST_WHEELS is unset: scripts/test.sh installs the pinned wheels and sets it; by "
+            "hand: export UCXTLSTEST_WHEELS=$(tests/wheels/install_wheels.sh)")
+    if not os.access(os.path.join(venv, "bin", "python"), os.X_OK):
+        return None, "UCXTLSTEST_WHEELS=%s is not a venv (no bin/python)" % venv
+    return venv, None
+
+
+def site_packages(venv):
+    lib = os.path.join(venv, "lib")
+    return os.path.join(lib, next(d for d in sorted(os.listdir(lib)) if d.startswith("python")), "site-packages")
+
+
+def ucx_build(name):
+    """(UcxBuild, None) for the build `name` ("rapids", "nixl", "ze"), or (None, why)."""
+    if name == "ze":
+        prefix = os.environ.get("UCXTLSTEST_UCX_ZE")
+        if not prefix:
+            return None, ("no UCX with Level Zero: no registry serves one (Debian's is 1.13 without it; "
+                          "NIXL's and RAPIDS' wheels are built without it); give a site's own build as "
+                          "UCXTLSTEST_UCX_ZE=PREFIX")
+        if not os.access(os.path.join(prefix, "bin", "ucx_info"), os.X_OK):
+            return None, "UCXTLSTEST_UCX_ZE=%s holds no bin/ucx_info" % prefix
+        return UcxBuild("ze", prefix, os.path.join(prefix, "lib"), os.path.join(prefix, "bin", "ucx_info")), None
+    venv, why = wheels()
+    if not venv:
+        return None, why
+    site = site_packages(venv)
+    if name == "rapids":
+        prefix = os.path.join(site, "libucx")
+        return UcxBuild(name, prefix, os.path.join(prefix, "lib"), os.path.join(prefix, "bin", "ucx_info")), None
+    prefix = os.path.join(site, "nixl_cu12.libs")
+    return UcxBuild(name, prefix, prefix, None), None
+
+
+def ucx_build_or_skip(t, name, what=None):
+    """The UcxBuild `name`, or None after a SKIP of `what` (by default "UCX build NAME") saying why."""
+    build, why = ucx_build(name)
+    if not build:
+        t.skip(what or "UCX build %s" % name, why)
+    return build

@@ -2,10 +2,13 @@
 """Real consumers of UCX_TLS, nothing mocked.
 
 Each `ucx_info` case runs against Debian's UCX 1.13 (the `ucx_info` on PATH; tag ucx_info) and
-against UCX 1.22.0, the release NIXL's wheels bundle, built from third_party/ with and without
-Level Zero (tests/ucx/build_ucx.sh, run by scripts/test.sh; tag ucx122): the 1.22 `ucx_info`
-is exec'd directly, by its path, with the library preloaded. Where 1.22 behaves differently, the
-case says so and asserts what each does.
+against UCX 1.22.0 as users install it from PyPI, RAPIDS' libucx-cu12 wheel (tests/wheels,
+installed by scripts/test.sh; tag wheels; built with CUDA, without verbs): the wheel's `ucx_info`
+is exec'd directly, by its path, with the library preloaded and the wheel's lib/ in
+LD_LIBRARY_PATH (as RAPIDS' libucx.load_library() arranges). Where 1.22 behaves differently, the
+case says so and asserts what each does. The cases that need a UCX with Level Zero (tag ucx_ze)
+run against a site's own build given as UCXTLSTEST_UCX_ZE, and SKIP without one: no registry
+serves such a build.
 
 - `ucx_info -c`: UCX's own parser prints the value the library derived.
 - `ucx_info -e`: a real UCP context, worker and endpoint are created with a value the library
@@ -23,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, main, run, ucx122_or_skip
+from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run, ucx_build_or_skip
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
 
@@ -37,26 +40,12 @@ def free_port():
 
 
 # The UCXes the ucx_info cases run against: (label in the case name, build, tag). build None is
-# Debian's UCX 1.13 (ucx_info found in PATH); "ze"/"noze" the UCX 1.22.0 builds --with-ze and
-# --with-ze=no (harness.ucx122: their prefixes, from scripts/test.sh).
-UCXES = (("", None, "ucx_info"), (" [UCX 1.22 --with-ze]", "ze", "ucx122"),
-         (" [UCX 1.22 --with-ze=no]", "noze", "ucx122"))
+# Debian's UCX 1.13 (ucx_info found in PATH); "rapids" RAPIDS' libucx-cu12 1.22.0 wheel
+# (harness.ucx_build).
+UCXES = (("", None, "ucx_info"), (" [UCX 1.22, RAPIDS' wheel]", "rapids", "wheels"))
 
 
-def ucx_info_of(t, ucx):
-    """The ucx_info to exec for `ucx` (see UCXES), or None after a SKIP that says why."""
-    if ucx is None:
-        if have("ucx_info"):
-            return "ucx_info"
-        t.skip("ucx_info", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
-        return None
-    prefix = ucx122_or_skip(t, ucx)
-    if not prefix:
-        return None
-    return os.path.join(prefix, "bin", "ucx_info")
-
-
-def add_ucx_case(name, fn, *args, builds=(None, "ze", "noze")):
+def add_ucx_case(name, fn, *args, builds=(None, "rapids")):
     """Registers fn(t, ucx_info, *args) once per UCX of UCXES that `builds` names."""
     for label, ucx, tag in UCXES:
         if ucx in builds:
@@ -64,9 +53,16 @@ def add_ucx_case(name, fn, *args, builds=(None, "ze", "noze")):
 
 
 def _run_with(t, ucx, fn, *args):
-    exe = ucx_info_of(t, ucx)
-    if exe:
-        fn(t, exe, *args)
+    if ucx is None:
+        if have("ucx_info"):
+            fn(t, "ucx_info", *args)
+        else:
+            t.skip("ucx_info", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
+        return
+    build = ucx_build_or_skip(t, ucx)
+    if build:
+        with loading(build):
+            fn(t, build.ucx_info, *args)
 
 
 def ucx_case(name):
@@ -88,9 +84,7 @@ for _machine, _extra, _want in (("dgx", {}, HARDCODED), ("intel-xe", {}, Z),
                                 ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),
                                 ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
                                 ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, Z)):
-    # UCX's parse of the value (libucs) is the same in both 1.22 builds: the --with-ze one reads it.
-    add_ucx_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want,
-                 builds=(None, "ze"))
+    add_ucx_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want)
 
 
 @ucx_case("ucx_info -e: a UCP endpoint with a value the library wrote")
@@ -200,20 +194,20 @@ def ucx_info_deny(t, ucx_info):
 FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
 
 
-@case("ucx_info -e [UCX 1.22 --with-ze, a Level Zero GPU]: a value whose only usable transport is ze_copy is refused",
-      tags=("ucx122",))
+@case("ucx_info -e [UCX 1.22 with Level Zero, a Level Zero GPU]: a value whose only usable transport is ze_copy is refused",
+      tags=("ucx_ze",))
 def ucx_info_accelerator_only(t):
     # New in 1.22 (openucx/ucx #11373): a context whose usable transports are all accelerator ones
     # is refused, although UCX serves the name (no "not available" for it). So the trainer's rc
     # list with the copy transport fails at ucp_init on a node without rc (research: ucx-builds.md).
-    prefix = ucx122_or_skip(t, "ze")
-    if not prefix:
+    build = ucx_build_or_skip(t, "ze")
+    if not build:
         return
     if not os.path.exists(FAKE_GPU):
         t.skip("a Level Zero GPU", "the fake GPU driver (tests/ze) is not built: %s" % FAKE_GPU)
         return
-    info = os.path.join(prefix, "bin", "ucx_info")
-    gpu = {"ZE_ENABLE_ALT_DRIVERS": FAKE_GPU}
+    info = build.ucx_info
+    gpu = dict(build.env, ZE_ENABLE_ALT_DRIVERS=FAKE_GPU)
     d = run([info, "-d"], env_for(None, **gpu)).stdout.decode()
     if not t.check("control: ucx_info -d lists ze_copy with the fake GPU", "Transport: ze_copy" in d, d):
         return
