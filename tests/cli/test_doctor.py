@@ -2,17 +2,19 @@
 """`ucxtls doctor` against the real UCX on this machine (Debian's UCX 1.13: no ze_copy, no CUDA):
 it must fail for a ze value and pass for `tcp,self`, and its verdict on every name must be the one
 UCX itself gives, which is read from UCX's own "not available" warning when a real context is
-created with the value (`ucx_info -e`). The same comparison runs against UCX 1.22 `--with-ze`
-(tag ucx122: tests/ucx/build_ucx.sh), with the fake GPU driver of tests/ze when it is built, so
-that ze_copy is served; there the verdict on the whole value must also be UCX's: 1.22 refuses a
-context whose only usable transports are accelerator ones."""
+created with the value (`ucx_info -e`). The same comparison runs against UCX 1.22 as users install
+it, RAPIDS' libucx-cu12 wheel (tag wheels: tests/wheels), with the fake CUDA driver of tests/cuda
+when it is built, so that cuda_copy is served; and against a UCX with Level Zero where one is given
+(tag ucx_ze: UCXTLSTEST_UCX_ZE), with the fake GPU driver of tests/ze. There the verdict on the
+whole value must also be UCX's: 1.22 refuses a context whose only usable transports are
+accelerator ones."""
 import os
 import re
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, LIB, add_case, case, env_for, have, main, run, ucx122_or_skip  # noqa: E402
+from harness import BUILD_DIR, LIB, add_case, case, env_for, have, main, run, ucx_build_or_skip  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
@@ -183,32 +185,46 @@ for _value in VALUES:
 
 
 FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
-# The values above, and those that only a UCX serving ze_copy can tell apart: ze_copy alone, the
-# alias alone, the trainer's list on a node without rc, and ze_copy with a host transport.
-VALUES_122 = VALUES + ["ze_copy", "ze", "rc_x,rc,dc_x,dc,ze_copy", "ze_copy,tcp", "ze_copy,sm,self"]
+FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda"))
+# The values above, and those that only a UCX serving the GPU's copy transport can tell apart: the
+# copy transport alone, the family's alias alone, the trainer's list on a node without rc, and the
+# copy transport with a host transport.
+GPU_VALUES = {"rapids": ["cuda_copy", "cuda", "rc_x,rc,dc_x,dc,cuda_copy", "cuda_copy,tcp", "cuda_copy,sm,self"],
+              "ze": ["ze_copy", "ze", "rc_x,rc,dc_x,dc,ze_copy", "ze_copy,tcp", "ze_copy,sm,self"]}
 
 
-def same_as_ucx122(t, value):
-    prefix = ucx122_or_skip(t, "ze")
-    if not prefix:
-        return
-    env = env_for(None, preload=False, PATH=os.path.join(prefix, "bin") + ":" + HERE_ENV["PATH"])
-    gpu = os.path.exists(FAKE_GPU)
-    if gpu:
+def gpu_env(name, env):
+    """Adds the fake GPU driver the build `name` can load, if built; returns its words for a check."""
+    if name == "ze":
+        if not os.path.exists(FAKE_GPU):
+            return " (no Level Zero driver: tests/ze's is not built)"
         env["ZE_ENABLE_ALT_DRIVERS"] = FAKE_GPU
-    ucx, text, context = ucx_unavailable(value, os.path.join(prefix, "bin", "ucx_info"), env)
+        return " (a Level Zero GPU: the fake driver)"
+    if not os.path.exists(os.path.join(FAKE_CUDA_DIR, "libcuda.so.1")):
+        return " (no CUDA driver: tests/cuda's is not built)"
+    env["LD_LIBRARY_PATH"] = FAKE_CUDA_DIR + ":" + env["LD_LIBRARY_PATH"]
+    return " (an NVIDIA GPU: the fake CUDA driver)"
+
+
+def same_as_ucx122(t, name, value):
+    build = ucx_build_or_skip(t, name)
+    if not build:
+        return
+    env = env_for(None, preload=False, PATH=os.path.dirname(build.ucx_info) + ":" + HERE_ENV["PATH"], **build.env)
+    where = gpu_env(name, env)
+    ucx, text, context = ucx_unavailable(value, build.ucx_info, env)
     p, out, missing = doctor(["--value", value], env)
-    where = " (a Level Zero GPU: the fake driver)" if gpu else " (no Level Zero driver: tests/ze's is not built)"
-    t.equal("doctor == UCX 1.22 on %r%s (names UCX calls 'not available')" % (value, where), sorted(missing), sorted(ucx),
-            "ucx_info -e:\n" + text + "\ndoctor:\n" + out)
+    t.equal("doctor == UCX 1.22 (%s) on %r%s (names UCX calls 'not available')" % (name, value, where),
+            sorted(missing), sorted(ucx), "ucx_info -e:\n" + text + "\ndoctor:\n" + out)
     t.equal("doctor %r exits 1 exactly when a name is missing or UCX 1.22 creates no context" % value, p.returncode,
             1 if ucx or not context else 0, "ucx_info -e:\n" + text + "\ndoctor:\n" + out + p.stderr.decode())
     t.equal("... 'refused' exactly when UCX creates no context although it serves a name of the value (an 'ok' line)",
             "refused " in out, not context and re.search(r"^ok ", out, re.M) is not None, out)
 
 
-for _value in VALUES_122:
-    add_case("doctor == UCX 1.22 on %s" % _value, same_as_ucx122, _value, tags=("ucx122",))
+for _name, _tag in (("rapids", "wheels"), ("ze", "ucx_ze")):
+    for _value in VALUES + GPU_VALUES[_name]:
+        add_case("doctor == UCX 1.22 (%s) on %s" % (_name, _value), same_as_ucx122, _name, _value, tags=(_tag,))
 
 
 @case("no ucx_info in PATH")
