@@ -45,6 +45,21 @@ std::string real_path(const std::string &p) {
   return realpath(p.c_str(), buf) ? std::string(buf) : p;
 }
 
+// The same bytes: a wheel cannot hold symbolic links, so pip installs libucp.so, libucp.so.0 and
+// libucp.so.0.0.0 of one build as three copies of one file (RAPIDS' libucx wheel).
+bool same_bytes(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0 || sa.st_size != sb.st_size) return false;
+  int fa = open(a.c_str(), O_RDONLY | O_CLOEXEC), fb = open(b.c_str(), O_RDONLY | O_CLOEXEC);
+  bool same = fa >= 0 && fb >= 0;
+  static char ba[65536], bb[65536];
+  for (ssize_t n; same && (n = read(fa, ba, sizeof ba)) > 0;)
+    same = read(fb, bb, n) == n && !memcmp(ba, bb, n);
+  if (fa >= 0) close(fa);
+  if (fb >= 0) close(fb);
+  return same;
+}
+
 bool is_dir(const std::string &p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -105,7 +120,9 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
       if (!is_libucp_name(e.c_str())) continue;
       std::string p = join(d, e), r = real_path(p);
       if (is_dir(p)) continue;
-      auto at = std::find(real.begin(), real.end(), r);
+      auto at = std::find_if(real.begin(), real.end(), [&](const std::string &o) {
+        return o == r || (o.substr(0, o.rfind('/')) == r.substr(0, r.rfind('/')) && same_bytes(o, r));
+      });
       // The name the loader uses (libucp.so.0) over the development link and the full version.
       auto rank = [](const std::string &n) { return (n.find(".so.") == std::string::npos ? 1000 : 0) + n.size(); };
       if (at == real.end()) real.push_back(r), best.push_back(p);
