@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
-from harness import C, Z, case, env_for, main, ucx122_or_skip  # noqa: E402
+from harness import C, Z, case, env_for, loading, main, ucx_build_or_skip  # noqa: E402
 
 
 
@@ -171,16 +171,15 @@ def inference_server_case(t):
     inference_server(t, job)
 
 
-@case("the inference-server recipe as printed, on every node shape, under UCX 1.22 (with and without ze)",
-      tags=("ucx122",))
-def inference_server_ucx122_case(t):
-    # The same recipe and values under the UCX that NIXL's wheels bundle (tests/ucx/build_ucx.sh).
-    for build in ("ze", "noze"):
-        prefix = ucx122_or_skip(t, build, "inference-server recipe under UCX 1.22 (%s)" % build)
-        if not prefix:
-            continue
+@case("the inference-server recipe as printed, on every node shape, under RAPIDS' UCX 1.22 wheel", tags=("wheels",))
+def inference_server_wheels_case(t):
+    # The same recipe and values under UCX 1.22 as PyPI serves it (tests/wheels): RAPIDS'
+    # libucx-cu12, whose ucx_info the recipe runs with the wheel's libraries (LD_LIBRARY_PATH).
+    build = ucx_build_or_skip(t, "rapids", "inference-server recipe under RAPIDS' UCX 1.22 wheel")
+    if build:
         _, job = installed(t)
-        inference_server(t, job, os.path.join(prefix, "bin", "ucx_info"), " (UCX 1.22, %s)" % build)
+        with loading(build):
+            inference_server(t, job, build.ucx_info, " (UCX 1.22, RAPIDS' wheel)")
 
 
 @case("/etc/ld.so.preload lines as printed")
