@@ -1,15 +1,16 @@
 """The data path on an Intel GPU node, without one (DESIGN §4, issue 24).
 
 A fake GPU driver (fake_gpu_driver.c) under Debian's real Level Zero loader (libze1, through
-ZE_ENABLE_ALT_DRIVERS), whose device memory the host cannot touch; UCX 1.22.0 built twice by
-tests/ucx/build_ucx.sh (--with-ze, --with-ze=no; scripts/test.sh exports the prefixes as
-UCXTLSTEST_UCX122_ZE / UCXTLSTEST_UCX122_NOZE); the NIXL-like consumer (nixl_like.c) called
+ZE_ENABLE_ALT_DRIVERS), whose device memory the host cannot touch; a UCX built with Level Zero,
+given as a prefix in UCXTLSTEST_UCX_ZE (a site's own build: no package registry serves one), and
+RAPIDS' libucx-cu12 1.22.0 wheel from PyPI (tests/wheels), a real build without Level Zero, as
+NIXL's wheels and prime-rl's --with-ze=no builds are; the NIXL-like consumer (nixl_like.c) called
 in-process by a Python trainer (trainer.py) that applies prime-rl's setdefault; the library
 deciding from the replayed `iwarp` fixture: Intel GPUs on the xe driver, NICs UCX's rc cannot run on
 (iWARP), so the library writes `all`, and the trainer's rc list has nothing to run on.
 
-Cases without a tag need the loader alone; the `ucx122` cases need the UCX 1.22 builds and print
-SKIP with the reason without them. Every process is bounded (the consumer's own waits by
+Cases without a tag need the loader alone; the `ucx_ze` cases need UCXTLSTEST_UCX_ZE, the `wheels`
+cases the registry wheels; each prints SKIP with the reason without them. Every process is bounded (the consumer's own waits by
 NIXL_LIKE_TIMEOUT, each process by a kill after PROCESS_TIMEOUT); UCX's output of every run is
 printed into the test log, indented under the run's command line.
 """
@@ -48,11 +49,18 @@ def gpu_env(env=None, **extra):
 
 
 # --------------------------------------------------------------------------- the UCX builds
+# The builds by the part they play here: "ze" a UCX with Level Zero (UCXTLSTEST_UCX_ZE), "noze"
+# one without it, RAPIDS' wheel (harness.ucx_build).
+BUILDS = {"ze": ("ze", "a UCX built with Level Zero"), "noze": ("rapids", "a UCX without Level Zero (RAPIDS' wheel)")}
+NOZE = "RAPIDS' wheel (no Level Zero)"  # how the cells name the build without Level Zero
+
+
 def need_ucx(t, variant):
-    prefix = harness.ucx122_or_skip(t, variant, "UCX 1.22 %s build" % variant)
-    if not prefix:
+    name, what = BUILDS[variant]
+    build = harness.ucx_build_or_skip(t, name, what)
+    if not build:
         t.exit()
-    return prefix
+    return build.prefix
 
 
 _consumers = {}
@@ -154,8 +162,7 @@ def host_access_faults(t):
 
 
 # --------------------------------------------------------------------------- UCX 1.22 sees the GPU
-@case("ucx_info -d of the --with-ze build lists ze_copy on the fake GPU; not without the driver, never in the --with-ze=no build",
-      tags=("ucx122",))
+@case("ucx_info -d of a UCX with Level Zero lists ze_copy on the fake GPU; not without the driver", tags=("ucx_ze",))
 def ucx_info_lists_ze_copy(t):
     ze = need_ucx(t, "ze")
     info = os.path.join(ze, "bin", "ucx_info")
@@ -167,12 +174,14 @@ def ucx_info_lists_ze_copy(t):
             "ze-device (access,alloc,reg,cache,detect,dmabuf)" in out, out[-3000:])
     status, out = run_logged([info, "-d"], ucx_env(ze, env_for(preload=False)))
     t.check("control: the same build without the driver lists no ze_copy", status == 0 and "ze_copy" not in out, out[-2000:])
-    noze = harness.ucx122_or_skip(t, "noze", "the --with-ze=no build")
-    if not noze:
-        return
+
+
+@case("ucx_info -d of RAPIDS' wheel (no Level Zero) with the fake GPU: no ze_copy, no ze_cpy domain", tags=("wheels",))
+def ucx_info_noze(t):
+    noze = need_ucx(t, "noze")
     status, out = run_logged([os.path.join(noze, "bin", "ucx_info"), "-d"], ucx_env(noze, gpu_env()))
-    t.check("--with-ze=no build with the fake GPU: no ze_copy, no ze_cpy domain",
-            status == 0 and "ze_copy" not in out and "ze_cpy" not in out, out[-2000:])
+    t.check("%s with the fake GPU: no ze_copy, no ze_cpy domain, tcp listed" % NOZE,
+            status == 0 and "ze_copy" not in out and "ze_cpy" not in out and "Transport: tcp" in out, out[-2000:])
 
 
 # --------------------------------------------------------------------------- the matrix
@@ -283,59 +292,61 @@ def cell_noze(t):
              "sm,self,tcp,ze_copy"),
             ("trainer, no library", dict(preload=False), TRAINER_LIST))
     for name, kw, value in rows:
-        print("     -- --with-ze=no: %s" % name, flush=True)
+        print("     -- %s: %s" % (NOZE, name), flush=True)
         res = run_pair(lib, matrix_env(noze, **kw))
         out = res["initiator"][1] + res["target"][1]
-        t.equal("--with-ze=no, %s: UCX_TLS=%s" % (name, value), seen_value(res["initiator"][1]), value)
+        t.equal("%s, %s: UCX_TLS=%s" % (NOZE, name, value), seen_value(res["initiator"][1]), value)
         statuses = [res[r][0] for r in res]
         if value == TRAINER_LIST:
-            t.check("--with-ze=no, %s: ucp_init fails" % name, statuses == [NL_INIT, NL_INIT], str(statuses))
+            t.check("%s, %s: ucp_init fails" % (NOZE, name), statuses == [NL_INIT, NL_INIT], str(statuses))
             outcome = "ucp_init fails"
         else:
-            t.equal("--with-ze=no, %s: ucp_mem_query reports host" % name, sorted(set(mem_types(out))), ["host"])
-            t.check("--with-ze=no, %s: the registration is refused (%r)" % (name, NIXL_WORDS),
+            t.equal("%s, %s: ucp_mem_query reports host" % (NOZE, name), sorted(set(mem_types(out))), ["host"])
+            t.check("%s, %s: the registration is refused (%r)" % (NOZE, name, NIXL_WORDS),
                     statuses == [NL_DETECTED_AS_HOST] * 2 and NIXL_WORDS in out, str(statuses))
             outcome = "NIXL refuses: " + NIXL_WORDS
         if "ze_copy" in value:
-            t.check("--with-ze=no, %s: UCX warns that ze_copy is not available" % name,
+            t.check("%s, %s: UCX warns that ze_copy is not available" % (NOZE, name),
                     "transport 'ze_copy' is not available" in out, out)
-        record("--with-ze=no: " + name, res, outcome)
+        record(NOZE + ": " + name, res, outcome)
 
 
 add_case("matrix: the trainer without the library (its literal rc list; no rc here) fails at ucp_init",
-         cell_trainer_without_library, tags=("ucx122",))
+         cell_trainer_without_library, tags=("ucx_ze",))
 add_case("matrix: the trainer with the library (`all` on this GPU node without rc) registers and moves GPU memory",
-         cell_trainer_with_library, tags=("ucx122",))
+         cell_trainer_with_library, tags=("ucx_ze",))
 add_case("matrix: sm,self,tcp,cuda_copy (the CUDA family's copy transport): host; NIXL refuses; forced, the transfer fails and the crash is reported",
-         cell_value, "sm,self,tcp,cuda_copy", False, (4096, 1 << 20), tags=("ucx122",))
+         cell_value, "sm,self,tcp,cuda_copy", False, (4096, 1 << 20), tags=("ucx_ze",))
 add_case("matrix: sm,self,tcp,ze_copy set by hand: ze-device; the transfer works", cell_value, "sm,self,tcp,ze_copy", True,
-         tags=("ucx122",))
+         tags=("ucx_ze",))
 add_case("matrix: sm,self,tcp,ze_copy composed by UCXTLS_TEMPLATE='sm,self,tcp,{copy}': ze-device; the transfer works",
-         cell_template, tags=("ucx122",))
+         cell_template, tags=("ucx_ze",))
 add_case("matrix: UCXTLS_REPAIR=1 on a kept tcp,cuda_copy repairs it to tcp,ze_copy; the transfer works", cell_repair,
-         tags=("ucx122",))
-add_case("matrix: the --with-ze=no build fails whatever the value (all, sm,self,tcp,ze_copy, the trainer's list)", cell_noze,
-         tags=("ucx122",))
+         tags=("ucx_ze",))
+add_case("matrix: a UCX without Level Zero (RAPIDS' wheel) fails whatever the value (all, sm,self,tcp,ze_copy, the trainer's list)",
+         cell_noze, tags=("wheels",))
 
 
 # --------------------------------------------------------------------------- doctor, perftest
-@case("ucxtls doctor --ucx: the --with-ze=no build lacks Level Zero support for this Intel node; the --with-ze build serves ze_copy",
-      tags=("ucx122",))
+@case("ucxtls doctor --ucx: a UCX with Level Zero serves ze_copy on this Intel node", tags=("ucx_ze",))
 def doctor(t):
     ze = need_ucx(t, "ze")
     env = env_for(MACHINE, preload=False)
     status, out = run_logged([CLI, "doctor", "--ucx", ze], env)
-    t.check("ze build, the value in effect here (all): exit 0, version 1.22.0, ze_copy among the build's transports",
-            status == 0 and "(version 1.22.0)" in out and "ze_copy" in out.split("this UCX", 1)[-1].split("\n", 1)[0], out)
+    t.check("ze build, the value in effect here (all): exit 0, its version named, ze_copy among the build's transports",
+            status == 0 and "(version 1." in out and "ze_copy" in out.split("this UCX", 1)[-1].split("\n", 1)[0], out)
     status, out = run_logged([CLI, "doctor", "--ucx", ze, "--template", "sm,self,tcp,{copy}"], env)
     t.check("ze build, sm,self,tcp,{copy}: 'ok ze_copy'", status == 0 and "ok          ze_copy" in out, out)
-    noze = harness.ucx122_or_skip(t, "noze", "the --with-ze=no build")
-    if not noze:
-        return
+
+
+@case("ucxtls doctor --ucx: RAPIDS' wheel lacks Level Zero support for this Intel node", tags=("wheels",))
+def doctor_noze(t):
+    noze = need_ucx(t, "noze")
+    env = env_for(MACHINE, preload=False)
     for extra in ([], ["--template", "sm,self,tcp,{copy}"]):
         status, out = run_logged([CLI, "doctor", "--ucx", noze] + extra, env)
-        t.check("--with-ze=no build%s: exit 1, and its 'build' line names the missing Level Zero support" % (
-            ", " + " ".join(extra) if extra else ""), status == 1 and "\nbuild       this UCX was built without Level Zero (ze) "
+        t.check("%s%s: exit 1, and its 'build' line names the missing Level Zero support" % (
+            NOZE, ", " + " ".join(extra) if extra else ""), status == 1 and "\nbuild       this UCX was built without Level Zero (ze) "
             "support: NIXL cannot register Intel GPU memory whatever UCX_TLS says; rebuild UCX with --with-ze" in out, out)
 
 
@@ -356,29 +367,36 @@ def perftest(t, test):
             status not in (0, None) and "failed to allocate memory" in out.lower(), out)
     MATRIX.append(("ucx_perftest -t %s -m ze-device, sm,self,tcp,cuda_copy" % test, "sm,self,tcp,cuda_copy", "-",
                    "fails: " + "; ".join(w for w in ucx_words(out) if "allocat" in w.lower())[:120], []))
-    noze = harness.ucx122_or_skip(t, "noze", "the --with-ze=no build's perftest")
-    if not noze:
-        return
+
+
+def perftest_noze(t, test):
+    noze = need_ucx(t, "noze")
     env = ucx_env(noze, gpu_env(env_for(MACHINE, preload=True)))
     status, out = run_logged([os.path.join(noze, "bin", "ucx_perftest"), "-l", "-t", test, "-m", "ze-device", "-s", "65536",
                               "-n", "10"], env, timeout=60)
-    t.check("--with-ze=no: its perftest has no ze allocator, under the library's value too (loopback -l)",
+    t.check("%s: its perftest has no ze allocator, under the library's value too (loopback -l)" % NOZE,
             status not in (0, None) and "Unsupported memory types ze-device<->ze-device" in out, out)
-    MATRIX.append(("--with-ze=no: ucx_perftest -t %s -m ze-device, library (`all`)" % test, "all", "-",
+    MATRIX.append(("%s: ucx_perftest -t %s -m ze-device, library (`all`)" % (NOZE, test), "all", "-",
                    "fails: Unsupported memory types ze-device<->ze-device", []))
 
 
-add_case("ucx_perftest -m ze-device ucp_put_bw under the library's value", perftest, "ucp_put_bw", tags=("ucx122",))
-add_case("ucx_perftest -m ze-device tag_bw under the library's value", perftest, "tag_bw", tags=("ucx122",))
+add_case("ucx_perftest -m ze-device ucp_put_bw under the library's value", perftest, "ucp_put_bw", tags=("ucx_ze",))
+add_case("ucx_perftest -m ze-device tag_bw under the library's value", perftest, "tag_bw", tags=("ucx_ze",))
+for _test in ("ucp_put_bw", "tag_bw"):
+    add_case("ucx_perftest -m ze-device %s: RAPIDS' wheel has no ze allocator" % _test, perftest_noze, _test, tags=("wheels",))
 
 
-@case("the matrix, as measured (printed for docs/which-ucx.md)", tags=("ucx122",))
 def print_matrix(t):
     if not MATRIX:
-        t.skip("the matrix", "no cell ran (the UCX 1.22 builds are absent, or the cells were not selected)")
+        t.skip("the matrix", "no cell ran (the UCX builds are absent, or the cells were not selected)")
         return
     print_table(MATRIX)
     t.check("every cell recorded an outcome", all(row[3] for row in MATRIX))
+
+
+# The cells of each build run in a CTest test of their own, so each prints its part of the table.
+add_case("the matrix, as measured: a UCX with Level Zero", print_matrix, tags=("ucx_ze",))
+add_case("the matrix, as measured: RAPIDS' wheel (no Level Zero)", print_matrix, tags=("wheels",))
 
 
 if __name__ == "__main__":
