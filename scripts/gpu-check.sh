@@ -16,22 +16,21 @@
 #      driver (cuMemcpyDtoH), with the library's value, without it (prime-rl's setdefault list),
 #      with sm,self,tcp,cuda_copy and with the other family's sm,self,tcp,ze_copy (host: refused;
 #      forced on, the transfer fails), UCXTLS_TEMPLATE and UCXTLS_REPAIR; ucx_perftest -m cuda;
-#      then the same table as the ze_ucx122 test prints for the fake Intel GPU. It needs:
-#        - a UCX built with this GPU's support (Debian's has none): GPU_CHECK_UCX=<prefix> (a
-#          source build, HPC-X...: <prefix>/lib/libucp.so and <prefix>/include/ucp), or else it is
-#          built here from third_party/ucx-1.22.0.tar.gz (--with-cuda=$CUDA_HOME, default
-#          /usr/local/cuda, --enable-cma --enable-mt; verbs and rdmacm where configure finds
-#          rdma-core's headers, not required: a lent machine may lack them; autoconf, automake,
-#          libtool and the CUDA toolkit's cuda.h needed; a few minutes on 16 CPUs; kept in
-#          $BUILD_DIR/ucx-1.22-cuda);
+#      then the same table as the ze tests print for the fake Intel GPU. It needs:
+#        - a UCX built with this GPU's support (Debian's has none): GPU_CHECK_UCX=<prefix> (HPC-X,
+#          a site's build: <prefix>/lib/libucp.so and <prefix>/include/ucp), or else RAPIDS'
+#          libucx-cu12 wheel (CUDA, headers included) from the venv scripts/test.sh installed
+#          (tests/wheels/install_wheels.sh): GPU_CHECK_WHEELS=<venv>, else UCXTLSTEST_WHEELS, else
+#          the cached venv if install_wheels.sh finds one. A lent machine reaches no registry:
+#          carry the venv over (it is a plain directory; keep its path);
 #        - the real driver (libcuda.so.1, checked in step 0), python3 and a C compiler.
 #      What is absent is a SKIP line with the reason, not a failure;
 #   5. exits 0 when every check passed, 1 when one failed, 2 when this is no NVIDIA machine.
 #
 # GPU_CHECK_FAKE=1 runs the same steps on the test fakes and a fixture node (no GPU needed): it
 # checks the script, not a driver. Step 4 then runs on the fake Intel GPU of tests/ze under
-# Debian's Level Zero loader, replaying the iwarp fixture, with the UCX 1.22 --with-ze build
-# (GPU_CHECK_UCX, or UCXTLSTEST_UCX122_ZE as scripts/test.sh exports it).
+# Debian's Level Zero loader, replaying the iwarp fixture, with a UCX built with Level Zero
+# (GPU_CHECK_UCX, or UCXTLSTEST_UCX_ZE: no registry serves one, so it is a SKIP without).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
@@ -184,36 +183,21 @@ skip() { skipped=$((skipped + 1)); echo "SKIP $1: $2"; }
 datapath_env=()
 if [ "${GPU_CHECK_FAKE:-}" = 1 ]; then
   gpu=ze
-  ucx=${GPU_CHECK_UCX:-${UCXTLSTEST_UCX122_ZE:-}}
+  ucx=${GPU_CHECK_UCX:-${UCXTLSTEST_UCX_ZE:-}}
   python3 tests/fixtures/machines.py "$BUILD_DIR/gpu-check-fixture" iwarp >/dev/null
   datapath_env=(ZE_ENABLE_ALT_DRIVERS="$(realpath "$BUILD_DIR/tests/ze/libze_fake_gpu.so")"
                 UCXTLS_SYSROOT="$(realpath "$BUILD_DIR/gpu-check-fixture/iwarp")")
-  [ -n "$ucx" ] || why="no UCX with Level Zero: set GPU_CHECK_UCX or UCXTLSTEST_UCX122_ZE (tests/ucx/build_ucx.sh ze prints it)"
+  [ -n "$ucx" ] || why="no UCX with Level Zero (no registry serves one): set GPU_CHECK_UCX or UCXTLSTEST_UCX_ZE to a site's build"
 else
   gpu=cuda
   ucx=${GPU_CHECK_UCX:-}
-  cuda_home=${CUDA_HOME:-/usr/local/cuda}
-  archive=third_party/ucx-1.22.0.tar.gz
-  ucx_dir=$(realpath -m "$BUILD_DIR/ucx-1.22-cuda")
-  if [ -z "$ucx" ] && [ -f "$ucx_dir/.done" ]; then
-    ucx=$ucx_dir/prefix
+  venv=${GPU_CHECK_WHEELS:-${UCXTLSTEST_WHEELS:-}}
+  [ -n "$venv" ] || venv=$(UCXTLSTEST_WHEEL_PYTHON=/nonexistent tests/wheels/install_wheels.sh 2>/dev/null)  # cached only
+  site=$(ls -d "$venv"/lib/python3*/site-packages 2>/dev/null | head -1)
+  if [ -z "$ucx" ] && [ -n "$site" ] && [ -x "$site/libucx/bin/ucx_info" ]; then
+    ucx=$site/libucx
   elif [ -z "$ucx" ]; then
-    missing=()
-    [ -f "$archive" ] || missing+=("$archive (the vendored UCX source)")
-    [ -f "$cuda_home/include/cuda.h" ] || missing+=("$cuda_home/include/cuda.h (the CUDA toolkit; set CUDA_HOME)")
-    for tool in autoconf automake libtoolize make; do command -v $tool >/dev/null || missing+=("$tool"); done
-    if [ ${#missing[@]} = 0 ]; then
-      echo "building UCX 1.22.0 --with-cuda=$cuda_home in $ucx_dir (log: $ucx_dir/build.log)"
-      rm -rf "$ucx_dir" && mkdir -p "$ucx_dir/src" &&
-        tar -xzf "$archive" -C "$ucx_dir/src" --strip-components=1 &&
-        (cd "$ucx_dir/src" && ./autogen.sh && ./configure --prefix="$ucx_dir/prefix" \
-           --enable-cma --enable-mt --with-cuda="$cuda_home" --without-rocm --without-go --without-java \
-           --disable-doxygen-doc --disable-static && make -j "$(nproc)" && make install) >"$ucx_dir/build.log" 2>&1 &&
-        touch "$ucx_dir/.done" && ucx=$ucx_dir/prefix ||
-        { tail -20 "$ucx_dir/build.log"; why="the UCX build failed (log: $ucx_dir/build.log)"; }
-    else
-      why="no UCX with CUDA support: set GPU_CHECK_UCX=<prefix>, or provide ${missing[*]} to build one here"
-    fi
+    why="no UCX with CUDA support: set GPU_CHECK_UCX=<prefix>, or GPU_CHECK_WHEELS=<the venv tests/wheels/install_wheels.sh made> (RAPIDS' libucx-cu12)"
   fi
 fi
 if [ -z "$ucx" ]; then
@@ -221,7 +205,7 @@ if [ -z "$ucx" ]; then
 elif ! command -v python3 >/dev/null || ! command -v cc >/dev/null; then
   skip "the data path" "needs python3 and cc"
 else
-  echo "UCX: $ucx ($("$ucx/bin/ucx_info" -v 2>/dev/null | sed -n 's/^# Library version: //p'))"
+  echo "UCX: $ucx ($(LD_LIBRARY_PATH=$ucx/lib "$ucx/bin/ucx_info" -v 2>/dev/null | sed -n 's/^# Library version: //p'))"
   out=$(env "${datapath_env[@]}" python3 tests/ze/datapath.py gpu-check --ucx "$ucx" --lib "$LIB" --gpu "$gpu" 2>&1)
   rc=$?
   echo "$out"
