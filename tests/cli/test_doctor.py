@@ -185,7 +185,7 @@ for _value in VALUES:
 
 
 FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
-FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda"))
+FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda", "lib"))
 # The values above, and those that only a UCX serving the GPU's copy transport can tell apart: the
 # copy transport alone, the family's alias alone, the trainer's list on a node without rc, and the
 # copy transport with a host transport.

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""The seed's mechanism end to end, through real NIXL: NIXL 1.5.1 from PyPI (its Python API and
+the UCX bundled in its wheel, tests/wheels), on replayed NVIDIA nodes, with the project's fake CUDA
+driver (tests/cuda: device memory the host cannot touch, copies done by the driver).
+
+Each cell runs two trainer processes (tests/nixl/trainer.py: os.environ.setdefault of a hard-coded
+list, nixl_agent with the UCX backend, register_memory of cuMemAlloc'd memory as VRAM, a WRITE and
+a READ to the other process's agent over loopback, every byte checked through the driver), exec'd
+directly with the library in LD_PRELOAD of their exec environment when the cell preloads it.
+
+What is replayed, and how:
+- for the library: the fixture machine (UCXTLS_SYSROOT), so it decides as on that node;
+- for NIXL: the fixture's PCI devices, bind-mounted over /sys/bus/pci/devices in a mount namespace
+  (bubblewrap), since NIXL counts NVIDIA GPUs there for its UCX_TLS check; bwrap is exec'd without
+  the library and hands LD_PRELOAD to the trainer alone (--setenv), so nothing derives in front;
+- for UCX: the fake CUDA driver (libcuda.so.1, libnvidia-ml.so.1) first in LD_LIBRARY_PATH, and
+  the CUDA runtime torch ships (PyPI's nvidia-cuda-runtime-cu12) loaded globally first, as torch
+  does before a trainer imports NIXL.
+
+This machine has no RDMA device, so a list that must move bytes here stands in for a real node's
+with `tcp` in place of the RDMA transports: the Intel trainer's `rc_x,rc,dc_x,dc,ze_copy` is played
+as `tcp,ze_copy`, the CUDA trainer's as `tcp,cuda_copy`, and the default template `{rdma},{copy}`
+of a ConnectX node as UCXTLS_TEMPLATE=`tcp,{copy}`; every other difference between the cells is
+the copy transport. The values the library writes on NVIDIA nodes are also given to NIXL as they
+are (the rc lists then fail here for lack of rc, after NIXL's own check has accepted them).
+"""
+import os
+import re
+import socket
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+import harness  # noqa: E402
+from harness import BUILD_DIR, C, LIB, add_case, case, env_for, fixture, have  # noqa: E402
+
+sys.path.insert(0, os.path.join(harness.TESTS_DIR, "ze"))
+import datapath  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAINER = os.path.join(HERE, "trainer.py")
+FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda", "lib"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+# trainer.py's exit codes
+CODES = {0: "registered, WRITE+READ verified", 3: "nixl_agent refused", 4: "register_memory refused",
+         5: "transfer failed", 6: "data wrong", 7: "peer failed", 8: "CUDA driver failed"}
+OK, AGENT, REGISTER = 0, 3, 4
+INTEL_LIST = "tcp,ze_copy"  # stands for rc_x,rc,dc_x,dc,ze_copy (no RDMA here)
+CUDA_LIST = "tcp,cuda_copy"  # stands for rc_x,rc,dc_x,dc,cuda_copy
+HERE_TEMPLATE = "tcp,{copy}"  # stands for the default {rdma},{copy} on a ConnectX node
+NIXL_INVALID = "NVIDIA GPU(s) are present, but this setting does not enable CUDA memory support"
+MATRIX = []  # (cell, UCX_TLS as the trainer saw it, outcome, NIXL's and UCX's words)
+
+
+def setup(t):
+    """(python of the wheels' venv, CUDA runtime path), or t.exit() after a SKIP saying why."""
+    venv, why = harness.wheels()
+    if not venv:
+        t.skip("NIXL from PyPI", why)
+        t.exit()
+    if not os.path.exists(os.path.join(FAKE_CUDA_DIR, "libcuda.so.1")):
+        t.skip("a CUDA GPU", "the fake CUDA driver (tests/cuda) is not built: %s" % FAKE_CUDA_DIR)
+        t.exit()
+    if not have("bwrap"):
+        t.skip("NIXL on a replayed node", "bwrap not installed (Debian bubblewrap): NIXL counts GPUs in /sys")
+        t.exit()
+    cudart = os.path.join(harness.site_packages(venv), "nvidia", "cuda_runtime", "lib", "libcudart.so.12")
+    return os.path.join(venv, "bin", "python"), cudart
+
+
+def namespace(machine):
+    """bwrap's arguments that show NIXL the fixture's PCI devices (and the directories their
+    links point into) in place of this machine's."""
+    sys_dir = os.path.join(fixture(machine), "sys")
+    argv = ["bwrap", "--dev-bind", "/", "/", "--bind", os.path.join(sys_dir, "bus", "pci", "devices"),
+            "/sys/bus/pci/devices"]
+    for d in sorted(os.listdir(os.path.join(sys_dir, "devices"))):
+        if d.startswith("pci"):
+            argv += ["--bind", os.path.join(sys_dir, "devices", d), "/sys/devices/" + d]
+    return argv
+
+
+def run_pair(t, machine, hardcoded, preload, trace=None, **extra):
+    """The target and the initiator on `machine`, each hard-coding `hardcoded`: {role: (status, output)}."""
+    python, cudart = setup(t)
+    env = env_for(machine, preload=False, LD_LIBRARY_PATH=FAKE_CUDA_DIR, NIXL_TRAINER_CUDART=cudart,
+                  FAKECUDA_TRACE=trace, **extra)
+    ns = namespace(machine) + (["--setenv", "LD_PRELOAD", LIB] if preload else [])
+    a, b = socket.socketpair()
+    procs = {}
+    try:
+        for role, s in (("target", a), ("initiator", b)):
+            argv = ns + ["--", python, TRAINER, role, str(s.fileno()), hardcoded]
+            procs[role] = (argv, subprocess.Popen(argv, env=env, pass_fds=[s.fileno()], stdout=subprocess.PIPE,
+                                                  stderr=subprocess.STDOUT, cwd=harness.EMPTY_HOME))
+    finally:
+        a.close()
+        b.close()
+    res = {role: datapath.finish(p) for role, (_, p) in procs.items()}
+    for role, (argv, _) in procs.items():
+        status = res[role][0]
+        print("     $ %s%s   [%s]" % ("LD_PRELOAD=libucxtls.so " if preload else "", " ".join(argv[argv.index("--") + 1:]),
+                                      role), flush=True)
+        datapath.log(res[role][1])
+        print("     (%s: %s)" % (role, CODES.get(status, datapath.describe(status))), flush=True)
+    return res
+
+
+def seen(res):
+    return datapath.seen_value(res["initiator"][1])
+
+
+def words(res):
+    """NIXL's and UCX's own error and warning lines, without their prefixes (timestamps, pids)."""
+    out = set()
+    for role in res:
+        for line in res[role][1].split("\n"):
+            m = re.match(r"^[EW]\d{4} [\d:.]+ +\d+ (\S+)\] (.*)$", line)
+            said = re.sub(r"(nixlUcxContext|Failed to create UCX context) (target|initiator)", r"\1", m.group(2)) if m else ""
+            # NIXL repeats a refusal as it unwinds (engine, then agent); its first words are kept
+            if m and not said.startswith(("Failed to create engine", "createBackend", "registerMem")) \
+                    and "IB device(s) were detected" not in said:
+                out.add("NIXL " + said)
+    return sorted(out | set(datapath.ucx_words(res["initiator"][1] + res["target"][1])))
+
+
+def outcome(res):
+    statuses = sorted({res[r][0] for r in res})
+    return " / ".join(CODES.get(s, datapath.describe(s)) for s in statuses)
+
+
+def record(cell, res):
+    MATRIX.append((cell, seen(res), outcome(res), words(res)))
+
+
+def both(res, code):
+    return all(res[r][0] == code for r in res)
+
+
+def copies(trace):
+    """The copies the fake driver did into or out of device memory."""
+    if not os.path.exists(trace):
+        return 0
+    with open(trace) as f:
+        return sum(1 for line in f if line.startswith("copy ") and "HtoH" not in line)
+
+
+def trace_file(name):
+    return os.path.join(harness._scratch, "nixl-%s.trace" % name)
+
+
+# --------------------------------------------------------------------------- the seed's mirror
+@case("seed mirror, dgx: the Intel trainer without the library: NIXL refuses its list (NVIDIA GPUs, no CUDA transport)",
+      tags=("wheels",))
+def intel_trainer_without(t):
+    res = run_pair(t, "dgx", INTEL_LIST, preload=False, UCXTLS_TEMPLATE=HERE_TEMPLATE)
+    t.equal("the trainer's setdefault applied its literal list", seen(res), INTEL_LIST)
+    out = res["initiator"][1] + res["target"][1]
+    t.check("both agents refused by NIXL's UCX_TLS check: %r" % NIXL_INVALID,
+            both(res, AGENT) and ("Invalid UCX_TLS=%s for NIXL UCX backend: %s" % (INTEL_LIST, NIXL_INVALID)) in out, out)
+    record("Intel trainer (`setdefault` of the ze list), no library", res)
+
+
+@case("seed mirror, dgx: the Intel trainer with the library: the library's value wins over setdefault, VRAM moves",
+      tags=("wheels",))
+def intel_trainer_with(t):
+    trace = trace_file("intel-with")
+    res = run_pair(t, "dgx", INTEL_LIST, preload=True, trace=trace, UCXTLS_TEMPLATE=HERE_TEMPLATE, UCXTLS_DEBUG="1")
+    t.equal("the library wrote the node's value before the trainer's setdefault (a no-op then)", seen(res), CUDA_LIST)
+    t.check("the library's debug line says so", "ucxtls: set UCX_TLS=%s" % CUDA_LIST in res["initiator"][1],
+            res["initiator"][1])
+    t.check("both register VRAM, WRITE and READ complete, every byte checked through the driver", both(res, OK),
+            outcome(res))
+    t.check("the driver did the copies (FAKECUDA_TRACE: %d device copies; the trainers' own are 4)" % copies(trace),
+            copies(trace) > 4)
+    record("Intel trainer, library (`%s` on dgx)" % HERE_TEMPLATE, res)
+
+
+@case("seed mirror, dgx: the CUDA trainer works without the library, and with it gets the same list", tags=("wheels",))
+def cuda_trainer(t):
+    for preload in (False, True):
+        res = run_pair(t, "dgx", CUDA_LIST, preload=preload, UCXTLS_TEMPLATE=HERE_TEMPLATE)
+        what = "with" if preload else "without"
+        t.equal("%s the library: UCX_TLS=%s, byte-identical to the trainer's own" % (what, CUDA_LIST), seen(res), CUDA_LIST)
+        t.check("%s the library: VRAM registered and moved, every byte checked" % what, both(res, OK), outcome(res))
+        record("CUDA trainer (`setdefault` of the CUDA list), %s" % ("library" if preload else "no library"), res)
+
+
+# --------------------------------------------------------------------------- a kept value of another family
+@case("a kept UCX_TLS of another family on dgx: fails, the debug line names the mismatch, UCXTLS_REPAIR=1 makes it work",
+      tags=("wheels",))
+def kept_other_family(t):
+    res = run_pair(t, "dgx", CUDA_LIST, preload=True, UCX_TLS=INTEL_LIST, UCXTLS_DEBUG="1")
+    out = res["initiator"][1]
+    t.equal("the job's exported value is kept", seen(res), INTEL_LIST)
+    t.check("NIXL refuses it (both agents)", both(res, AGENT) and NIXL_INVALID in out, outcome(res))
+    t.check("the debug line names the mismatch: ze_copy on a CUDA node, and UCXTLS_REPAIR",
+            'ucxtls: keep UCX_TLS="%s"' % INTEL_LIST in out and "names ze_copy but this node's GPUs are cuda: "
+            "UCXTLS_REPAIR=1 rewrites them" in out, out)
+    record("launcher exports `%s`, library (kept)" % INTEL_LIST, res)
+    res = run_pair(t, "dgx", CUDA_LIST, preload=True, UCX_TLS=INTEL_LIST, UCXTLS_REPAIR="1")
+    t.equal("UCXTLS_REPAIR=1 rewrote it to the node's family", seen(res), CUDA_LIST)
+    t.check("... and VRAM is registered and moved, every byte checked", both(res, OK), outcome(res))
+    record("the same, `UCXTLS_REPAIR=1`", res)
+
+
+# --------------------------------------------------------------------------- NIXL on every value the library writes
+# (machine, settings, the value the library writes there, what it stands for, whether it moves bytes here)
+VALUES = [
+    ("dgx", {}, C, "the default on a ConnectX node", False),
+    ("broadcom-roce", {}, "rc,cuda_copy", "the default on another rc node", False),
+    ("aws-p5", {}, "all", "the default on a GPU node without rc (EFA)", True),
+    ("dgx", {"UCXTLS_TEMPLATE": "{rdma},sm,self,tcp,{ipc},{copy}"}, "rc_x,rc,dc_x,dc,sm,self,tcp,cuda_ipc,cuda_copy",
+     "the inference-server and MPI template", True),
+    ("aws-p5", {"UCXTLS_TEMPLATE": "{rdma},sm,self,tcp,{ipc},{copy}"}, "sm,self,tcp,cuda_ipc,cuda_copy",
+     "the same template without rc", True),
+    ("dgx", {"UCXTLS_TEMPLATE": "rc_x,rc,{copy}"}, "rc_x,rc,cuda_copy", "the template without DC for NIXL's wheel", False),
+]
+
+
+def nixl_on_value(t, machine, settings, value, what, moves):
+    res = run_pair(t, machine, C, preload=True, **settings)
+    out = res["initiator"][1] + res["target"][1]
+    t.equal("the library wrote %s on %s (%s)" % (value, machine, what), seen(res), value)
+    t.check("NIXL's UCX_TLS check accepts it (no 'Invalid UCX_TLS')", "Invalid UCX_TLS" not in out, out)
+    if moves:
+        t.check("VRAM registered and moved, every byte checked", both(res, OK), outcome(res))
+    else:
+        t.check("only the missing RDMA device stops it here: UCX says 'no usable transports/devices' (rc runs on the node)",
+                both(res, AGENT) and "no usable transports/devices" in out, out)
+    record("library on %s, %s" % (machine, what), res)
+
+
+for _m, _s, _v, _what, _moves in VALUES:
+    add_case("NIXL on the library's value on %s: %s" % (_m, _what), nixl_on_value, _m, _s, _v, _what, _moves,
+             tags=("wheels",))
+
+
+@case("aws-p5 (NVIDIA, EFA, no rc): the trainer's literal CUDA list fails without the library, works with it",
+      tags=("wheels",))
+def efa_trainer(t):
+    res = run_pair(t, "aws-p5", C, preload=False)
+    out = res["initiator"][1]
+    t.check("without the library: %s leaves UCX 'no usable transports/devices', NIXL creates no agent" % C,
+            both(res, AGENT) and "no usable transports/devices" in out, out)
+    record("CUDA trainer's literal list on aws-p5, no library", res)
+    res = run_pair(t, "aws-p5", C, preload=True)
+    t.equal("with the library: all", seen(res), "all")
+    t.check("with the library: VRAM registered and moved", both(res, OK), outcome(res))
+    record("CUDA trainer's literal list on aws-p5, library", res)
+
+
+@case("UCXTLS_ACCEL=none on dgx (a list without a copy transport, asked for): NIXL refuses it", tags=("wheels",))
+def accel_none(t):
+    res = run_pair(t, "dgx", C, preload=True, UCXTLS_ACCEL="none")
+    t.equal("the library wrote the RDMA transports alone, as asked", seen(res), "rc_x,rc,dc_x,dc")
+    t.check("NIXL refuses: %r" % NIXL_INVALID, both(res, AGENT) and NIXL_INVALID in res["initiator"][1], outcome(res))
+    record("`UCXTLS_ACCEL=none` on dgx (asked for)", res)
+
+
+@case("the matrix, as measured", tags=("wheels",))
+def print_matrix(t):
+    if not MATRIX:
+        t.skip("the matrix", "no cell ran")
+        return
+    print("| cell | UCX_TLS as the trainer saw it | outcome | NIXL's and UCX's words |")
+    print("|---|---|---|---|")
+    for cell, value, result, said in MATRIX:
+        print("| %s | `%s` | %s | %s |" % (cell, value, result, "<br>".join("`%s`" % w for w in said)), flush=True)
+    t.check("every cell recorded an outcome", all(r[2] for r in MATRIX))
+
+
+if __name__ == "__main__":
+    harness.main("the seed's mechanism through real NIXL, on a fake NVIDIA GPU")
