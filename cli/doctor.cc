@@ -371,8 +371,8 @@ int cmd_doctor(int argc, char **argv) {
     value = explicit_value;
     source = "--value";
   } else {
-    if (r->d.error && tmpl && r->s.invalid_var == kTemplate)  // the option's text, not UCXTLS_TEMPLATE's
-      return fail(kFailed, std::string("doctor: ") + tmpl_option + " '" + tmpl + "' " + r->s.invalid_why);
+    if (r->d.error && tmpl && r->s.invalid_var == kTemplate)  // the option's text: a usage error
+      return fail(kUsage, std::string("doctor: ") + tmpl_option + " '" + tmpl + "' " + r->s.invalid_why);
     const bool library_ran = pid_text && !tmpl && !proc->ucxtls.empty() && !proc->secure;
     if (r->d.error && !pid_text) {
       fputs(library_line(*r).c_str(), stderr);

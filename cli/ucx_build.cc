@@ -188,8 +188,8 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
     m->as_mapped.push_back(file);
     m->libucp.push_back(own_root ? file : proc + "/root" + file);
   }
-  if (m->libucp.empty()) {
-    *status = kFailed;
+  if (m->libucp.empty()) {  // nothing to check is not "missing" (exit 1)
+    *status = kUsage;
     *err = "process " + std::to_string(pid) + " (" + comm + ") has no UCX mapped (no libucp in " + proc +
            "/maps): it has not loaded UCX yet, or it does not use UCX";
     return false;
