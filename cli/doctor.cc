@@ -278,7 +278,12 @@ int cmd_doctor(int argc, char **argv) {
                                "/environ: the value that process started with is unknown; name one with --value");
     if (proc->env_read) {
       r->env.assign(proc->env);
+      // From its working directory, as the library in it read ./ucx.conf (not doctor's).
+      const int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      const bool moved = chdir(("/proc/" + std::to_string(pid) + "/cwd").c_str()) == 0;
       evaluate_loaded(r.get(), proc->secure, tmpl);
+      if (moved && (here < 0 || fchdir(here) != 0)) return fail(kUsage, "doctor: cannot return to its working directory");
+      if (here >= 0) close(here);
     } else {
       evaluate(r.get(), tmpl);
     }

@@ -192,5 +192,27 @@ def chrooted(t):
     t.equal("the helper ran in its root: the record is the chroot's", [r[0] for r in records(root + "/euid")[1:]], ["0"])
 
 
+@case("a process that kept UCX_TLS unset beside a ucx.conf in its working directory: nothing to check, exit 0")
+def its_cwd(t):
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    d = os.path.join(WORK, "cwd-conf")
+    os.makedirs(d)
+    with open(os.path.join(d, "ucx.conf"), "w") as f:
+        f.write("UCX_TLS=tcp\n")
+    p = subprocess.Popen([sys.executable, "-c", HOLD, os.path.join(fakes, "nixl", "libucp.so.0")], cwd=d,
+                         env=env_for("dgx", UCXTLS_DEBUG="1"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    try:
+        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("dgx", preload=False), cwd=WORK)
+    finally:
+        release(p)
+        lib_line = p.stderr.read().decode(errors="replace")
+    out, err = q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+    t.check("control: the library in it kept UCX_TLS unset for its ./ucx.conf", "ucx.conf" in lib_line, lib_line)
+    t.check("doctor (run elsewhere) names its ucx.conf, judges no derived value, exit 0",
+            q.returncode == 0 and "UCX takes it from" in out and "ucx.conf" in out and not re.search(r"^value ", out, re.M),
+            "%d %r %r" % (q.returncode, out, err))
+
+
 if __name__ == "__main__":
     main("doctor --pid asks a build in the process's place")
