@@ -545,5 +545,28 @@ def run_asan(t):
     t.equal("control: a program without ASan gets the library alone", env_lines(p.stdout), ["LD_PRELOAD=" + os.path.realpath(LIB)])
 
 
+@case("ucxtls run: a FIFO with an x bit first in PATH, or named, never blocks it (as env: passed over, or 126)")
+def run_fifo(t):
+    d = os.path.join(WORK, "fifo-bin")
+    os.makedirs(d)
+    os.mkfifo(os.path.join(d, "python3"))
+    os.chmod(os.path.join(d, "python3"), 0o755)
+    env = env_for(None, preload=False)
+    env["PATH"] = d + ":" + os.path.dirname(os.path.realpath(sys.executable)) + ":" + env["PATH"]
+
+    def bounded(argv, cwd=None):
+        try:
+            p = run(argv, env, cwd=cwd, timeout=10)
+            return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            return None, "", "blocked: killed after 10 s"
+
+    t.equal("control: env python3 runs the python3 after the FIFO", bounded(["/usr/bin/env", "python3", "-c", "print(7)"])[:2], (0, "7\n"))
+    t.equal("ucxtls run python3: the same python3, exit 0", bounded([CLI, "run", "python3", "-c", "print(7)"])[:2], (0, "7\n"))
+    want = bounded(["/usr/bin/env", "./python3"], cwd=d)[0]
+    rc, out, err = bounded([CLI, "run", "./python3"], cwd=d)
+    t.check("ucxtls run ./FIFO: exit %s at once, as env's, one line" % want, rc == want == 126 and err.count("\n") == 1, "%s %r" % (rc, err))
+
+
 if __name__ == "__main__":
     main("the command meets its users in a failure")
