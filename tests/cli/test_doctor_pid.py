@@ -192,6 +192,36 @@ def chrooted(t):
     t.equal("the helper ran in its root: the record is the chroot's", [r[0] for r in records(root + "/euid")[1:]], ["0"])
 
 
+@case("a set-user-ID program started by nobody that maps libucp (secure execution): nothing to check, exit 0")
+def secure_execution(t):
+    if not needs_root(t):
+        return
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    src = os.path.join(WORK, "suid.c")
+    with open(src, "w") as f:
+        f.write('#include <dlfcn.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(int c, char **v) { (void)c;'
+                ' if (!dlopen(v[1], RTLD_NOW)) return 3; printf("ready %d %d\\n", (int)getuid(), (int)geteuid()); fflush(stdout);'
+                ' char b; while (read(0, &b, 1) > 0) {} return 0; }\n')
+    exe = os.path.join(WORK, "suid-ucx")
+    subprocess.run(["cc", "-o", exe, src, "-ldl"], check=True)
+    os.chmod(exe, 0o4755)
+    # UCX_TLS unset in it; what it would compose without secure execution
+    env = env_for("intel-xe", preload=False, UCXTLS_TEMPLATE="tcp,{copy}")
+    p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", exe,
+                    os.path.join(fakes, "nixl", "libucp.so.0")], env)
+    try:
+        if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
+            return
+        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("intel-xe", preload=False))
+    finally:
+        release(p)
+    out, err = q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+    t.check("'secure execution (its libucxtls.so read nothing)' ... 'nothing to check', exit 0",
+            q.returncode == 0 and "its libucxtls.so read nothing" in out and "nothing to check" in out, "%d %r %r" % (q.returncode, out, err))
+    t.check("... no value line (nothing composed from its UCXTLS_TEMPLATE), no build line for the node's family (ze)",
+            not re.search(r"^value ", out, re.M) and "Level Zero" not in out and "ze_copy" not in out, out)
+
+
 @case("a process that kept UCX_TLS unset beside a ucx.conf in its working directory: nothing to check, exit 0")
 def its_cwd(t):
     fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
