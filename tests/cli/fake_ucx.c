@@ -64,6 +64,9 @@ TL(cma) TL(rc_verbs) TL(ud_verbs) TL(rc_mlx5) TL(ud_mlx5) TL(cuda_copy) TL(cuda_
 #ifdef FAKE_UCX_TLS_RAPIDS  /* --with-cuda --without-verbs (rapidsai/ucx-wheels python/libucx/setup.py) */
 TL(cma) TL(cuda_copy) TL(cuda_ipc) TL(gdr_copy)
 #endif
+#ifdef FAKE_UCX_TLS_ZE_MODULE  /* a Level Zero module (libuct_ze) that loads here */
+TL(ze_copy) TL(ze_ipc)
+#endif
 #ifdef FAKE_UCX_TLS_CUDA_MODULE  /* a CUDA module (libuct_cuda) that needs libcuda.so.1 */
 TL(cuda_copy) TL(cuda_ipc)
 #endif

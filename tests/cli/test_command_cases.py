@@ -545,6 +545,28 @@ def run_asan(t):
     t.equal("control: a program without ASan gets the library alone", env_lines(p.stdout), ["LD_PRELOAD=" + os.path.realpath(LIB)])
 
 
+@case("doctor --ucx: a Level Zero module present but not loaded (UCX_MODULES): 'has Level Zero support', never 'rebuild'")
+def ze_module_not_loaded(t):
+    if not have("cc"):
+        t.skip("ze module", "no C compiler")
+        return
+    d = os.path.join(WORK, "ze-module")
+    os.makedirs(os.path.join(d, "ucx"))
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_ucx.c")
+    # libucp (libucs, libuct) without ze; a module libuct_ze.so.0 with ze_copy that loads here, and
+    # that this UCX leaves out as UCX_MODULES would (the fake loads no module).
+    for out, defs in ((os.path.join(d, "libucp.so.0"), ["-DFAKE_UCX_TLS_NONE=1"]),
+                      (os.path.join(d, "ucx", "libuct_ze.so.0"), ["-DFAKE_UCX_NOT_UCX=1", "-DFAKE_UCX_TLS_ZE_MODULE=1"])):
+        subprocess.run(["cc", "-shared", "-fPIC", "-fvisibility=hidden", "-o", out, src] + defs, check=True)
+    rc, out, missing, err = doctor(["--ucx", d, "--value", "tcp"], env_for("intel-xe", preload=False,
+                                                                            UCX_MODULES="^ze"))
+    t.check("the module is named as loading but left out", re.search(r"^module +\S*libuct_ze.so.0 loads, but UCX did not load it", out, re.M), out)
+    t.check("'has Level Zero (ze) support (libuct_ze.so.0), but the module does not load here', exit 1",
+            rc == 1 and "this UCX has Level Zero (ze) support (libuct_ze.so.0), but the module does not load here" in out, out + err)
+    t.check("... never 'built without Level Zero' nor 'rebuild UCX with --with-ze'",
+            "built without Level Zero" not in out and "--with-ze" not in out, out)
+
+
 @case("ucxtls run: a FIFO with an x bit first in PATH, or named, never blocks it (as env: passed over, or 126)")
 def run_fifo(t):
     d = os.path.join(WORK, "fifo-bin")
