@@ -307,14 +307,14 @@ def doctor_escapes(t):
             and not re.search(r"^MISSING fake", out, re.M) and "value       tcp,?[31mred?MISSING fake? (" in out, repr(out))
 
 
-def fake_ucx_info(tag, transports=("tcp", "self", "sysv", "posix")):
+def fake_ucx_info(tag, transports=("tcp", "self", "sysv", "posix"), version="1.22.0"):
     """A directory with a ucx_info that answers -d with these transports and -v with a version (the
     real one's line format), for the plain doctor where Debian's UCX is not the point."""
     d = os.path.join(WORK, "ucx_info-" + tag)
     os.makedirs(d)
     with open(os.path.join(d, "ucx_info"), "w") as f:
-        f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: 1.22.0' ;;\n-d) printf '%s' ;;\nesac\n"
-                % "".join("#      Transport: %s\\n" % tl for tl in transports))
+        f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: %s' ;;\n-d) printf '%s' ;;\nesac\n"
+                % (version, "".join("#      Transport: %s\\n" % tl for tl in transports)))
     os.chmod(os.path.join(d, "ucx_info"), 0o755)
     return d
 
@@ -565,6 +565,21 @@ def ze_module_not_loaded(t):
             rc == 1 and "this UCX has Level Zero (ze) support (libuct_ze.so.0), but the module does not load here" in out, out + err)
     t.check("... never 'built without Level Zero' nor 'rebuild UCX with --with-ze'",
             "built without Level Zero" not in out and "--with-ze" not in out, out)
+
+
+@case("doctor: the UCX 1.22 boundary of its verdicts, at 1.21, 1.22 and 1.23 (a denied absent name; a GPU-only value)")
+def version_boundary(t):
+    for version, newer in (("1.21.0", False), ("1.22.0", True), ("1.23.0", True)):
+        e = env_for(None, preload=False)
+        e["PATH"] = fake_ucx_info("v" + version, ("tcp", "self", "cuda_copy"), version) + ":" + e["PATH"]
+        rc, out, missing, err = doctor(["--value", "^ze_copy"], e)
+        t.check("%s, --value ^ze_copy (denied, not in this UCX): %s" % (version, "harmless, exit 0" if newer else "MISSING, exit 1"),
+                (rc == 0 and not missing and "does not warn about a denied name" in out) if newer
+                else (rc == 1 and missing == {"ze_copy"}), "%d %r %r" % (rc, out, err))
+        rc, out, missing, err = doctor(["--value", "cuda_copy"], e)
+        t.check("%s, --value cuda_copy (served, GPU only): %s" % (version, "refused, exit 1" if newer else "ok, exit 0"),
+                (rc == 1 and re.search(r"^refused ", out, re.M)) if newer else (rc == 0 and "refused" not in out),
+                "%d %r %r" % (rc, out, err))
 
 
 @case("ucxtls run: a FIFO with an x bit first in PATH, or named, never blocks it (as env: passed over, or 126)")
