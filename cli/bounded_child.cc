@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,7 +62,8 @@ struct Forwarding {
 }  // namespace
 
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
-                 bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd) {
+                 bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd,
+                 const BeforeExec *before_exec) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
     *err = std::string("pipe2: ") + strerror(errno);
@@ -98,7 +100,15 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(argv[0], argv, envp);
+    if (before_exec) {  // it may leave this root: the helper is executed from a descriptor
+      const int exe = open(argv[0], O_PATH | O_CLOEXEC);
+      std::string why;
+      if (exe < 0) dprintf(report_fd, "!exec %d\n", errno), _exit(127);
+      if (!before_exec->run(before_exec->ctx, &why)) dprintf(report_fd, "!enter %s\n", why.c_str()), _exit(127);
+      syscall(SYS_execveat, exe, "", argv, envp, AT_EMPTY_PATH);
+    } else {
+      execve(argv[0], argv, envp);
+    }
     dprintf(report_fd, "!exec %d\n", errno);
     _exit(127);
   }
@@ -137,6 +147,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   }
   r->ms = monotonic_ms() - start;
   if (r->report.size() > 6 && !r->report.compare(0, 6, "!exec ")) r->exec_errno = atoi(r->report.c_str() + 6);
+  if (!r->report.compare(0, 7, "!enter ")) r->not_entered = r->report.substr(7, r->report.find('\n') - 7);
 }
 
 }  // namespace cli

@@ -18,6 +18,13 @@ struct ChildRun {
   bool reaped = false;     // ... and was reaped: status holds its wait status
   int status = 0;
   long long ms = 0;        // from fork to reaping
+  std::string not_entered; // before_exec refused (its one line): the helper was not executed
+};
+
+// Run in the child before the helper is executed (enter_process.h): false and why, and it is not.
+struct BeforeExec {
+  bool (*run)(const void *ctx, std::string *why);
+  const void *ctx;
 };
 
 // Runs argv[0] (a path) with argv and envp. The report is read until complete(report) is true, the
@@ -30,7 +37,7 @@ struct ChildRun {
 // included: PR_SET_PDEATHSIG).
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
                  bool (*complete)(const std::string &report), ChildRun *r, std::string *err,
-                 int report_fd = kReportFd);
+                 int report_fd = kReportFd, const BeforeExec *before_exec = nullptr);
 
 long long monotonic_ms();
 

@@ -23,6 +23,7 @@
 #include "report.h"
 #include "util.h"
 #include "ucx_build.h"
+#include "ucx_info.h"
 
 namespace ucxtls {
 namespace cli {
@@ -60,89 +61,6 @@ const Alias kAliases[] = {
 std::string strip_aux(const std::string &s) {
   size_t k = s.find(':');
   return k == std::string::npos ? s : s.substr(0, k);
-}
-
-// The environment for a child that asks UCX: the caller's without UCX_TLS (it must not narrow what
-// UCX reports) and with the library off. from_process: that process's UCX_* variables and
-// LD_LIBRARY_PATH instead of the caller's (they decide which libraries and modules it loaded).
-std::vector<char *> child_env(const Environment &env, const std::vector<std::string> *from_process, char *off) {
-  std::vector<char *> envp;
-  auto theirs = [](const char *e) { return !strncmp(e, "UCX_", 4) || !strncmp(e, "LD_LIBRARY_PATH=", 16); };
-  for (char *const *e = env.envp(); *e; e++)
-    if (strncmp(*e, "UCX_TLS=", 8) && strncmp(*e, "UCXTLS_DERIVED=", 15) && strncmp(*e, "UCXTLS_DISABLE=", 15) &&
-        !(from_process && theirs(*e)))
-      envp.push_back(*e);
-  if (from_process)
-    for (const std::string &e : *from_process)
-      if (theirs(e.c_str()) && e.compare(0, 8, "UCX_TLS=")) envp.push_back(const_cast<char *>(e.c_str()));
-  envp.push_back(off);
-  envp.push_back(nullptr);
-  return envp;
-}
-
-// The ucx_info that PATH (of env) names, as execvp would find it; "" when none.
-std::string ucx_info_path(const Environment &env) {
-  for (char *const *e = env.envp(); *e; e++) {
-    if (strncmp(*e, "PATH=", 5)) continue;
-    for (const std::string &dir : split(*e + 5, ":"))
-      if (access(((dir.empty() ? "." : dir) + "/ucx_info").c_str(), X_OK) == 0) return (dir.empty() ? "." : dir) + "/ucx_info";
-  }
-  return "";
-}
-
-// Runs `ucx_info ARG` as a bounded child (bounded_child.h: a wedged driver costs timeout_ms and a
-// named failure, and nothing outlives the command) and gives its stdout.
-bool run_ucx_info(const Environment &env, const char *arg, int timeout_ms, std::string *out, std::string *err) {
-  std::string path = ucx_info_path(env);
-  if (path.empty()) return *err = "cannot run ucx_info (not in PATH? Debian/Ubuntu: apt-get install ucx-utils)", false;
-  char off[] = "UCXTLS_DISABLE=1";
-  std::vector<char *> envp = child_env(env, nullptr, off);
-  char *argv[] = {&path[0], const_cast<char *>(arg), nullptr};
-  ChildRun run;
-  run_bounded(argv, envp.data(), timeout_ms, 64 << 20, [](const std::string &) { return false; }, &run, err, 1);
-  if (!err->empty()) return false;
-  if (run.exec_errno) return *err = "cannot run " + path + " (" + strerror(run.exec_errno) + ")", false;
-  if (!run.ended)
-    return *err = path + " " + arg + " gave no answer within " + std::to_string(timeout_ms) +
-                  " ms (a wedged driver?): killed; --timeout-ms sets the bound", false;
-  if (!run.reaped || !WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0)
-    return *err = std::string("ucx_info ") + arg + " failed (status " + std::to_string(run.status) + ")", false;
-  *out = run.report;
-  return true;
-}
-
-// Runs `ucx_info -d` and collects its "Transport:" names.
-bool ucx_transports(const Environment &env, int timeout_ms, std::vector<std::string> *tls, std::string *err) {
-  std::string out;
-  if (!run_ucx_info(env, "-d", timeout_ms, &out, err)) return false;
-  for (const std::string &line : split(out.c_str(), "\n")) {
-    size_t k = line.find("Transport:");
-    if (line.empty() || line[0] != '#' || k == std::string::npos) continue;
-    size_t b = line.find_first_not_of(" \t", k + 10), e = line.find_first_of(" \t\r", b);
-    if (b == std::string::npos) continue;
-    std::string name = line.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    bool dup = false;
-    for (const std::string &t : *tls) dup = dup || t == name;
-    if (!dup) tls->push_back(name);
-  }
-  if (tls->empty()) return *err = "ucx_info -d listed no transport", false;
-  return true;
-}
-
-// Which UCX `ucx_info` is: its path in PATH and the version it prints (ucx_info -v), also in *version.
-std::string ucx_info_identity(const Environment &env, int timeout_ms, std::string *version_out) {
-  std::string path = ucx_info_path(env), version, out, err;
-  if (run_ucx_info(env, "-v", timeout_ms, &out, &err)) {
-    // "# Version 1.13.1" up to UCX 1.1x; "# Library version: 1.22.0" in 1.22.
-    for (const char *label : {"# Version ", "# Library version: "}) {
-      size_t k = out.find(label);
-      if (k == std::string::npos || !version.empty()) continue;
-      k += strlen(label);
-      version = out.substr(k, out.find('\n', k) - k);
-    }
-  }
-  *version_out = version;
-  return "the one " + (path.empty() ? std::string("ucx_info") : path) + " runs" + (version.empty() ? "" : " (version " + version + ")");
 }
 
 // Is `version` ("1.22.0") UCX 1.22 or newer? False when unknown.
@@ -260,7 +178,8 @@ int doctor_build(const Report &r, const Environment &caller, const std::string &
   std::string err;
   // Not asked (a hang, a crash, not a UCX libucp): nothing was checked, so no "missing" (exit 1),
   // an environment error (exit 2), as for a ucx_info that gives no answer.
-  if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err)) return fail(kUsage, "doctor: " + err);
+  if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err, proc ? pid : 0, proc ? proc->inside[index] : ""))
+    return fail(kUsage, "doctor: " + err);
   print_line("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
   if (proc)
     print_line("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
@@ -359,7 +278,12 @@ int cmd_doctor(int argc, char **argv) {
                                "/environ: the value that process started with is unknown; name one with --value");
     if (proc->env_read) {
       r->env.assign(proc->env);
+      // From its working directory, as the library in it read ./ucx.conf (not doctor's).
+      const int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      const bool moved = chdir(("/proc/" + std::to_string(pid) + "/cwd").c_str()) == 0;
       evaluate_loaded(r.get(), proc->secure, tmpl);
+      if (moved && (here < 0 || fchdir(here) != 0)) return fail(kUsage, "doctor: cannot return to its working directory");
+      if (here >= 0) close(here);
     } else {
       evaluate(r.get(), tmpl);
     }
@@ -371,8 +295,8 @@ int cmd_doctor(int argc, char **argv) {
     value = explicit_value;
     source = "--value";
   } else {
-    if (r->d.error && tmpl && r->s.invalid_var == kTemplate)  // the option's text, not UCXTLS_TEMPLATE's
-      return fail(kFailed, std::string("doctor: ") + tmpl_option + " '" + tmpl + "' " + r->s.invalid_why);
+    if (r->d.error && tmpl && r->s.invalid_var == kTemplate)  // the option's text: a usage error
+      return fail(kUsage, std::string("doctor: ") + tmpl_option + " '" + tmpl + "' " + r->s.invalid_why);
     const bool library_ran = pid_text && !tmpl && !proc->ucxtls.empty() && !proc->secure;
     if (r->d.error && !pid_text) {
       fputs(library_line(*r).c_str(), stderr);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -55,7 +56,8 @@ std::string program_path(const char *name) {
   const char *path = getenv("PATH");
   for (const std::string &dir : split(path ? path : "/bin:/usr/bin", ":")) {
     std::string p = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(p.c_str(), X_OK) == 0) return p;
+    struct stat st;  // execve runs a regular file only: a FIFO or directory there is passed over
+    if (access(p.c_str(), X_OK) == 0 && stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return p;
   }
   return "";
 }
@@ -96,8 +98,11 @@ std::vector<std::string> needed_of(int fd) {
 }
 
 std::vector<std::string> elf_needed(const std::string &path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Never blocks: a FIFO (or a device) is not opened for reading until someone writes it.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return {};
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return close(fd), std::vector<std::string>();
   unsigned char ident[EI_NIDENT] = {};
   std::vector<std::string> out;
   const unsigned char data = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;

@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "bounded_child.h"
+#include "enter_process.h"
 #include "exit.h"
 #include "util.h"
 
@@ -190,8 +191,16 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
     for (size_t i = 0; i < environ_text.size(); i += strlen(&environ_text[i]) + 1)
       if (environ_text[i]) m->env.push_back(&environ_text[i]);
   m->secure = process_secure(proc);
-  // A process in another mount namespace (a container) names files from its own root.
-  const bool own_root = same_file((proc + "/root/").c_str(), "/");
+  // Exited while it was read (its environ unreadable or empty then): it says so, not "cannot read".
+  const char now = process_state(proc);
+  if (now == 0 || now == 'Z' || now == 'X')
+    return *status = kUsage, *err = "process " + std::to_string(pid) + " (" + comm + ") has exited while doctor read it", false;
+  // maps names a file from doctor's root: in the same mount namespace a host path (a chrooted
+  // process's too), in another one (a container) the path from that namespace's root.
+  const bool own_ns = same_file((proc + "/ns/mnt").c_str(), "/proc/self/ns/mnt");
+  char link[PATH_MAX] = {};
+  const ssize_t n = readlink((proc + "/root").c_str(), link, sizeof link - 1);
+  const std::string root = own_ns && n > 1 ? std::string(link, size_t(n)) : "";  // a chroot's directory
   for (const std::string &line : split(maps.c_str(), "\n")) {
     size_t slash = line.find(" /");
     if (slash == std::string::npos) continue;
@@ -203,10 +212,11 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
     if (!is_libucp_name(base_name(file).c_str())) continue;
     if (std::find(m->as_mapped.begin(), m->as_mapped.end(), file) != m->as_mapped.end()) continue;
     m->as_mapped.push_back(file);
-    m->libucp.push_back(own_root ? file : proc + "/root" + file);
+    m->libucp.push_back(own_ns ? file : proc + "/root" + file);
+    m->inside.push_back(!root.empty() && !file.compare(0, root.size() + 1, root + "/") ? file.substr(root.size()) : file);
   }
-  if (m->libucp.empty()) {
-    *status = kFailed;
+  if (m->libucp.empty()) {  // nothing to check is not "missing" (exit 1)
+    *status = kUsage;
     *err = "process " + std::to_string(pid) + " (" + comm + ") has no UCX mapped (no libucp in " + proc +
            "/maps): it has not loaded UCX yet, or it does not use UCX";
     return false;
@@ -228,19 +238,35 @@ std::string stage_words(const std::string &stage) {
 
 }  // namespace
 
-bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err) {
+namespace {
+struct Place {
+  pid_t pid;
+  std::string inside;
+};
+bool enter(const void *ctx, std::string *why) {
+  const Place *p = static_cast<const Place *>(ctx);
+  return enter_process(p->pid, p->inside, why);
+}
+}  // namespace
+
+bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err,
+                     pid_t as_process, const std::string &inside) {
   std::string dir = ".", at[2];
   own_directory(&dir);
   helper_candidates(dir, kQueryName, at);
   // Beside the command (a build tree), else in <libexecdir>/ucxtls (an installed tree): the first that exists.
   std::string helper = access(at[0].c_str(), F_OK) != 0 && access(at[1].c_str(), F_OK) == 0 ? at[1] : at[0];
   char fd_arg[] = "--report-fd=3";
-  std::string path = libucp;
+  std::string path = as_process ? inside : libucp;
   char *argv[] = {&helper[0], fd_arg, &path[0], nullptr};
   ChildRun run;
   std::string why;
-  run_bounded(argv, envp, timeout_ms, 1 << 20, query_complete, &run, &why);
+  const Place place = {as_process, inside};
+  const BeforeExec before = {enter, &place};
+  run_bounded(argv, envp, timeout_ms, 1 << 20, query_complete, &run, &why, kReportFd, as_process ? &before : nullptr);
   if (!why.empty()) return *err = why, false;
+  if (!run.not_entered.empty())
+    return *err = "the UCX at " + libucp + " was not loaded as process " + std::to_string(as_process) + ": " + run.not_entered, false;
   if (run.exec_errno) return *err = "cannot execute " + helper + " (" + strerror(run.exec_errno) + ")", false;
   b->libucp = libucp;
   std::string stage, error;

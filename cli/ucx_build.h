@@ -45,7 +45,8 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
 struct MappedUcx {
   std::string comm;
   std::vector<std::string> libucp;     // openable paths
-  std::vector<std::string> as_mapped;  // the same, as the process names them
+  std::vector<std::string> as_mapped;  // the same, as doctor's /proc/PID/maps names them
+  std::vector<std::string> inside;     // the same, as the process names them from its own root
   std::vector<std::string> env;        // NAME=value
   bool env_read = false;
   std::string ucxtls;
@@ -54,8 +55,10 @@ struct MappedUcx {
 bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status);
 
 // Runs ucxtls-ucx-query on libucp, bounded by timeout_ms, with envp. False: why (one line: a hang
-// or a crash is named with the stage it was in).
-bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err);
+// or a crash is named with the stage it was in). as_process: the helper takes that process's place
+// first (enter_process.h) and loads `inside`, the path from its root.
+bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err,
+                     pid_t as_process = 0, const std::string &inside = "");
 
 // What this build cannot do whatever UCX_TLS says, for this node (its GPU family and RDMA; on a node
 // without GPUs, the families this value's names ask for): a GPU family built without (or whose module does not load here), verbs missing

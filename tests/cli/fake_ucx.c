@@ -30,6 +30,26 @@ EXPORT int uct_query_components(uct_component_h **components, unsigned *n) {
 EXPORT int uct_component_query(uct_component_h c, void *attr) { (void)c, (void)attr; return -1; }
 EXPORT void uct_release_component_list(uct_component_h *c) { (void)c; }
 
+#ifdef FAKE_UCX_RECORD  /* a constructor that records who ran it: "<euid> <comm>" appended to this file */
+#include <fcntl.h>
+#include <stdio.h>
+__attribute__((constructor)) static void record_euid(void) {
+  char comm[64] = "?", line[128];
+  int fd = open("/proc/self/comm", O_RDONLY);
+  if (fd >= 0) {
+    ssize_t n = read(fd, comm, sizeof comm - 1);
+    comm[n > 0 ? n - 1 : 0] = '\0';
+    close(fd);
+  }
+  fd = open(FAKE_UCX_RECORD, O_WRONLY | O_APPEND | O_CREAT, 0666);
+  if (fd >= 0) {
+    int n = snprintf(line, sizeof line, "%u %s\n", (unsigned)geteuid(), comm);
+    if (write(fd, line, (size_t)n) < 0) {}
+    close(fd);
+  }
+}
+#endif
+
 #ifdef FAKE_UCX_HANG
 __attribute__((constructor)) static void hang_when_loaded(void) {
   for (;;) pause();
@@ -43,6 +63,9 @@ TL(cma) TL(rc_verbs) TL(ud_verbs) TL(rc_mlx5) TL(ud_mlx5) TL(cuda_copy) TL(cuda_
 #endif
 #ifdef FAKE_UCX_TLS_RAPIDS  /* --with-cuda --without-verbs (rapidsai/ucx-wheels python/libucx/setup.py) */
 TL(cma) TL(cuda_copy) TL(cuda_ipc) TL(gdr_copy)
+#endif
+#ifdef FAKE_UCX_TLS_ZE_MODULE  /* a Level Zero module (libuct_ze) that loads here */
+TL(ze_copy) TL(ze_ipc)
 #endif
 #ifdef FAKE_UCX_TLS_CUDA_MODULE  /* a CUDA module (libuct_cuda) that needs libcuda.so.1 */
 TL(cuda_copy) TL(cuda_ipc)

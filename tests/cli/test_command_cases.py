@@ -307,14 +307,14 @@ def doctor_escapes(t):
             and not re.search(r"^MISSING fake", out, re.M) and "value       tcp,?[31mred?MISSING fake? (" in out, repr(out))
 
 
-def fake_ucx_info(tag, transports=("tcp", "self", "sysv", "posix")):
+def fake_ucx_info(tag, transports=("tcp", "self", "sysv", "posix"), version="1.22.0"):
     """A directory with a ucx_info that answers -d with these transports and -v with a version (the
     real one's line format), for the plain doctor where Debian's UCX is not the point."""
     d = os.path.join(WORK, "ucx_info-" + tag)
     os.makedirs(d)
     with open(os.path.join(d, "ucx_info"), "w") as f:
-        f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: 1.22.0' ;;\n-d) printf '%s' ;;\nesac\n"
-                % "".join("#      Transport: %s\\n" % tl for tl in transports))
+        f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: %s' ;;\n-d) printf '%s' ;;\nesac\n"
+                % (version, "".join("#      Transport: %s\\n" % tl for tl in transports)))
     os.chmod(os.path.join(d, "ucx_info"), 0o755)
     return d
 
@@ -543,6 +543,66 @@ def run_asan(t):
             p.stderr[-600:].decode(errors="replace"))
     p = run([CLI, "run", "/usr/bin/env"], env)
     t.equal("control: a program without ASan gets the library alone", env_lines(p.stdout), ["LD_PRELOAD=" + os.path.realpath(LIB)])
+
+
+@case("doctor --ucx: a Level Zero module present but not loaded (UCX_MODULES): 'has Level Zero support', never 'rebuild'")
+def ze_module_not_loaded(t):
+    if not have("cc"):
+        t.skip("ze module", "no C compiler")
+        return
+    d = os.path.join(WORK, "ze-module")
+    os.makedirs(os.path.join(d, "ucx"))
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_ucx.c")
+    # libucp (libucs, libuct) without ze; a module libuct_ze.so.0 with ze_copy that loads here, and
+    # that this UCX leaves out as UCX_MODULES would (the fake loads no module).
+    for out, defs in ((os.path.join(d, "libucp.so.0"), ["-DFAKE_UCX_TLS_NONE=1"]),
+                      (os.path.join(d, "ucx", "libuct_ze.so.0"), ["-DFAKE_UCX_NOT_UCX=1", "-DFAKE_UCX_TLS_ZE_MODULE=1"])):
+        subprocess.run(["cc", "-shared", "-fPIC", "-fvisibility=hidden", "-o", out, src] + defs, check=True)
+    rc, out, missing, err = doctor(["--ucx", d, "--value", "tcp"], env_for("intel-xe", preload=False,
+                                                                            UCX_MODULES="^ze"))
+    t.check("the module is named as loading but left out", re.search(r"^module +\S*libuct_ze.so.0 loads, but UCX did not load it", out, re.M), out)
+    t.check("'has Level Zero (ze) support (libuct_ze.so.0), but the module does not load here', exit 1",
+            rc == 1 and "this UCX has Level Zero (ze) support (libuct_ze.so.0), but the module does not load here" in out, out + err)
+    t.check("... never 'built without Level Zero' nor 'rebuild UCX with --with-ze'",
+            "built without Level Zero" not in out and "--with-ze" not in out, out)
+
+
+@case("doctor: the UCX 1.22 boundary of its verdicts, at 1.21, 1.22 and 1.23 (a denied absent name; a GPU-only value)")
+def version_boundary(t):
+    for version, newer in (("1.21.0", False), ("1.22.0", True), ("1.23.0", True)):
+        e = env_for(None, preload=False)
+        e["PATH"] = fake_ucx_info("v" + version, ("tcp", "self", "cuda_copy"), version) + ":" + e["PATH"]
+        rc, out, missing, err = doctor(["--value", "^ze_copy"], e)
+        t.check("%s, --value ^ze_copy (denied, not in this UCX): %s" % (version, "harmless, exit 0" if newer else "MISSING, exit 1"),
+                (rc == 0 and not missing and "does not warn about a denied name" in out) if newer
+                else (rc == 1 and missing == {"ze_copy"}), "%d %r %r" % (rc, out, err))
+        rc, out, missing, err = doctor(["--value", "cuda_copy"], e)
+        t.check("%s, --value cuda_copy (served, GPU only): %s" % (version, "refused, exit 1" if newer else "ok, exit 0"),
+                (rc == 1 and re.search(r"^refused ", out, re.M)) if newer else (rc == 0 and "refused" not in out),
+                "%d %r %r" % (rc, out, err))
+
+
+@case("ucxtls run: a FIFO with an x bit first in PATH, or named, never blocks it (as env: passed over, or 126)")
+def run_fifo(t):
+    d = os.path.join(WORK, "fifo-bin")
+    os.makedirs(d)
+    os.mkfifo(os.path.join(d, "python3"))
+    os.chmod(os.path.join(d, "python3"), 0o755)
+    env = env_for(None, preload=False)
+    env["PATH"] = d + ":" + os.path.dirname(os.path.realpath(sys.executable)) + ":" + env["PATH"]
+
+    def bounded(argv, cwd=None):
+        try:
+            p = run(argv, env, cwd=cwd, timeout=10)
+            return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            return None, "", "blocked: killed after 10 s"
+
+    t.equal("control: env python3 runs the python3 after the FIFO", bounded(["/usr/bin/env", "python3", "-c", "print(7)"])[:2], (0, "7\n"))
+    t.equal("ucxtls run python3: the same python3, exit 0", bounded([CLI, "run", "python3", "-c", "print(7)"])[:2], (0, "7\n"))
+    want = bounded(["/usr/bin/env", "./python3"], cwd=d)[0]
+    rc, out, err = bounded([CLI, "run", "./python3"], cwd=d)
+    t.check("ucxtls run ./FIFO: exit %s at once, as env's, one line" % want, rc == want == 126 and err.count("\n") == 1, "%s %r" % (rc, err))
 
 
 if __name__ == "__main__":

@@ -280,8 +280,8 @@ def pid_errors(t):
     finally:
         proc.kill()
         proc.wait()
-    t.check("a process with no UCX mapped: exit 1, one line that says so, nothing on stdout",
-            p.returncode == 1 and out == "" and err.count("\n") == 1 and "(sleep) has no UCX mapped" in err, err)
+    t.check("a process with no UCX mapped: exit 2 (nothing was checked), one line that says so, nothing on stdout",
+            p.returncode == 2 and out == "" and err.count("\n") == 1 and "(sleep) has no UCX mapped" in err, err)
     p, out, _, err = doctor(["--pid", str(proc.pid)])
     t.check("a process that is gone: exit 2, 'no process'", p.returncode == 2 and "no process %d" % proc.pid in err, err)
     for bad in ("abc", "0", "-3", ""):

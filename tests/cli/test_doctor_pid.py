@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""`doctor --pid` asks a build only in the process's place: a libucp whose constructor records its
+effective uid (tests/cli/fake_ucx.c, FAKE_UCX_RECORD) mapped by a process of nobody, by a root
+process in a pivot_root'ed mount and pid namespace (a container), by a chrooted process, and by a
+root process whose library others may change. Run as root (it needs setpriv, unshare, chroot);
+SKIP otherwise."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+from harness import BUILD_DIR, LIB, case, env_for, have, main, run  # noqa: E402
+
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_ucx.c")
+WORK = tempfile.mkdtemp(prefix="ucxtls-pid-")
+os.chmod(WORK, 0o755)
+import atexit  # noqa: E402
+atexit.register(shutil.rmtree, WORK, True)
+HOLD = "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
+
+
+def needs_root(t):
+    missing = [x for x in ("cc", "setpriv", "unshare") if not have(x)]
+    if os.geteuid() != 0 or missing:
+        t.skip("doctor --pid as root", "not root" if os.geteuid() else "no %s" % ", ".join(missing))
+        return False
+    return True
+
+
+def recording_ucx(where, record):
+    """A fake UCX (NIXL-like transports) at where/libucp.so.0 whose constructor appends
+    '<euid> <comm>' to record."""
+    os.makedirs(where, exist_ok=True)
+    out = os.path.join(where, "libucp.so.0")
+    subprocess.run(["cc", "-shared", "-fPIC", "-fvisibility=hidden", "-DFAKE_UCX_TLS_NIXL=1",
+                    '-DFAKE_UCX_RECORD="%s"' % record, "-o", out, SRC], check=True)
+    return out
+
+
+def records(path):
+    try:
+        with open(path) as f:
+            return [tuple(x.split(" ", 1)) for x in f.read().splitlines()]
+    except OSError:
+        return []
+
+
+def hold(argv, env):
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = p.stdout.readline()
+    return p, line
+
+
+def release(p):
+    p.stdin.close()
+    p.wait(timeout=30)
+
+
+def doctor(pid):
+    p = run([CLI, "doctor", "--pid", str(pid), "--value", "tcp"], env_for(None, preload=False))
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+@case("a process of nobody: its build's constructor runs as nobody, not as doctor's root")
+def as_nobody(t):
+    if not needs_root(t):
+        return
+    rec_dir = os.path.join(WORK, "rec")
+    os.makedirs(rec_dir)
+    os.chmod(rec_dir, 0o777)
+    record = os.path.join(rec_dir, "euid")
+    lib = recording_ucx(os.path.join(WORK, "nobody"), record)
+    p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", HOLD, lib],
+                   env_for(None, preload=False))
+    try:
+        t.equal("control: the process runs as nobody and its constructor ran as 65534", records(record)[:1], [("65534", "python3")])
+        rc, out, err = doctor(p.pid)
+    finally:
+        release(p)
+    helper = [r[0] for r in records(record)[1:]]  # after the process's own
+    t.check("doctor asked the build (exit 0, its UCX line)", rc == 0 and re.search(r"^UCX +%s" % re.escape(lib), out, re.M), out + err)
+    t.equal("the helper's constructor ran as nobody (65534), never as root", helper, ["65534"])
+
+
+@case("a root process whose library others may change: not loaded as root (exit 2, one line)")
+def root_writable(t):
+    if not needs_root(t):
+        return
+    record = os.path.join(WORK, "writable-euid")
+    d = os.path.join(WORK, "writable")
+    lib = recording_ucx(d, record)
+    os.chmod(lib, 0o666)
+    p, line = hold([sys.executable, "-c", HOLD, lib], env_for(None, preload=False))
+    try:
+        rc, out, err = doctor(p.pid)
+    finally:
+        release(p)
+    t.check("exit 2, one line naming the file others can change, nothing on stdout",
+            rc == 2 and out == "" and err.count("\n") == 1 and "can be changed by a user other than root" in err, "%d %r %r" % (rc, out, err))
+    t.equal("no helper ran its constructor (the process's own record alone)", len(records(record)), 1)
+    os.chmod(lib, 0o755)
+    p, line = hold([sys.executable, "-c", HOLD, lib], env_for(None, preload=False))
+    try:
+        rc, out, err = doctor(p.pid)
+    finally:
+        release(p)
+    t.check("control: the same build, only root may change it: asked as root, exit 0",
+            rc == 0 and [r[0] for r in records(record)[2:]] == ["0"], "%d %r %r %r" % (rc, out, err, records(record)))
+
+
+def system_tree(root):
+    """root gets the host's /usr (and /bin, /lib, ... as links or binds) read-only, for python3."""
+    binds = []
+    for d in ("usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"):
+        src = "/" + d
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), os.path.join(root, d))
+        elif os.path.isdir(src):
+            os.makedirs(os.path.join(root, d))
+            binds.append(d)
+    return binds
+
+
+@case("a root process in a container (mount and pid namespaces, pivot_root): its build runs inside it, no host file is written")
+def container(t):
+    if not needs_root(t):
+        return
+    root = os.path.join(WORK, "container")
+    os.makedirs(os.path.join(root, "proc"))
+    os.makedirs(os.path.join(root, "old"))
+    binds = system_tree(root)
+    name = "/ucxtls-escape-%d" % os.getpid()
+    recording_ucx(os.path.join(root, "ucx"), name)
+    marker = "container-%d" % os.getpid()
+
+    def python_with(x):
+        try:
+            with open("/proc/%s/cmdline" % x, "rb") as a, open("/proc/%s/comm" % x) as b:
+                return int(x) if marker.encode() in a.read() and b.read().startswith("python3") else 0
+        except (OSError, ValueError):
+            return 0
+    script = ("set -e; mount --make-rprivate /; mount --bind %(r)s %(r)s; for d in %(b)s; do mount --rbind -o ro /$d %(r)s/$d; done; "
+              "mount -t proc proc %(r)s/proc; cd %(r)s; pivot_root . old; umount -l /old; "
+              "exec python3 -c \"$HOLD\" /ucx/libucp.so.0 %(m)s") % {"r": root, "b": " ".join(binds), "m": marker}
+    env = env_for(None, preload=False, HOLD=HOLD, PATH="/usr/sbin:/usr/bin:/sbin:/bin")
+    p, line = hold([shutil.which("unshare"), "-m", "-p", "--fork", "sh", "-c", script], env)
+    try:
+        if not t.check("control: the container's process holds its UCX", line == b"ready\n", (line + p.stderr.read1(2000)).decode(errors="replace")
+                       if line != b"ready\n" else ""):
+            return
+        pid = [x for x in map(python_with, os.listdir("/proc")) if x]
+        rc, out, err = doctor(pid[0])
+    finally:
+        release(p)
+    inside = records(root + name)
+    t.check("doctor asked it (exit 0), naming the file as the container maps it",
+            rc == 0 and re.search(r"^UCX +/proc/%d/root/ucx/libucp.so.0" % pid[0], out, re.M), out + err)
+    t.equal("no file written on the host's root (%s)" % name, os.path.exists(name), False)
+    t.equal("the helper's constructor ran inside the container, as its root", [r[0] for r in inside[1:]], ["0"])
+    if os.path.exists(name):
+        os.unlink(name)
+
+
+@case("a chrooted process: its build is found at the host path maps names, asked from its root")
+def chrooted(t):
+    if not needs_root(t) or not have("chroot"):
+        return
+    root = os.path.join(WORK, "chroot")
+    os.makedirs(root)
+    binds = system_tree(root)
+    recording_ucx(os.path.join(root, "ucx"), "/euid")
+    mounted = []
+    try:
+        for d in binds:  # in doctor's own mount namespace: a plain chroot
+            subprocess.run(["mount", "--bind", "-o", "ro", "/" + d, os.path.join(root, d)], check=True)
+            mounted.append(os.path.join(root, d))
+        p, line = hold([shutil.which("chroot") or "/usr/sbin/chroot", root, "python3", "-c", HOLD, "/ucx/libucp.so.0"], env_for(None, preload=False))
+        try:
+            rc, out, err = doctor(p.pid)
+        finally:
+            release(p)
+    finally:
+        for m in mounted:
+            subprocess.run(["umount", "-l", m])
+    t.check("exit 0, the build at its host path (not /proc/PID/root prefixed to it)",
+            rc == 0 and re.search(r"^UCX +%s/ucx/libucp.so.0 " % re.escape(root), out, re.M), "%d %r %r" % (rc, out, err))
+    t.equal("the helper ran in its root: the record is the chroot's", [r[0] for r in records(root + "/euid")[1:]], ["0"])
+
+
+@case("a set-user-ID program started by nobody that maps libucp (secure execution): nothing to check, exit 0")
+def secure_execution(t):
+    if not needs_root(t):
+        return
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    src = os.path.join(WORK, "suid.c")
+    with open(src, "w") as f:
+        f.write('#include <dlfcn.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(int c, char **v) { (void)c;'
+                ' if (!dlopen(v[1], RTLD_NOW)) return 3; printf("ready %d %d\\n", (int)getuid(), (int)geteuid()); fflush(stdout);'
+                ' char b; while (read(0, &b, 1) > 0) {} return 0; }\n')
+    exe = os.path.join(WORK, "suid-ucx")
+    subprocess.run(["cc", "-o", exe, src, "-ldl"], check=True)
+    os.chmod(exe, 0o4755)
+    # UCX_TLS unset in it; what it would compose without secure execution
+    env = env_for("intel-xe", preload=False, UCXTLS_TEMPLATE="tcp,{copy}")
+    p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", exe,
+                    os.path.join(fakes, "nixl", "libucp.so.0")], env)
+    try:
+        if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
+            return
+        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("intel-xe", preload=False))
+    finally:
+        release(p)
+    out, err = q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+    t.check("'secure execution (its libucxtls.so read nothing)' ... 'nothing to check', exit 0",
+            q.returncode == 0 and "its libucxtls.so read nothing" in out and "nothing to check" in out, "%d %r %r" % (q.returncode, out, err))
+    t.check("... no value line (nothing composed from its UCXTLS_TEMPLATE), no build line for the node's family (ze)",
+            not re.search(r"^value ", out, re.M) and "Level Zero" not in out and "ze_copy" not in out, out)
+
+
+@case("a process that kept UCX_TLS unset beside a ucx.conf in its working directory: nothing to check, exit 0")
+def its_cwd(t):
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    d = os.path.join(WORK, "cwd-conf")
+    os.makedirs(d)
+    with open(os.path.join(d, "ucx.conf"), "w") as f:
+        f.write("UCX_TLS=tcp\n")
+    p = subprocess.Popen([sys.executable, "-c", HOLD, os.path.join(fakes, "nixl", "libucp.so.0")], cwd=d,
+                         env=env_for("dgx", UCXTLS_DEBUG="1"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    try:
+        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("dgx", preload=False), cwd=WORK)
+    finally:
+        release(p)
+        lib_line = p.stderr.read().decode(errors="replace")
+    out, err = q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+    t.check("control: the library in it kept UCX_TLS unset for its ./ucx.conf", "ucx.conf" in lib_line, lib_line)
+    t.check("doctor (run elsewhere) names its ucx.conf, judges no derived value, exit 0",
+            q.returncode == 0 and "UCX takes it from" in out and "ucx.conf" in out and not re.search(r"^value ", out, re.M),
+            "%d %r %r" % (q.returncode, out, err))
+
+
+if __name__ == "__main__":
+    main("doctor --pid asks a build in the process's place")
