@@ -1,27 +1,31 @@
 #!/usr/bin/env python3
-"""docs/which-ucx.md's tested recipe for a UCX with Level Zero support, checked against the two
-UCX 1.22.0 builds that scripts/test.sh makes (tests/ucx/build_ucx.sh ze|noze).
+"""docs/which-ucx.md against the UCX builds it quotes.
 
-The doc's blocks marked `<!-- checked: NAME -->` are read from the doc: the configure line it
-prints is the one the builds were configured with (ucx_info -v), the extra options it says the
-tests add are exactly the rest, and every output line it quotes is a line that the command printed
-here (`$ ` lines are the commands, `... ` stands for the start of a log line; /opt/ucx-1.22-ze and
-/opt/ucx-1.22-noze stand for the builds' prefixes). Every case needs the builds and prints SKIP
-with the reason without them; the `ucx_info -d` block needs the fake Level Zero GPU driver too
-(tests/ze, UCXTLSTEST_ZE_FAKE_GPU).
+The doc's blocks marked `<!-- checked: NAME -->` are read from the doc and run as printed: each
+`$ ` line is a command (run by bash, the stand-ins replaced), the lines after it are lines it must
+print, in that order (`... ` stands for the start of a line). The registry builds (tag `wheels`:
+NIXL 1.5.1's UCX and RAPIDS' libucx-cu12 1.22.0 from tests/wheels, `<site-packages>` standing for
+the venv's) and the doc's words about their files; `ucxtls doctor --ucx` on each, on the fixture
+machine the block's name ends with (`-dgx`, `-intel-xe`) replayed. The Level Zero blocks (tag
+`ucx_ze`) need a UCX with Level Zero given as UCXTLSTEST_UCX_ZE (`/opt/ucx-ze` stands for it: no
+registry serves one), and the `ucx_info -d` block the fake Level Zero GPU driver of tests/ze too.
+Without what a case needs it prints SKIP with the reason.
 """
+import glob
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, LIB, SOURCE_DIR, case, env_for, main, run, ucx122_or_skip  # noqa: E402
+from harness import (BUILD_DIR, LIB, SOURCE_DIR, add_case, case, env_for, main, run, site_packages,  # noqa: E402
+                     ucx_build_or_skip, wheels)
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 DOC = os.path.join(SOURCE_DIR, "docs", "which-ucx.md")
 FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
-DOC_PREFIX = {"ze": "/opt/ucx-1.22-ze", "noze": "/opt/ucx-1.22-noze"}
-INTEL = "intel-xe"  # the replayed Intel node the doc's doctor lines are for
+SITE = "<site-packages>"  # the doc's stand-in for the wheels' site-packages
+ZE_PREFIX = "/opt/ucx-ze"  # the doc's stand-in for UCXTLSTEST_UCX_ZE
+MACHINES = ("dgx", "intel-xe")
 
 
 def doc_text():
@@ -37,161 +41,225 @@ def block(name):
     return found[0]
 
 
-def quoted(name):
-    """The output lines of block NAME: its lines but the commands (`$ `), as a list."""
-    return [l for l in block(name).splitlines() if l.strip() and not l.startswith("$ ")]
-
-
-def builds(t, *variants):
-    """{variant: prefix} for the builds asked for, or None after a SKIP naming the reason."""
-    out = {}
-    for v in variants:
-        prefix = ucx122_or_skip(t, v)
-        if not prefix:
-            return None
-        out[v] = prefix
+def runs(name):
+    """The block's commands, each with the lines it must print: [(command, [line, ...])]."""
+    out = []
+    for line in block(name).splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        elif line.strip():
+            out[-1][1].append(line)
     return out
 
 
-def real(text, prefixes):
-    """text with the doc's stand-in prefixes replaced by the builds' real ones."""
-    for v, p in prefixes.items():
-        text = text.replace(DOC_PREFIX[v], p)
-    return text
+def comparable(line, any_component):
+    return re.sub(r"component \d+ ", "component N ", line) if any_component else line
 
 
-def has_lines(t, what, want, got, detail=""):
-    """Every line of want is a line of got (a `... ` line: the end of one)."""
-    lines = got.splitlines()
-    absent = [w for w in want if not (any(l.endswith(w[4:]) for l in lines) if w.startswith("... ") else w in lines)]
-    return t.check(what, not absent, "not printed: %r\n%s" % (absent, detail or got))
+def printed_in_order(want, got, any_component=False):
+    """The lines of want not found in got in that order (a `... ` line: the end of a line)."""
+    lines = [comparable(l, any_component) for l in got.splitlines()]
+    i, absent = 0, []
+    for w in want:
+        w2 = comparable(w, any_component)
+        match = (lambda l: l.endswith(w2[4:])) if w2.startswith("... ") else (lambda l: l == w2)
+        j = next((k for k in range(i, len(lines)) if match(lines[k])), None)
+        if j is None:
+            absent.append(w)
+        else:
+            i = j + 1
+    return absent
 
 
-def options(line):
-    return line.split()
+def shell(command, env):
+    """The doc's command as printed, by bash: (exit status, stdout, stderr)."""
+    p = run(["/bin/bash", "-c", command], env, timeout=120)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
-@case("the configure line: the doc's is the builds', and the options the tests add are the ones it names")
-def configure_line(t):
-    b = builds(t, "ze", "noze")
+def check_block(t, name, stand_ins, env, status=None, any_component=False, version=None):
+    """Runs every command of block `name` with the stand-ins replaced; its lines must be printed.
+    version: (the doc's, the build's) release, where the doc quotes a version the build may differ in."""
+    for command, want in runs(name):
+        real = command
+        for stand_in, path in stand_ins.items():
+            real = real.replace(stand_in, path)
+            want = [w.replace(stand_in, path) for w in want]
+        if version:
+            want = [w.replace(version[0], version[1]) for w in want]
+        rc, out, err = shell(real, env)
+        absent = printed_in_order(want, out, any_component)
+        t.check("[%s] `%s` prints the doc's %d lines, in order" % (name, command, len(want)), not absent,
+                "not printed: %r\n--- stdout:\n%s--- stderr:\n%s" % (absent, out, err))
+        if status is not None:
+            t.equal("[%s] ... and exits %d" % (name, status), rc, status, out + err)
+
+
+def wheel_env(machine, venv, **extra):
+    """PATH with the built ucxtls first, then the venv's python3 (as where the wheels are installed)."""
+    path = os.path.dirname(CLI) + ":" + os.path.join(venv, "bin") + ":" + env_for(None)["PATH"]
+    return env_for(machine, preload=False, PATH=path, **extra)
+
+
+def the_wheels(t):
+    """(rapids, nixl) UcxBuilds, or None after a SKIP saying why."""
+    rapids = ucx_build_or_skip(t, "rapids", "the registry wheels")
+    nixl = rapids and ucx_build_or_skip(t, "nixl", "the registry wheels")
+    return (rapids, nixl) if nixl else None
+
+
+def venv_of(build):
+    return wheels()[0]
+
+
+@case("RAPIDS' ucx_info -v: the release and configure line the doc quotes", tags=("wheels",))
+def rapids_version(t):
+    b = the_wheels(t)
     if not b:
         return
-    text = block("ucx-ze-build")
-    doc = [l for l in text.splitlines() if l.startswith("../configure ")]
-    if not t.equal("one configure line in the doc's build block", len(doc), 1, text):
-        return
-    doc_opts = [o for o in options(doc[0])[1:] if not o.startswith("--prefix=")]
-    extra = re.search(r"adding\s+`([^`]+)`", doc_text())
-    if not t.check("the doc names the options the tests add (`adding `...``)", extra):
-        return
-    extra = options(extra.group(1))
-    for v, flag_from, flag_to in (("ze", None, None), ("noze", "--with-ze", "--with-ze=no")):
-        out = run([os.path.join(b[v], "bin", "ucx_info"), "-v"], env_for(None, preload=False)).stdout.decode()
-        conf = re.search(r"^# Configured with: (.*)$", out, re.M)
-        if not t.check("ucx_info -v of the %s build prints its configure line" % v, conf, out):
-            continue
-        got = [o for o in options(conf.group(1)) if not o.startswith("--prefix=")]
-        want = [flag_to if o == flag_from else o for o in doc_opts]
-        t.equal("the %s build was configured with the doc's line%s plus the options the doc says the tests add"
-                % (v, "" if v == "ze" else " (--with-ze=no for --with-ze)"), sorted(got), sorted(want + extra), out)
-    # The packages the recipe installs are among those scripts/test.sh installs.
-    apt = [l for l in text.splitlines() if l.startswith("apt-get install ")]
-    with open(os.path.join(SOURCE_DIR, "scripts", "test.sh"), encoding="utf-8") as f:
-        script = f.read()
-    packages = re.search(r"^PACKAGES=\((.*?)\)", script, re.M | re.S).group(1).split()
-    t.check("the recipe's apt-get line names packages scripts/test.sh installs",
-            len(apt) == 1 and all(p in packages for p in apt[0].split()[2:]), "%r\n%r" % (apt, packages))
+    venv = venv_of(b[0])
+    site = site_packages(venv)
+    check_block(t, "rapids-version", {SITE: site}, wheel_env(None, venv), status=0)
+    # Why the doc says LD_LIBRARY_PATH: without it the wheel's ucx_info loads the system's libucs.
+    p = run([b[0].ucx_info, "-v"], env_for(None, preload=False, LD_LIBRARY_PATH=None))
+    out = p.stdout.decode()
+    t.check("without LD_LIBRARY_PATH the wheel's ucx_info does not load the wheel's libucs (its RUNPATH is RAPIDS' CI)",
+            not re.search(r"^# Library path: %s/" % re.escape(b[0].libdir), out, re.M), out + p.stderr.decode())
 
 
-@case("ucx_info -v: the doc's lines are what the --with-ze build prints")
-def version(t):
-    b = builds(t, "ze")
+@case("NIXL's UCX: ucp_get_version_string says what the doc quotes", tags=("wheels",))
+def nixl_version(t):
+    b = the_wheels(t)
     if not b:
         return
-    out = run([os.path.join(b["ze"], "bin", "ucx_info"), "-v"], env_for(None, preload=False)).stdout.decode()
-    want = quoted("ucx-ze-version")
-    has_lines(t, "ucx_info -v prints the doc's version line", [w for w in want if "Configured" not in w], out)
+    venv = venv_of(b[0])
+    check_block(t, "nixl-version", {SITE: site_packages(venv)}, wheel_env(None, venv), status=0)
 
 
-@case("ucx_info -d with a Level Zero driver: ze_cpy and ze_copy on GPU0, as the doc quotes")
-def devices(t):
-    b = builds(t, "ze", "noze")
+@case("a build without Level Zero: no ze_cpy component, no libuct_ze module (both wheels)", tags=("wheels",))
+def no_ze_component(t):
+    b = the_wheels(t)
     if not b:
+        return
+    rapids, nixl = b
+    venv = venv_of(rapids)
+    check_block(t, "rapids-components", {SITE: site_packages(venv)}, wheel_env(None, venv))
+    got = run([rapids.ucx_info, "-epw", "-u", "t"], env_for(None, preload=False, **rapids.env)).stdout.decode()
+    listed = re.findall(r"^#\s+component \d+\s+:\s+(\S+)", got, re.M)
+    quoted = [l.split()[-1] for _, want in runs("rapids-components") for l in want]
+    t.equal("the doc quotes RAPIDS' whole component list (none left out)", listed, quoted, got)
+    for build, moddir in ((rapids, os.path.join(rapids.libdir, "ucx")), (nixl, os.path.join(nixl.libdir, "ucx"))):
+        mods = sorted(os.listdir(moddir))
+        t.check("%s: modules in %s, none libuct_ze" % (build.name, moddir),
+                mods and not [m for m in mods if m.startswith("libuct_ze")], "%r" % mods)
+
+
+def needed(path):
+    """The DT_NEEDED entries of an ELF file (objdump -p)."""
+    p = run(["objdump", "-p", path], env_for(None, preload=False))
+    return re.findall(r"^\s+NEEDED\s+(\S+)", p.stdout.decode(), re.M)
+
+
+@case("the doc's words on the wheels' files: libucp copies, CUDA runtime, no ucx_info in NIXL's, nixl needs both backends",
+      tags=("wheels",))
+def wheel_files(t):
+    b = the_wheels(t)
+    if not b:
+        return
+    rapids, nixl = b
+    site = site_packages(venv_of(rapids))
+    copies = [os.path.join(rapids.libdir, n) for n in ("libucp.so", "libucp.so.0", "libucp.so.0.0.0")]
+    data = [open(c, "rb").read() if os.path.isfile(c) and not os.path.islink(c) else None for c in copies]
+    t.check("RAPIDS' lib/ holds libucp.so, .so.0 and .so.0.0.0 as three identical files (no symlinks)",
+            data[0] is not None and data.count(data[0]) == 3, "%r" % copies)
+    t.check("RAPIDS' libcudart is bundled (libucx_cu12.libs/libcudart-*.so.12.9.79)",
+            glob.glob(os.path.join(site, "libucx_cu12.libs", "libcudart-*.so.12.9.79")), os.path.join(site, "libucx_cu12.libs"))
+    ucm = os.path.join(nixl.libdir, "ucx", "libucm_cuda.so.0.0.0")
+    t.check("NIXL's libucm_cuda needs libcudart.so.12 and the wheel ships none",
+            "libcudart.so.12" in needed(ucm) and not glob.glob(os.path.join(nixl.libdir, "libcudart*")), "%r" % needed(ucm))
+    cuda = needed(os.path.join(nixl.libdir, "ucx", "libuct_cuda.so.0.0.0"))
+    t.check("NIXL's libuct_cuda needs libcuda.so.1 and libnvidia-ml.so.1",
+            "libcuda.so.1" in cuda and "libnvidia-ml.so.1" in cuda, "%r" % cuda)
+    t.check("NIXL's wheel ships no ucx_info", not glob.glob(os.path.join(site, "nixl*", "**", "ucx_info"), recursive=True))
+    meta = open(glob.glob(os.path.join(site, "nixl-*.dist-info", "METADATA"))[0], encoding="utf-8").read()
+    requires = re.findall(r"^Requires-Dist: (\S+)$", meta, re.M)
+    t.check("the nixl package requires both nixl-cu12 and nixl-cu13 (no extra needed)",
+            "nixl-cu12==1.5.1" in requires and "nixl-cu13==1.5.1" in requires, meta[:2000])
+
+
+def doctor_block(t, which, machine):
+    b = the_wheels(t)
+    if not b:
+        return
+    venv = venv_of(b[0])
+    check_block(t, "%s-doctor-%s" % (which, machine), {SITE: site_packages(venv)}, wheel_env(machine, venv), status=1)
+
+
+for _which in ("nixl", "rapids"):
+    for _machine in MACHINES:
+        add_case("ucxtls doctor --ucx on %s's wheel, %s replayed: the doc's lines, exit 1" % (_which, _machine),
+                 doctor_block, _which, _machine, tags=("wheels",))
+
+
+# The Level Zero blocks: a site's build given as UCXTLSTEST_UCX_ZE.
+def ze_env(build, machine=None, **extra):
+    path = os.path.dirname(CLI) + ":" + env_for(None)["PATH"]
+    return env_for(machine, preload=False, PATH=path, **dict(build.env, **extra))
+
+
+def ze_version(build):
+    out = run([build.ucx_info, "-v"], env_for(None, preload=False, **build.env)).stdout.decode()
+    m = re.search(r"^# (?:Library version:|Version) (\S+)", out, re.M)
+    return m.group(1) if m else None
+
+
+@case("ucx_info -d with a Level Zero driver: ze_cpy and ze_copy on GPU0, as the doc quotes", tags=("ucx_ze",))
+def ze_devices(t):
+    build = ucx_build_or_skip(t, "ze")
+    if not build:
         return
     if not os.path.exists(FAKE_GPU):
         t.skip("ucx_info -d with a driver", "the fake Level Zero GPU driver (tests/ze) is not built: %s" % FAKE_GPU)
         return
-    env = env_for(None, preload=False, ZE_ENABLE_ALT_DRIVERS=FAKE_GPU)
-    out = run([os.path.join(b["ze"], "bin", "ucx_info"), "-d"], env).stdout.decode()
-    has_lines(t, "the --with-ze build's ucx_info -d with the fake GPU prints the doc's lines", quoted("ucx-ze-devices"), out)
-    out = run([os.path.join(b["noze"], "bin", "ucx_info"), "-d"], env).stdout.decode()
-    t.check("control: the --with-ze=no build's ucx_info -d with the same driver has no ze_copy",
-            "Transport: ze_copy" not in out and "Transport: tcp" in out, out)
+    check_block(t, "ucx-ze-devices", {ZE_PREFIX: build.prefix}, ze_env(build, ZE_ENABLE_ALT_DRIVERS=FAKE_GPU), status=0)
 
 
-@case("without a driver: no ze_copy, the debug line and the ze_cpy component as the doc quotes; none in --with-ze=no")
-def no_driver(t):
-    b = builds(t, "ze", "noze")
-    if not b:
+@case("without a driver: no ze_copy, the debug line and the ze_cpy component the doc quotes", tags=("ucx_ze",))
+def ze_no_driver(t):
+    build = ucx_build_or_skip(t, "ze")
+    if not build:
         return
-    info = os.path.join(b["ze"], "bin", "ucx_info")
-    env = env_for(None, preload=False)
-    out = run([info, "-d"], env).stdout.decode()
-    t.check("the --with-ze build's ucx_info -d without a driver: no ze_cpy, no ze_copy (tcp listed)",
+    env = ze_env(build)
+    out = run([build.ucx_info, "-d"], env).stdout.decode()
+    t.check("ucx_info -d without a driver: no ze_cpy, no ze_copy (tcp listed)",
             "ze_c" not in out and "Transport: tcp" in out, out)
-    want = quoted("ucx-ze-no-driver")
-    p = run([info, "-d"], env_for(None, preload=False, UCX_LOG_LEVEL="debug"))
-    debug = p.stdout.decode() + p.stderr.decode()
-    has_lines(t, "UCX_LOG_LEVEL=debug ucx_info -d prints the doc's 'failure to initialize ze library' line",
-              [w for w in want if "ze library" in w], debug, "\n".join(l for l in debug.splitlines() if "ze" in l))
-    comp = run([info, "-epw", "-u", "t"], env).stdout.decode()
-    has_lines(t, "ucx_info -epw -u t lists the doc's ze_cpy component line", [w for w in want if "component" in w], comp)
-    noze = run([os.path.join(b["noze"], "bin", "ucx_info"), "-epw", "-u", "t"], env).stdout.decode()
-    t.check("the --with-ze=no build: no ze_cpy component, no libuct_ze in lib/ucx",
-            "ze_cpy" not in noze and "component" in noze
-            and not [f for f in os.listdir(os.path.join(b["noze"], "lib", "ucx")) if f.startswith("libuct_ze")], noze)
+    check_block(t, "ucx-ze-no-driver", {ZE_PREFIX: build.prefix}, env, any_component=True)
+    t.check("the build has a libuct_ze module in lib/ucx",
+            glob.glob(os.path.join(build.libdir, "ucx", "libuct_ze*.so*")), os.path.join(build.libdir, "ucx"))
 
 
-@case("ucxtls doctor --ucx on an Intel node: the --with-ze build serves ze_copy, the --with-ze=no build is named")
-def doctor_ucx(t):
-    b = builds(t, "ze", "noze")
-    if not b:
+@case("ucxtls doctor --ucx on an Intel node: the build serves ze_copy, exit 0", tags=("ucx_ze",))
+def ze_doctor_ucx(t):
+    build = ucx_build_or_skip(t, "ze")
+    if build:
+        check_block(t, "ucx-ze-doctor", {ZE_PREFIX: build.prefix}, ze_env(build, "intel-xe"), status=0)
+
+
+@case("plain ucxtls doctor with the build first in PATH: its version, ze_copy missing without a driver, ok with one",
+      tags=("ucx_ze",))
+def ze_doctor_node(t):
+    build = ucx_build_or_skip(t, "ze")
+    if not build:
         return
-    text = block("ucx-ze-doctor")
-    runs = re.split(r"^\$ ", text, flags=re.M)[1:]
-    if not t.equal("the doc quotes two doctor --ucx runs", len(runs), 2, text):
+    version = ze_version(build)
+    if not t.check("ucx_info -v names the build's version", version):
         return
-    env = env_for(INTEL, preload=False)
-    for chunk, (v, status) in zip(runs, (("ze", 0), ("noze", 1))):
-        cmd, *want = chunk.rstrip("\n").split("\n")
-        argv = real(cmd, b).split()
-        if not t.check("the doc's command is ucxtls doctor --ucx <the %s build>" % v,
-                       argv[:3] == ["ucxtls", "doctor", "--ucx"] and argv[3:] == [b[v]], cmd):
-            continue
-        p = run([CLI] + argv[1:], env)
-        out = p.stdout.decode()
-        has_lines(t, "doctor --ucx on the %s build (%s replayed) prints the doc's lines" % (v, INTEL), want, out,
-                  out + p.stderr.decode())
-        t.equal("... and exits %d" % status, p.returncode, status, out + p.stderr.decode())
-
-
-@case("plain ucxtls doctor with the --with-ze build first in PATH: version 1.22.0, ze_copy missing without a driver, ok with one")
-def doctor_node(t):
-    b = builds(t, "ze")
-    if not b:
-        return
-    text = block("ucx-ze-doctor-node")
-    want = [real(l, b) for l in quoted("ucx-ze-doctor-node")]
-    env = env_for(INTEL, preload=False, PATH=os.path.join(b["ze"], "bin") + ":" + env_for(None)["PATH"])
-    p = run([CLI, "doctor"], env)
-    out = p.stdout.decode()
-    has_lines(t, "doctor (ucx_info -d of the 1.22 build) prints the doc's lines, the version read from 1.22's "
-                 "'Library version:'", want, out, text + "\n" + out + p.stderr.decode())
-    t.equal("... and exits 1", p.returncode, 1, out)
+    env = ze_env(build, "intel-xe")
+    check_block(t, "ucx-ze-doctor-node", {ZE_PREFIX: build.prefix}, env, status=1, version=("1.22.0", version))
     if not os.path.exists(FAKE_GPU):
         t.skip("doctor with a driver", "the fake Level Zero GPU driver (tests/ze) is not built: %s" % FAKE_GPU)
         return
-    env["ZE_ENABLE_ALT_DRIVERS"] = FAKE_GPU
+    env.update(ZE_ENABLE_ALT_DRIVERS=FAKE_GPU, PATH=os.path.join(build.prefix, "bin") + ":" + env["PATH"])
     p = run([CLI, "doctor", "--value", "tcp,ze_copy"], env)
     out = p.stdout.decode()
     t.check("with the fake GPU driver: ok ze_copy, exit 0", re.search(r"^ok +ze_copy$", out, re.M) and p.returncode == 0,
@@ -199,4 +267,4 @@ def doctor_node(t):
 
 
 if __name__ == "__main__":
-    main("docs/which-ucx.md: a UCX with Level Zero support, checked against the UCX 1.22 builds")
+    main("docs/which-ucx.md: the registry UCX builds and a UCX with Level Zero, as the doc quotes them")

@@ -337,7 +337,7 @@ def have(tool):
 # UCXTLSTEST_WHEELS_SKIP). Each build, by name:
 #   "rapids"  RAPIDS' libucx-cu12 1.22.0 (site-packages/libucx: bin/ucx_info, lib/, include/),
 #             built --with-cuda --without-verbs --without-rdmacm: what UCXX and Dask load
-#   "nixl"    the UCX 1.22 bundled in NIXL 1.5.1's nixl-cu12 (site-packages/nixl_cu12.libs:
+#   "nixl"    the UCX bundled in NIXL 1.5.1's nixl-cu12, 1.23.0 (site-packages/nixl_cu12.libs:
 #             auditwheel-renamed libucp-<hash>.so.0.0.0 and ucx/ modules); no ucx_info is shipped
 #   "ze"      a UCX with Level Zero given as a prefix in UCXTLSTEST_UCX_ZE (a site's own build:
 #             no registry serves one)
