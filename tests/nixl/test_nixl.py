@@ -258,6 +258,44 @@ def accel_none(t):
     record("`UCXTLS_ACCEL=none` on dgx (asked for)", res)
 
 
+@case("ucxtls doctor --pid of a trainer that loaded NIXL's wheel: its bundled UCX, judged with the process's environment",
+      tags=("wheels",))
+def doctor_pid(t):
+    python, cudart = setup(t)
+    code = ("import os, sys, time\n"
+            "os.environ.setdefault('UCX_TLS', %r)\n"
+            "from nixl._api import nixl_agent, nixl_agent_config\n"
+            "agent = nixl_agent('trainer', nixl_agent_config(backends=['UCX']))\n"
+            "print('ready', flush=True)\n"
+            "sys.stdin.read()\n"
+            "os._exit(0)\n" % INTEL_LIST)
+    env = env_for("dgx", LD_LIBRARY_PATH=FAKE_CUDA_DIR, NIXL_TRAINER_CUDART=cudart, UCXTLS_TEMPLATE=HERE_TEMPLATE)
+    p = subprocess.Popen([python, "-c", code], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, cwd=harness.EMPTY_HOME)
+    try:
+        said = ""
+        while not said.endswith("ready\n"):  # NIXL's own log lines come first
+            line = p.stdout.readline().decode()
+            if not line:
+                break
+            said += line
+        if not t.check("the trainer created its NIXL agent", said.endswith("ready\n"), said):
+            return
+        d = harness.run([CLI, "doctor", "--pid", str(p.pid)], env_for("dgx", preload=False), timeout=60)
+        out = d.stdout.decode()
+        print("\n".join("     | " + l for l in out.splitlines()), flush=True)
+        t.check("doctor names NIXL's bundled libucp and its version (1.23.0)",
+                re.search(r"^UCX +\S+/nixl_cu12\.libs/libucp-[0-9a-f]+\.so\.0\.0\.0 \(version 1\.23\.0\)$", out, re.M)
+                is not None, out + d.stderr.decode())
+        t.check("... the value the process's libucxtls.so derived from its start environment",
+                "value       %s (derived by its libucxtls.so" % CUDA_LIST in out, out)
+        t.check("... asked with the process's environment (the fake driver in its LD_LIBRARY_PATH): ok cuda_copy, exit 0",
+                re.search(r"^ok +cuda_copy$", out, re.M) is not None and d.returncode == 0, out + d.stderr.decode())
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+
+
 @case("the matrix, as measured", tags=("wheels",))
 def print_matrix(t):
     if not MATRIX:
