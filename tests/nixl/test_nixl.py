@@ -258,6 +258,36 @@ def accel_none(t):
     record("`UCXTLS_ACCEL=none` on dgx (asked for)", res)
 
 
+@case("Debian's UCX 1.13 (no CUDA module) on dgx: the device memory is host to it whatever the value; doctor says why",
+      tags=("wheels",))
+def debian_ucx(t):
+    # NIXL's wheel loads its own UCX only, so the NIXL-like consumer of tests/ze (NIXL's UCX
+    # backend's calls, compiled against Debian's UCX) stands in for NIXL here, on the same fake GPU.
+    setup(t)
+    if not os.path.exists("/usr/include/ucp/api/ucp.h"):
+        t.skip("Debian's UCX", "libucx-dev is not installed; scripts/test.sh installs it")
+        return
+    lib, err = datapath.compile_consumer(os.environ.get("UCXTLSTEST_CC") or "cc", "/usr", harness._scratch)
+    if not t.check("the NIXL-like consumer compiles against Debian's UCX", lib is not None, err or ""):
+        return
+    for machine, settings, value in (("dgx", {"UCXTLS_TEMPLATE": HERE_TEMPLATE}, CUDA_LIST), ("aws-p5", {}, "all")):
+        env = env_for(machine, LD_LIBRARY_PATH=FAKE_CUDA_DIR, UCX_HANDLE_ERRORS="bt", **settings)
+        res = datapath.run_pair(lib, env, harness.EMPTY_HOME, gpu="cuda")
+        out = res["initiator"][1] + res["target"][1]
+        t.equal("%s: the library wrote %s" % (machine, value), datapath.seen_value(res["initiator"][1]), value)
+        t.check("%s: UCX 1.13 takes the device memory for host, and it is refused in NIXL's words (%r)"
+                % (machine, datapath.NIXL_WORDS), all(res[r][0] == datapath.NL_DETECTED_AS_HOST for r in res)
+                and datapath.NIXL_WORDS in out and "memory type host" in out, out)
+        MATRIX.append(("Debian's UCX 1.13, library on %s (NIXL-like consumer)" % machine, value,
+                       "refused: " + datapath.NIXL_WORDS, datapath.ucx_words(out)))
+    d = harness.run([CLI, "doctor", "--ucx", "/usr"], env_for("dgx", preload=False))
+    out = d.stdout.decode()
+    t.check("doctor --ucx /usr on dgx: MISSING cuda_copy, and the build named as the cause, exit 1",
+            d.returncode == 1 and re.search(r"^MISSING +cuda_copy$", out, re.M) is not None
+            and "this UCX was built without CUDA support: NIXL cannot register NVIDIA GPU memory whatever UCX_TLS says" in out,
+            out + d.stderr.decode())
+
+
 @case("ucxtls doctor --pid of a trainer that loaded NIXL's wheel: its bundled UCX, judged with the process's environment",
       tags=("wheels",))
 def doctor_pid(t):
