@@ -378,6 +378,51 @@ def cdi(t):
             and rep.get("preload_file") == "<absent>", p.stdout + p.stderr)
 
 
+@case("DaemonSet: the manifest's shape, and its install script run twice against a scratch node")
+def daemonset(t):
+    setup(t)
+    try:
+        import yaml
+    except ImportError:
+        t.skip("the DaemonSet manifest", "PyYAML is not installed (Debian python3-yaml)")
+        return
+    ds = yaml.safe_load(R.block("oci-hook-daemonset"))
+    spec = ds["spec"]["template"]["spec"]
+    volumes = {v["name"]: v["hostPath"] for v in spec["volumes"] if "hostPath" in v}
+    t.check("a DaemonSet with a node selector, a toleration for tainted nodes, and hostPath volumes for the node's /opt "
+            "and the default hooks.d", ds["kind"] == "DaemonSet" and spec.get("nodeSelector") and spec.get("tolerations")
+            and sorted(v["path"] for v in volumes.values()) == ["/opt", "/usr/share/containers/oci/hooks.d"], repr(spec))
+    if not shutil.which("bwrap"):
+        t.skip("the DaemonSet's install script", "bubblewrap is not installed (Debian bubblewrap)")
+        return
+    init = spec["initContainers"][0]
+    node = os.path.join(_state["dir"], "node")
+    # The init container: the image's /opt/ucxtls (this install), the node's paths as its hostPath mounts.
+    argv = ["bwrap", "--die-with-parent", "--ro-bind", "/usr", "/usr", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", "--ro-bind", R.PREFIX, "/opt/ucxtls"]
+    for top in ("bin", "sbin", "lib", "lib64"):
+        if os.path.islink("/" + top):
+            argv += ["--symlink", os.readlink("/" + top), "/" + top]
+        elif os.path.isdir("/" + top):
+            argv += ["--ro-bind", "/" + top, "/" + top]
+    for m in init["volumeMounts"]:
+        host = os.path.join(node, volumes[m["name"]]["path"].lstrip("/"))
+        os.makedirs(host, exist_ok=True)
+        argv += ["--bind", host, m["mountPath"]]
+    for n in (1, 2):  # an install, then an upgrade over it
+        p = subprocess.run(argv + init["command"] + init["args"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=120)
+        t.check("the init container's script, run %d: exit 0" % n, p.returncode == 0, p.stdout.decode())
+    hook = "libexec/ucxtls/ucxtls-oci-hook"
+    same = subprocess.run(["cmp", os.path.join(node, "opt/ucxtls", hook), os.path.join(R.PREFIX, hook)]).returncode == 0
+    with open(os.path.join(node, "usr/share/containers/oci/hooks.d/ucxtls-hook.json")) as f:
+        installed = json.load(f)
+    with open(os.path.join(R.PREFIX, "share/ucxtls/oci/ucxtls-hook.json")) as f:
+        example = json.load(f)
+    t.check("the node got /opt/ucxtls with the hook and the library, and the hooks.d JSON naming the hook there",
+            same and os.path.isfile(os.path.join(node, "opt/ucxtls/lib/libucxtls.so")) and installed == example and installed["hook"]["path"] == "/opt/ucxtls/" + hook, repr(installed))
+
+
 TITLE = "the node's OCI hook (ucxtls-oci-hook) under Podman with runc"
 
 if __name__ == "__main__":
