@@ -110,6 +110,13 @@ def oci_hook_in(t, what, prefix, lib, final_prefix):
             "naming %s" % (what, HELPER_DIR, want), os.access(hook, os.X_OK)
             and isinstance(hooks_d, dict) and hooks_d["hook"]["path"] == want and hooks_d["stages"] == ["createRuntime"]
             and isinstance(cdi, dict) and cdi["devices"][0]["containerEdits"]["hooks"][0]["path"] == want, repr(jsons))
+    # Hygiene, as for the other helpers: no network, no program started (nothing of an image run), no dlopen.
+    imports = subprocess.run(["nm", "-D", "--undefined-only", hook], stdout=subprocess.PIPE, universal_newlines=True).stdout
+    names = {l.split()[-1].split("@")[0] for l in imports.splitlines() if l.strip()}
+    banned = {"socket", "connect", "getaddrinfo", "fork", "vfork", "clone", "execve", "execv", "execvp", "execl",
+              "execlp", "system", "popen", "posix_spawn", "posix_spawnp", "dlopen", "syscall"}
+    t.check("%s: the hook imports only libc calls, none that opens a network, starts a program or loads code "
+            "(nm -D)" % what, names and not names & banned, repr(sorted(names & banned)) + imports)
     bundle = tempfile.mkdtemp(dir=SCRATCH)
     os.makedirs(os.path.join(bundle, "rootfs", "etc"))
     with open(os.path.join(bundle, "config.json"), "w") as f:
