@@ -117,21 +117,33 @@ def oci_hook_in(t, what, prefix, lib, final_prefix):
               "execlp", "system", "popen", "posix_spawn", "posix_spawnp", "dlopen", "syscall"}
     t.check("%s: the hook imports only libc calls, none that opens a network, starts a program or loads code "
             "(nm -D)" % what, names and not names & banned, repr(sorted(names & banned)) + imports)
-    bundle = tempfile.mkdtemp(dir=SCRATCH)
-    os.makedirs(os.path.join(bundle, "rootfs", "etc"))
-    with open(os.path.join(bundle, "config.json"), "w") as f:
-        json.dump({"root": {"path": "rootfs"}, "process": {"env": ["PATH=/bin"]},
-                   "linux": {"devices": [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}]}}, f)
-    p = subprocess.run([hook], input=json.dumps({"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 1,
-                                                 "bundle": bundle}).encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=30)
-    copy = os.path.join(bundle, "rootfs", "usr", "lib", "ucxtls-oci-hook", "libucxtls.so")
-    with open(lib, "rb") as a:
-        same = os.path.exists(copy) and open(copy, "rb").read() == a.read()
-    preload = os.path.join(bundle, "rootfs", "etc", "ld.so.preload")
+    def hooked(env, devices):
+        """Runs the installed hook on a new bundle; (process, copy's bytes or None, ld.so.preload or None)."""
+        bundle = tempfile.mkdtemp(dir=SCRATCH)
+        os.makedirs(os.path.join(bundle, "rootfs", "etc"))
+        with open(os.path.join(bundle, "config.json"), "w") as f:
+            json.dump({"root": {"path": "rootfs"}, "process": {"env": env},
+                       "linux": {"devices": [{"path": d, "type": "c", "major": 195, "minor": 0} for d in devices]}}, f)
+        p = subprocess.run([hook], input=json.dumps({"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 1,
+                                                     "bundle": bundle}).encode(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=30)
+        copy = os.path.join(bundle, "rootfs", "usr", "lib", "ucxtls-oci-hook", "libucxtls.so")
+        preload = os.path.join(bundle, "rootfs", "etc", "ld.so.preload")
+        return (p, open(copy, "rb").read() if os.path.exists(copy) else None,
+                open(preload).read() if os.path.exists(preload) else None)
+
+    with open(lib, "rb") as f:
+        lib_bytes = f.read()
+    p, copy, preload = hooked(["PATH=/bin"], ["/dev/nvidiactl", "/dev/nvidia0"])
     t.check("%s: the installed hook copies P's library into a GPU container's root and lists it, silently" % what,
-            p.returncode == 0 and p.stdout == b"" and p.stderr == b"" and same and os.path.exists(preload)
-            and open(preload).read() == "/usr/lib/ucxtls-oci-hook/libucxtls.so\n", repr(p))
+            p.returncode == 0 and p.stdout == b"" and p.stderr == b"" and copy == lib_bytes
+            and preload == "/usr/lib/ucxtls-oci-hook/libucxtls.so\n", repr(p))
+    p, copy, preload = hooked(["LD_PRELOAD=/opt/ucxtls/lib/libucxtls.so"], ["/dev/nvidia0"])
+    t.check("%s: a GPU container whose LD_PRELOAD names a libucxtls.so already (the image layer) is left alone" % what,
+            p.returncode == 0 and p.stderr == b"" and copy is None and preload is None, repr(p))
+    p, copy, preload = hooked(["PATH=/bin"], ["/dev/nvidiactl", "/dev/infiniband/uverbs0"])
+    t.check("%s: a container without a GPU node (nvidiactl and an HCA only) is left alone" % what,
+            p.returncode == 0 and p.stderr == b"" and copy is None and preload is None, repr(p))
 
 
 @case("a moved install tree, a symlink to its command, a command alone")
