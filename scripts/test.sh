@@ -39,6 +39,9 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #   python3-wheel-whl                in place of a registry
 #   bubblewrap python3-yaml          container-like namespaces for docs/containers.md's image layer, pod
 #                                    specs (parsed as YAML) and Apptainer lines (tests/launchers)
+#   podman runc                      a real container runtime for the node's OCI hook (tests/launchers/
+#                                    test_oci_hook.py): Podman's hooks.d and CDI, runc (crun refuses
+#                                    these sandboxes' cgroup layout); images made by `podman import`
 #   hyperfine                        (benchmark only)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
 # (UCXTLSTEST_TORCH=1; it SKIPs and says so otherwise).
@@ -47,7 +50,7 @@ PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openm
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
-          patchelf)  # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
+          podman runc patchelf)  # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
 
 missing=()
 for p in "${PACKAGES[@]}"; do

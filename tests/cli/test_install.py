@@ -4,6 +4,7 @@ there (moved, and through a symlink), the .deb from CPack unpacked and run, and 
 recipe for mixed 32/64-bit process trees."""
 import atexit
 import glob
+import json
 import os
 import re
 import shutil
@@ -74,6 +75,8 @@ def install_tree(t):
     t.check("P/bin/ucxtls explain works from the install tree", p.returncode == 0 and Z in p.stdout.decode(),
             p.stdout.decode() + p.stderr.decode())
     helpers_in(t, "cmake --install", os.path.dirname(os.path.dirname(cli)), os.path.dirname(lib))
+    prefix = os.path.dirname(os.path.dirname(cli))
+    oci_hook_in(t, "cmake --install", prefix, lib, prefix)
 
 
 def helpers_in(t, what, prefix, libdir):
@@ -87,6 +90,60 @@ def helpers_in(t, what, prefix, libdir):
     t.check("%s: P/bin/ucxtls probe runs P/%s/ucxtls-probe" % (what, HELPER_DIR),
             re.search(r"^helper %s/(bin/\.\./)?%s/ucxtls-probe answered" % (re.escape(prefix), HELPER_DIR), said, re.M),
             said + p.stderr.decode())
+
+
+def oci_hook_in(t, what, prefix, lib, final_prefix):
+    """The node's OCI hook in P/libexec/ucxtls with its example JSON files naming it by the final
+    prefix, and the installed hook, given a bundle of a container with a GPU node, copies P's own
+    library into the root file system and lists it in its /etc/ld.so.preload."""
+    hook = os.path.join(prefix, HELPER_DIR, "ucxtls-oci-hook")
+    jsons = {}
+    for name in ("ucxtls-hook.json", "ucxtls-cdi.json"):
+        try:
+            with open(os.path.join(prefix, "share", "ucxtls", "oci", name)) as f:
+                jsons[name] = json.load(f)
+        except (OSError, ValueError) as e:
+            jsons[name] = repr(e)
+    want = "%s/%s/ucxtls-oci-hook" % (final_prefix, HELPER_DIR)
+    hooks_d, cdi = jsons["ucxtls-hook.json"], jsons["ucxtls-cdi.json"]
+    t.check("%s: P/%s/ucxtls-oci-hook, and P/share/ucxtls/oci/ucxtls-hook.json (createRuntime) and ucxtls-cdi.json "
+            "naming %s" % (what, HELPER_DIR, want), os.access(hook, os.X_OK)
+            and isinstance(hooks_d, dict) and hooks_d["hook"]["path"] == want and hooks_d["stages"] == ["createRuntime"]
+            and isinstance(cdi, dict) and cdi["devices"][0]["containerEdits"]["hooks"][0]["path"] == want, repr(jsons))
+    # Hygiene, as for the other helpers: no network, no program started (nothing of an image run), no dlopen.
+    imports = subprocess.run(["nm", "-D", "--undefined-only", hook], stdout=subprocess.PIPE, universal_newlines=True).stdout
+    names = {l.split()[-1].split("@")[0] for l in imports.splitlines() if l.strip()}
+    banned = {"socket", "connect", "getaddrinfo", "fork", "vfork", "clone", "execve", "execv", "execvp", "execl",
+              "execlp", "system", "popen", "posix_spawn", "posix_spawnp", "dlopen", "syscall"}
+    t.check("%s: the hook imports only libc calls, none that opens a network, starts a program or loads code "
+            "(nm -D)" % what, names and not names & banned, repr(sorted(names & banned)) + imports)
+    def hooked(env, devices):
+        """Runs the installed hook on a new bundle; (process, copy's bytes or None, ld.so.preload or None)."""
+        bundle = tempfile.mkdtemp(dir=SCRATCH)
+        os.makedirs(os.path.join(bundle, "rootfs", "etc"))
+        with open(os.path.join(bundle, "config.json"), "w") as f:
+            json.dump({"root": {"path": "rootfs"}, "process": {"env": env},
+                       "linux": {"devices": [{"path": d, "type": "c", "major": 195, "minor": 0} for d in devices]}}, f)
+        p = subprocess.run([hook], input=json.dumps({"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 1,
+                                                     "bundle": bundle}).encode(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=30)
+        copy = os.path.join(bundle, "rootfs", "usr", "lib", "ucxtls-oci-hook", "libucxtls.so")
+        preload = os.path.join(bundle, "rootfs", "etc", "ld.so.preload")
+        return (p, open(copy, "rb").read() if os.path.exists(copy) else None,
+                open(preload).read() if os.path.exists(preload) else None)
+
+    with open(lib, "rb") as f:
+        lib_bytes = f.read()
+    p, copy, preload = hooked(["PATH=/bin"], ["/dev/nvidiactl", "/dev/nvidia0"])
+    t.check("%s: the installed hook copies P's library into a GPU container's root and lists it, silently" % what,
+            p.returncode == 0 and p.stdout == b"" and p.stderr == b"" and copy == lib_bytes
+            and preload == "/usr/lib/ucxtls-oci-hook/libucxtls.so\n", repr(p))
+    p, copy, preload = hooked(["LD_PRELOAD=/opt/ucxtls/lib/libucxtls.so"], ["/dev/nvidia0"])
+    t.check("%s: a GPU container whose LD_PRELOAD names a libucxtls.so already (the image layer) is left alone" % what,
+            p.returncode == 0 and p.stderr == b"" and copy is None and preload is None, repr(p))
+    p, copy, preload = hooked(["PATH=/bin"], ["/dev/nvidiactl", "/dev/infiniband/uverbs0"])
+    t.check("%s: a container without a GPU node (nvidiactl and an HCA only) is left alone" % what,
+            p.returncode == 0 and p.stderr == b"" and copy is None and preload is None, repr(p))
 
 
 @case("a moved install tree, a symlink to its command, a command alone")
@@ -148,6 +205,7 @@ def deb(t):
             run_from(t, "the unpacked package's ucxtls run finds the package's library",
                      os.path.join(root, "usr", "bin", "ucxtls"), dlib[0])
             helpers_in(t, "the .deb", os.path.join(root, "usr"), os.path.dirname(dlib[0]))
+            oci_hook_in(t, "the .deb", os.path.join(root, "usr"), dlib[0], "/usr")
 
 
 # $LIB: ld.so picks the directory of the process's own ELF class. Where it points is

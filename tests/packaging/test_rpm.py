@@ -94,9 +94,10 @@ def rpm_package(t, scratch):
     files = query(pkg, "[%{FILENAMES}\n]").split()
     lua = "/usr/share/modulefiles/ucxtls/%s.lua" % VERSION
     want = ["/usr/bin/ucxtls", "/usr/lib64/libucxtls.so", "/usr/share/doc/ucxtls/LICENSE", lua]
-    want += ["/usr/%s/%s" % (HELPER_DIR, h) for h in HELPERS]
-    t.check("the files, in RPM's layout: library in /usr/lib64, helpers in /usr/%s (%%{_libexecdir}), command, "
-            "licence, modulefile" % HELPER_DIR, all(f in files for f in want), "\n".join(files))
+    want += ["/usr/%s/%s" % (HELPER_DIR, h) for h in HELPERS + ("ucxtls-oci-hook",)]
+    want += ["/usr/share/ucxtls/oci/ucxtls-hook.json", "/usr/share/ucxtls/oci/ucxtls-cdi.json"]
+    t.check("the files, in RPM's layout: library in /usr/lib64, helpers and the OCI hook in /usr/%s (%%{_libexecdir}), "
+            "its example JSON files, command, licence, modulefile" % HELPER_DIR, all(f in files for f in want), "\n".join(files))
     t.check("the man page ucxtls(1) is in the RPM",
             any(re.match(r"^/usr/share/man/man1/ucxtls\.1(\.gz)?$", f) for f in files), "\n".join(files))
     t.check("nothing in /usr/lib (no multiarch directory, no build-id links); the shared directories "
