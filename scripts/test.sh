@@ -96,11 +96,29 @@ for variant in ze noze; do
   fi
 done
 
+# The UCX builds users load, from PyPI (tests/wheels/install_wheels.sh: RAPIDS' libucx-cu12,
+# NIXL's nixl-cu12; pinned, hash-checked, cached outside the clone). The tests that use them read
+# UCXTLSTEST_WHEELS (the venv) and otherwise print SKIP with UCXTLSTEST_WHEELS_SKIP as the reason:
+# PyPI unreachable or no Python 3.11 is a reason to skip; an install that failed is a failure.
+set +e
+wheels=$(tests/wheels/install_wheels.sh 2>"$BUILD_DIR/wheels.log")
+rc=$?
+set -e
+cat "$BUILD_DIR/wheels.log" >&2
+if [ "$rc" = 0 ]; then
+  export UCXTLSTEST_WHEELS=$wheels
+elif [ "$rc" = 2 ]; then
+  export "UCXTLSTEST_WHEELS_SKIP=$(tail -n 1 "$BUILD_DIR/wheels.log" | sed 's/^install_wheels.sh: //')"
+else
+  export "UCXTLSTEST_WHEELS_SKIP=the wheels' install FAILED (tests/wheels/install_wheels.sh; $(cd "$BUILD_DIR" && pwd)/wheels.log)"
+  ucx_failed+=("wheels")
+fi
+
 cd "$BUILD_DIR"
 status=0
 ctest --output-on-failure -j "$JOBS" "$@" || status=$?
 if [ ${#ucx_failed[@]} -gt 0 ]; then
-  echo "test.sh: FAILED: the UCX 1.22 build (${ucx_failed[*]}) failed; the tests that need it were skipped (see $(pwd)/ucx122-*.log)" >&2
+  echo "test.sh: FAILED: the UCX 1.22 build or the wheels (${ucx_failed[*]}) failed; the tests that need them were skipped (see $(pwd)/ucx122-*.log, $(pwd)/wheels.log)" >&2
   [ "$status" != 0 ] || status=1
 fi
 exit "$status"
