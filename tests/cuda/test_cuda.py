@@ -145,19 +145,23 @@ def exports(t):
 
 # --------------------------------------------------------------------------- the wheels' UCX
 def wheels_or_skip(t, what):
-    """The site-packages of the wheels' venv ($UCXTLSTEST_WHEELS), or None after a SKIP of what."""
+    """The site-packages of the wheels' venv ($UCXTLSTEST_WHEELS); else a SKIP of what ends the case."""
     venv = os.environ.get("UCXTLSTEST_WHEELS")
     if not venv:
         why = os.environ.get("UCXTLSTEST_WHEELS_SKIP") or (
             "UCXTLSTEST_WHEELS is unset: scripts/test.sh installs the wheels and sets it; by hand: "
             "export UCXTLSTEST_WHEELS=$(tests/wheels/install_wheels.sh)")
         t.skip(what, why)
-        return None
+        t.exit()
     site = os.path.join(venv, PY_SITE)
     if not os.path.isdir(os.path.join(site, "libucx")) or not os.path.isdir(os.path.join(site, "nixl_cu12.libs")):
         t.skip(what, "UCXTLSTEST_WHEELS=%s holds no libucx and nixl_cu12.libs in %s" % (venv, PY_SITE))
-        return None
+        t.exit()
     return site
+
+
+def venv_python(site):
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(site))), "bin", "python")
 
 
 def nixl_lib(site, stem):
@@ -168,8 +172,6 @@ def nixl_lib(site, stem):
 @case("every cu*/nvml* symbol the wheels' CUDA modules link is exported by the fakes", tags=("wheels",))
 def imports_covered(t):
     site = wheels_or_skip(t, "the wheels' CUDA modules")
-    if not site:
-        return
     exported = dynamic_symbols(os.path.join(FAKE_DIR, "libcuda.so.1"), True) | \
         dynamic_symbols(os.path.join(FAKE_DIR, "libnvidia-ml.so.1"), True)
     for module in ("libucx/lib/ucx/libuct_cuda.so", "libucx/lib/ucx/libucm_cuda.so",
@@ -182,8 +184,6 @@ def imports_covered(t):
 @case("RAPIDS' ucx_info -d: cuda_copy and the cuda_cpy domain with the fake driver, none without", tags=("wheels",))
 def rapids_ucx_info(t):
     site = wheels_or_skip(t, "RAPIDS' UCX 1.22")
-    if not site:
-        return
     libucx = os.path.join(site, "libucx")
     argv = [os.path.join(libucx, "bin", "ucx_info"), "-d"]
     # The binaries' RUNPATH names RAPIDS' CI: their lib directory goes on the path, as
@@ -202,10 +202,8 @@ def rapids_ucx_info(t):
 @case("NIXL's bundled UCX (ucxtls-ucx-query): cuda_copy with the fake driver, libuct_cuda unloadable without", tags=("wheels",))
 def nixl_query(t):
     site = wheels_or_skip(t, "NIXL's bundled UCX")
-    if not site:
-        return
     if not t.check("the query helper is built (%s)" % QUERY, os.access(QUERY, os.X_OK)):
-        return
+        t.exit()
     argv = [QUERY, nixl_lib(site, "libucp")]
     status, out = run_logged(argv, fake_env())
     t.check("with the fake driver: component cuda_cpy with a resource, transport cuda_copy",
@@ -217,7 +215,8 @@ def nixl_query(t):
 
 
 def compile_ucp_cuda(t, site, which):
-    """ucp_cuda.c compiled against RAPIDS' UCX headers and `which` UCX's libraries (rapids/nixl)."""
+    """ucp_cuda.c compiled against RAPIDS' UCX headers and `which` UCX's libraries (rapids/nixl);
+    a failed compile ends the case."""
     exe = scratch("ucp_cuda-" + which)
     if os.path.exists(exe):
         return exe
@@ -229,8 +228,9 @@ def compile_ucp_cuda(t, site, which):
         argv += [nixl_lib(site, "libucp"), nixl_lib(site, "libucs"),
                  "-Wl,-rpath," + os.path.join(site, "nixl_cu12.libs")]
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    return exe if t.check("ucp_cuda.c compiles against the %s UCX" % which, p.returncode == 0,
-                          p.stdout.decode()) else None
+    if not t.check("ucp_cuda.c compiles against the %s UCX" % which, p.returncode == 0, p.stdout.decode()):
+        t.exit()
+    return exe
 
 
 _runs = itertools.count()
@@ -252,11 +252,7 @@ OWN_HTOD, OWN_DTOH = 2, 2
 @case("UCP put/get of device memory, RAPIDS' UCX, one process, two workers over tcp", tags=("wheels",))
 def rapids_ucp(t):
     site = wheels_or_skip(t, "RAPIDS' UCX 1.22")
-    if not site:
-        return
     exe = compile_ucp_cuda(t, site, "rapids")
-    if not exe:
-        return
     lib = os.path.join(site, "libucx", "lib")
     for tls in ("cuda_copy,tcp", None):
         status, f, counts = ucp_run(t, exe, lib, tls)
@@ -287,11 +283,7 @@ EXIT_FAULT = "an exit status of NIXL's UCX is not judged: its bundled libnl-rout
 @case("UCP put/get of device memory, NIXL's bundled UCX: typed host without libcudart.so.12", tags=("wheels",))
 def nixl_ucp(t):
     site = wheels_or_skip(t, "NIXL's bundled UCX")
-    if not site:
-        return
     exe = compile_ucp_cuda(t, site, "nixl")
-    if not exe:
-        return
     # NIXL's libucm_cuda needs libcudart.so.12, which the wheel does not ship: UCX's memory-type
     # cache (UCX_MEMTYPE_CACHE) then types device memory as host and tcp reads it as host memory.
     status, f, _ = ucp_run(t, exe, None, "cuda_copy,tcp", UCX_LOG_LEVEL="debug")
@@ -323,9 +315,7 @@ except Exception as e:
 @case("NIXL's Python API registers cuMemAlloc memory as VRAM with the fake driver", tags=("wheels",))
 def nixl_python(t):
     site = wheels_or_skip(t, "NIXL's Python API")
-    if not site:
-        return
-    python = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(site))), "bin", "python")
+    python = venv_python(site)
     argv = [python, "-c", NIXL_REGISTER]
     status, out = run_logged(argv, fake_env(UCX_TLS="cuda_copy,tcp"))
     t.check("UCX_TLS=cuda_copy,tcp: NIXL refuses, in its words: VRAM memory is detected as host by UCX",
@@ -338,9 +328,7 @@ def nixl_python(t):
 @case("NIXL counts NVIDIA GPUs in /sys/bus/pci/devices: none here, one in a bind-mounted fake", tags=("wheels",))
 def nixl_pci(t):
     site = wheels_or_skip(t, "NIXL's hardware check")
-    if not site:
-        return
-    python = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(site))), "bin", "python")
+    python = venv_python(site)
     agent = [python, "-c", "from nixl._api import nixl_agent, nixl_agent_config\n"
              "nixl_agent('fakecuda', nixl_agent_config(backends=['UCX']))"]
     count = re.compile(r"hwInfo \{ numNvidiaGpus=(\d+)")
