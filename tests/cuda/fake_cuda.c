@@ -15,17 +15,25 @@
                        driver, not an absent GPU).
      FAKECUDA_TRACE    a file to which a line is appended for each copy or fill the driver does
                        ("copy HtoD 4096", "copy DtoH ..", "copy DtoD ..", "copy HtoH ..",
-                       "memset D 4096"), for each allocation ("alloc 4096", "free") and for each
-                       call this driver does not support ("unsupported cuIpcGetMemHandle").
+                       "memset D 4096"), for each allocation ("alloc 4096", "alloc host 4096",
+                       "free") and for each call this driver does not support ("unsupported
+                       cuIpcGetMemHandle"; "unsupported NAME (cuGetProcAddress)" for a name it
+                       does not have).
    GPU i: PCI 0000:(0x41+i):00.0, name "Fake NVIDIA GPU", UUID "FAKECUDA" followed by i,
    compute capability 9.0, 80 GiB.
 
-   Device memory (cuMemAlloc) is THE HOST CANNOT READ OR WRITE: a load or store faults with
-   SIGSEGV and process_vm_readv gets EFAULT (tests/common/fake_device_memory.c); only this
+   Device memory (cuMemAlloc) is memory THE HOST CANNOT READ OR WRITE: a load or store faults
+   with SIGSEGV and process_vm_readv gets EFAULT (tests/common/fake_device_memory.c); only this
    driver's copies reach it. Host memory (cuMemAllocHost, cuMemHostAlloc) is ordinary memory.
    Streams and events complete at once (each copy is done when its call returns). Not supported
    (CUDA_ERROR_NOT_SUPPORTED, and a trace line): IPC handles, VMM, memory pools, managed
-   memory; device attributes say so (VMM, pools, fabric handles, dma-buf, GPUDirect RDMA: 0). */
+   memory; device attributes say so (VMM, pools, fabric handles, dma-buf, GPUDirect RDMA: 0).
+   UCX 1.22 then brings up cuda_copy and cuda_ipc (no NVLink, no IPC handle) and moves device
+   memory through cuda_copy.
+   A pointer the driver does not know: cuPointerGetAttribute answers CUDA_ERROR_INVALID_VALUE,
+   cuMemGetAddressRange CUDA_ERROR_NOT_FOUND, cuPointerGetAttributes success with zeros (as the
+   API reference says); memory registered by cuMemHostRegister is typed host. Boolean pointer
+   attributes are written as 4-byte unsigned ints (UCX reads them into uint32_t/int). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
