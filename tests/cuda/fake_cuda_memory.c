@@ -3,6 +3,7 @@
    See fake_cuda.c for what the driver is and its variables. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,10 +270,15 @@ EXPORT CUresult cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
 /* ------------------------------------------------------------------ absent features */
 /* IPC handles, virtual memory management, memory pools, managed memory: not in this GPU.
    Each answers CUDA_ERROR_NOT_SUPPORTED (any arguments) and leaves a trace line. */
-#define NOT_SUPPORTED(name)                           \
-  EXPORT CUresult name() {                            \
-    fake_cuda_trace("unsupported %s", #name);         \
-    return CUDA_ERROR_NOT_SUPPORTED;                  \
+/* The line is made in the entry point's own frame: its code then starts `push %rbp; mov %rsp,%rbp;
+   sub $N,%rsp`, which UCM's bistro can patch (libucm_cuda hooks cuMemAllocManaged, cuMemMap,
+   cuMemUnmap and stops at the first it cannot). */
+#define NOT_SUPPORTED(name)                                  \
+  EXPORT CUresult name() {                                   \
+    char line[64];                                           \
+    snprintf(line, sizeof line, "unsupported %s", #name);    \
+    fake_cuda_trace("%s", line);                             \
+    return CUDA_ERROR_NOT_SUPPORTED;                         \
   }
 NOT_SUPPORTED(cuIpcGetMemHandle)
 NOT_SUPPORTED(cuIpcOpenMemHandle_v2)

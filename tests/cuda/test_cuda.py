@@ -237,12 +237,13 @@ _runs = itertools.count()
 
 
 def ucp_run(t, exe, lib, tls, **extra):
+    """ucp_cuda under UCX_TLS=tls (None: unset): (status, its facts, the trace's counts, its output)."""
     trace = scratch("ucp-%d.trace" % next(_runs))
     env = fake_env(trace, LIBS=lib, UCX_TLS=tls, UCX_HANDLE_ERRORS="none", **extra)
     print("     UCX_TLS=%s %s" % (tls if tls is not None else "<unset>",
                                   " ".join("%s=%s" % kv for kv in extra.items())), flush=True)
     status, out = run_logged([exe], env)
-    return status, facts(out), trace_counts(trace)
+    return status, facts(out), trace_counts(trace), out
 
 
 # The program's own copies: zeros into both buffers (2 HtoD), the put and get read back (2 DtoH).
@@ -255,7 +256,11 @@ def rapids_ucp(t):
     exe = compile_ucp_cuda(t, site, "rapids")
     lib = os.path.join(site, "libucx", "lib")
     for tls in ("cuda_copy,tcp", None):
-        status, f, counts = ucp_run(t, exe, lib, tls)
+        status, f, counts, out = ucp_run(t, exe, lib, tls, UCX_MEM_LOG_LEVEL="info")
+        # As on a real node, libucm_cuda patches the driver's allocation functions (bistro), so
+        # UCX's memory-type cache learns of each cuMemAlloc.
+        t.check("%s: libucm_cuda loads (RAPIDS bundles libcudart) and hooks the driver's allocation functions"
+                % ("UCX_TLS=%s" % (tls or "<unset>")), "cuda memory hooks mode bistro: installed 6 on driver API" in out)
         label = "UCX_TLS=%s" % (tls or "<unset>")
         t.equal("%s: ucp_mem_map of cuMemAlloc memory, typed cuda by ucp_mem_query" % label,
                 (f.get("ucp_mem_map of device memory"), f.get("ucp_mem_query memory type")), ("Success", "cuda"))
@@ -266,7 +271,7 @@ def rapids_ucp(t):
         htod, dtoh = counts.get("copy HtoD 4096", 0) - OWN_HTOD, counts.get("copy DtoH 4096", 0) - OWN_DTOH
         t.check("%s: UCX moved the device bytes through the driver (%d HtoD, %d DtoH of its own)" % (label, htod, dtoh),
                 htod >= 1 and dtoh >= 1, repr(counts))
-    status, f, counts = ucp_run(t, exe, lib, "tcp,sm,self")
+    status, f, counts, _ = ucp_run(t, exe, lib, "tcp,sm,self")
     t.equal("UCX_TLS=tcp,sm,self: registration succeeds, the memory is typed host",
             (f.get("ucp_mem_map of device memory"), f.get("ucp_mem_query memory type")), ("Success", "host"))
     t.check("... and tcp, reading it as host memory, cannot move it (put: %s, get: %s, %s)"
@@ -286,14 +291,26 @@ def nixl_ucp(t):
     exe = compile_ucp_cuda(t, site, "nixl")
     # NIXL's libucm_cuda needs libcudart.so.12, which the wheel does not ship: UCX's memory-type
     # cache (UCX_MEMTYPE_CACHE) then types device memory as host and tcp reads it as host memory.
-    status, f, _ = ucp_run(t, exe, None, "cuda_copy,tcp", UCX_LOG_LEVEL="debug")
+    status, f, _, out = ucp_run(t, exe, None, "cuda_copy,tcp", UCX_LOG_LEVEL="debug")
+    t.check("UCX_TLS=cuda_copy,tcp: UCX says libucm_cuda cannot load libcudart.so.12",
+            re.search(r"libucm_cuda\.so\S*', mode=\S+\) failed: libcudart\.so\.12: cannot open", out) is not None)
     t.equal("UCX_TLS=cuda_copy,tcp: cuMemAlloc memory typed host (libucm_cuda unloadable)",
             f.get("ucp_mem_query memory type"), "host")
     t.check("... and the put does not deliver (%s)" % describe(status), f.get("put bytes read through the driver") != "same")
-    status, f, counts = ucp_run(t, exe, None, "cuda_copy,tcp", UCX_MEMTYPE_CACHE="n")
-    t.equal("UCX_MEMTYPE_CACHE=n: typed cuda; put and get deliver (then %s: %s)" % (describe(status), EXIT_FAULT),
-            [f.get("ucp_mem_query memory type"), f.get("put bytes read through the driver"),
-             f.get("get bytes read through the driver"), f.get("end")], ["cuda", "same", "same", "reached"])
+    # Two ways out: no memory-type cache, or a libcudart.so.12 on the path (a CUDA program's, as
+    # torch's; here RAPIDS' bundled one under its soname), so that libucm_cuda loads and hooks.
+    cudart_dir = scratch("cudart")
+    os.makedirs(cudart_dir, exist_ok=True)
+    rapids_libs = os.path.join(site, "libucx_cu12.libs")
+    cudart = [n for n in os.listdir(rapids_libs) if n.startswith("libcudart")]
+    if cudart and not os.path.exists(os.path.join(cudart_dir, "libcudart.so.12")):
+        os.symlink(os.path.join(rapids_libs, cudart[0]), os.path.join(cudart_dir, "libcudart.so.12"))
+    for label, lib, extra in (("UCX_MEMTYPE_CACHE=n", None, {"UCX_MEMTYPE_CACHE": "n"}),
+                              ("a libcudart.so.12 on LD_LIBRARY_PATH", cudart_dir, {})):
+        status, f, _, _ = ucp_run(t, exe, lib, "cuda_copy,tcp", **extra)
+        t.equal("%s: typed cuda; put and get deliver (then %s: %s)" % (label, describe(status), EXIT_FAULT),
+                [f.get("ucp_mem_query memory type"), f.get("put bytes read through the driver"),
+                 f.get("get bytes read through the driver"), f.get("end")], ["cuda", "same", "same", "reached"])
 
 
 NIXL_REGISTER = r"""
