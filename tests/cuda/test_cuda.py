@@ -236,47 +236,59 @@ def compile_ucp_cuda(t, site, which):
 _runs = itertools.count()
 
 
-def ucp_run(t, exe, lib, tls, **extra):
-    """ucp_cuda under UCX_TLS=tls (None: unset): (status, its facts, the trace's counts, its output)."""
+def ucp_run(t, exe, lib, tls, *args, **extra):
+    """ucp_cuda [args] under UCX_TLS=tls (None: unset): (status, its facts, the trace's counts, its output)."""
     trace = scratch("ucp-%d.trace" % next(_runs))
     env = fake_env(trace, LIBS=lib, UCX_TLS=tls, UCX_HANDLE_ERRORS="none", **extra)
     print("     UCX_TLS=%s %s" % (tls if tls is not None else "<unset>",
                                   " ".join("%s=%s" % kv for kv in extra.items())), flush=True)
-    status, out = run_logged([exe], env)
+    status, out = run_logged([exe] + list(args), env)
     return status, facts(out), trace_counts(trace), out
 
 
-# The program's own copies: zeros into both buffers (2 HtoD), the put and get read back (2 DtoH).
+
+
+# ucp_cuda's own copies, in either mode: zeros into both buffers (2 HtoD), two read-backs (2 DtoH).
 OWN_HTOD, OWN_DTOH = 2, 2
+# What a mode's run must print: (fact, value) pairs.
+DELIVERED = {
+    "two processes": [("target ucp_mem_map of device memory", "Success"), ("target ucp_mem_query memory type", "cuda"),
+                      ("initiator put host -> device", "Success"), ("target bytes after the initiator's put", "same"),
+                      ("initiator get device -> device", "Success"), ("initiator get bytes read through the driver", "same"),
+                      ("target process", "exit 0"), ("initiator end", "reached")],
+    "one process": [("ucp_mem_map of device memory", "Success"), ("ucp_mem_query memory type", "cuda"),
+                    ("put host -> device", "Success"), ("put bytes read through the driver", "same"),
+                    ("get device -> device", "Success"), ("get bytes read through the driver", "same"), ("end", "reached")],
+}
+MODE_ARGS = {"two processes": ["two-process"], "one process": []}
 
 
-@case("UCP put/get of device memory, RAPIDS' UCX, one process, two workers over tcp", tags=("wheels",))
+@case("UCP put/get of device memory, RAPIDS' UCX: a target and an initiator process over tcp (and one process)",
+      tags=("wheels",))
 def rapids_ucp(t):
     site = wheels_or_skip(t, "RAPIDS' UCX 1.22")
     exe = compile_ucp_cuda(t, site, "rapids")
     lib = os.path.join(site, "libucx", "lib")
-    for tls in ("cuda_copy,tcp", None):
-        status, f, counts, out = ucp_run(t, exe, lib, tls, UCX_MEM_LOG_LEVEL="info")
+    for mode, tls in (("two processes", "cuda_copy,tcp"), ("two processes", None), ("one process", "cuda_copy,tcp")):
+        label = "%s, UCX_TLS=%s" % (mode, tls or "<unset>")
+        status, f, counts, out = ucp_run(t, exe, lib, tls, *MODE_ARGS[mode], UCX_MEM_LOG_LEVEL="info")
         # As on a real node, libucm_cuda patches the driver's allocation functions (bistro), so
         # UCX's memory-type cache learns of each cuMemAlloc.
-        t.check("%s: libucm_cuda loads (RAPIDS bundles libcudart) and hooks the driver's allocation functions"
-                % ("UCX_TLS=%s" % (tls or "<unset>")), "cuda memory hooks mode bistro: installed 6 on driver API" in out)
-        label = "UCX_TLS=%s" % (tls or "<unset>")
-        t.equal("%s: ucp_mem_map of cuMemAlloc memory, typed cuda by ucp_mem_query" % label,
-                (f.get("ucp_mem_map of device memory"), f.get("ucp_mem_query memory type")), ("Success", "cuda"))
-        t.equal("%s: put host->device and get device->device succeed; bytes checked through cuMemcpyDtoH" % label,
-                [status] + [f.get(k) for k in ("put host -> device", "put bytes read through the driver",
-                                               "get device -> device", "get bytes read through the driver")],
-                [0, "Success", "same", "Success", "same"])
+        t.check("%s: libucm_cuda loads (RAPIDS bundles libcudart) and hooks the driver's allocation functions" % label,
+                "cuda memory hooks mode bistro: installed 6 on driver API" in out)
+        t.equal("%s: ucp_mem_map'd cuMemAlloc memory typed cuda; put host->device, get device->device deliver "
+                "(bytes read through cuMemcpyDtoH)" % label,
+                [status] + [f.get(k) for k, _ in DELIVERED[mode]], [0] + [v for _, v in DELIVERED[mode]])
         htod, dtoh = counts.get("copy HtoD 4096", 0) - OWN_HTOD, counts.get("copy DtoH 4096", 0) - OWN_DTOH
         t.check("%s: UCX moved the device bytes through the driver (%d HtoD, %d DtoH of its own)" % (label, htod, dtoh),
                 htod >= 1 and dtoh >= 1, repr(counts))
-    status, f, counts, _ = ucp_run(t, exe, lib, "tcp,sm,self")
-    t.equal("UCX_TLS=tcp,sm,self: registration succeeds, the memory is typed host",
-            (f.get("ucp_mem_map of device memory"), f.get("ucp_mem_query memory type")), ("Success", "host"))
+    status, f, counts, _ = ucp_run(t, exe, lib, "tcp,sm,self", "two-process")
+    t.equal("two processes, UCX_TLS=tcp,sm,self: registration succeeds, the memory is typed host",
+            (f.get("target ucp_mem_map of device memory"), f.get("target ucp_mem_query memory type")), ("Success", "host"))
     t.check("... and tcp, reading it as host memory, cannot move it (put: %s, get: %s, %s)"
-            % (f.get("put host -> device"), f.get("get device -> device"), describe(status)),
-            f.get("put bytes read through the driver") != "same" and f.get("get bytes read through the driver") != "same")
+            % (f.get("initiator put host -> device"), f.get("initiator get device -> device"), describe(status)),
+            f.get("target bytes after the initiator's put") != "same" and
+            f.get("initiator get bytes read through the driver") != "same")
 
 
 # Seen with and without the fake driver, in a program that only calls ucp_init and ucp_cleanup
