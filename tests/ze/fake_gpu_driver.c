@@ -15,8 +15,8 @@
    - command queues and lists (regular and immediate) whose copies and fills the driver does.
 
    Device memory behaves like a real GPU's: THE HOST CANNOT READ OR WRITE IT. Each device
-   allocation is a memfd mapped twice: PROT_NONE at the address handed out (a host load or store
-   there faults with SIGSEGV; process_vm_readv of it fails with EFAULT), and read-write at a
+   allocation (tests/common/fake_device_memory.c) is a memfd mapped twice: PROT_NONE at the
+   address handed out (a host load or store there faults with SIGSEGV; process_vm_readv of it fails with EFAULT), and read-write at a
    private address that only this driver's copies and fills use. So a program (or UCX) that
    treats device memory as host memory fails as it would on a real node, instead of silently
    working. Host and shared allocations are ordinary read-write memory, as on a real node.
@@ -42,6 +42,8 @@
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_ddi.h>
 #include <level_zero/zet_ddi.h>
+
+#include "fake_device_memory.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_GPUS 8
@@ -104,23 +106,6 @@ typedef struct {
 } fake_list_t;
 
 typedef struct { uint64_t magic; } fake_queue_t;
-
-/* An allocation: [base, base+size) as the program sees it; shadow: where the driver reaches it
-   (the same pages for device memory, base itself for host and shared memory). */
-typedef struct {
-  char *base;
-  size_t size, mapped;
-  char *shadow;
-  int fd;
-  ze_memory_type_t type;
-  fake_device_t *device;
-  uint64_t id;
-} fake_alloc_t;
-
-static pthread_mutex_t allocs_lock = PTHREAD_MUTEX_INITIALIZER;
-static fake_alloc_t *allocs;
-static size_t nallocs, allocs_cap;
-static uint64_t next_alloc_id = 1;
 
 static int parse_pci(const char *s, ze_pci_address_ext_t *a) {
   unsigned d, b, dev, f;
@@ -419,96 +404,18 @@ static ze_result_t fake_zeContextGetStatus(ze_context_handle_t h) {
 }
 
 /* ------------------------------------------------------------------ memory */
-static size_t page_size(void) {
-  static size_t ps;
-  if (!ps) ps = (size_t)sysconf(_SC_PAGESIZE);
-  return ps;
-}
-
-/* Reserves size bytes aligned to alignment (a power of two, at least a page): PROT_NONE. */
-static char *reserve(size_t size, size_t alignment, size_t *mapped) {
-  size_t total = size + alignment;
-  char *raw = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) return NULL;
-  char *aligned = (char *)(((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1));
-  if (aligned > raw) munmap(raw, (size_t)(aligned - raw));
-  size_t tail = (size_t)((raw + total) - (aligned + size));
-  if (tail) munmap(aligned + size, tail);
-  *mapped = size;
-  return aligned;
-}
-
+/* Device allocations are hidden from the host (tests/common/fake_device_memory.c); host and
+   shared ones are ordinary memory. */
 static ze_result_t allocate(ze_context_handle_t ctx, ze_memory_type_t type, fake_device_t *device, size_t size,
                             size_t alignment, void **out) {
   if (!is_context(ctx)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
   if (alignment & (alignment - 1)) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
-  if (alignment < page_size()) alignment = page_size();
-  size_t length = (size + page_size() - 1) & ~(page_size() - 1);
-  fake_alloc_t a = {0};
-  a.size = size;
-  a.type = type;
-  a.device = device;
-  a.fd = -1;
-  a.base = reserve(length, alignment, &a.mapped);
-  if (!a.base) return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
-  if (type == ZE_MEMORY_TYPE_DEVICE) {
-    /* The same pages twice: PROT_NONE where the program looks, read-write for this driver. */
-    a.fd = (int)syscall(SYS_memfd_create, "fake-gpu-vram", 1u /* MFD_CLOEXEC */);
-    if (a.fd < 0 || ftruncate(a.fd, (off_t)length) != 0 ||
-        mmap(a.base, length, PROT_NONE, MAP_SHARED | MAP_FIXED, a.fd, 0) == MAP_FAILED) {
-      if (a.fd >= 0) close(a.fd);
-      munmap(a.base, length);
-      return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
-    }
-    a.shadow = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd, 0);
-    if (a.shadow == MAP_FAILED) {
-      close(a.fd);
-      munmap(a.base, length);
-      return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
-    }
-  } else {
-    if (mprotect(a.base, length, PROT_READ | PROT_WRITE) != 0) {
-      munmap(a.base, length);
-      return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-    }
-    a.shadow = a.base;
-  }
-  pthread_mutex_lock(&allocs_lock);
-  if (nallocs == allocs_cap) {
-    size_t cap = allocs_cap ? allocs_cap * 2 : 64;
-    fake_alloc_t *grown = realloc(allocs, cap * sizeof *grown);
-    if (!grown) {
-      pthread_mutex_unlock(&allocs_lock);
-      if (a.shadow != a.base) munmap(a.shadow, length);
-      if (a.fd >= 0) close(a.fd);
-      munmap(a.base, length);
-      return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-    }
-    allocs = grown;
-    allocs_cap = cap;
-  }
-  a.id = next_alloc_id++;
-  allocs[nallocs++] = a;
-  pthread_mutex_unlock(&allocs_lock);
-  *out = a.base;
+  int hidden = type == ZE_MEMORY_TYPE_DEVICE;
+  if (fake_mem_alloc(size, alignment, hidden, type, device, out) != 0)
+    return hidden ? ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   return ZE_RESULT_SUCCESS;
-}
-
-/* The allocation containing p, copied out (under the lock); 0 when p is none of ours. */
-static int find_alloc(const void *p, fake_alloc_t *out) {
-  int found = 0;
-  pthread_mutex_lock(&allocs_lock);
-  for (size_t i = 0; i < nallocs; i++) {
-    if ((const char *)p >= allocs[i].base && (const char *)p < allocs[i].base + allocs[i].size) {
-      *out = allocs[i];
-      found = 1;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&allocs_lock);
-  return found;
 }
 
 static ze_result_t fake_zeMemAllocDevice(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *desc, size_t size,
@@ -542,22 +449,7 @@ static ze_result_t fake_zeMemFree(ze_context_handle_t ctx, void *p) {
   TRACE();
   if (!is_context(ctx)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  fake_alloc_t a;
-  int found = 0;
-  pthread_mutex_lock(&allocs_lock);
-  for (size_t i = 0; i < nallocs; i++) {
-    if (allocs[i].base == (char *)p) {
-      a = allocs[i];
-      allocs[i] = allocs[--nallocs];
-      found = 1;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&allocs_lock);
-  if (!found) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  if (a.shadow != a.base) munmap(a.shadow, a.mapped);
-  munmap(a.base, a.mapped);
-  if (a.fd >= 0) close(a.fd);
+  if (fake_mem_free(p, NULL) != 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -567,17 +459,17 @@ static ze_result_t fake_zeMemGetAllocProperties(ze_context_handle_t ctx, const v
   if (!is_context(ctx)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!props) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   fake_alloc_t a;
-  if (!p || !find_alloc(p, &a)) {
+  if (!p || !fake_mem_find(p, &a)) {
     props->type = ZE_MEMORY_TYPE_UNKNOWN;
     props->id = 0;
     props->pageSize = 0;
     if (dev) *dev = NULL;
     return ZE_RESULT_SUCCESS;
   }
-  props->type = a.type;
+  props->type = (ze_memory_type_t)a.kind;
   props->id = a.id;
-  props->pageSize = page_size();
-  if (dev) *dev = (ze_device_handle_t)a.device;
+  props->pageSize = fake_mem_page_size();
+  if (dev) *dev = (ze_device_handle_t)a.owner;
   /* A dma-buf export request (ze_external_memory_export_fd_t in pNext) is left as it came: this
      GPU has no dma-buf, and there is no RDMA device here to import one. */
   return ZE_RESULT_SUCCESS;
@@ -587,30 +479,19 @@ static ze_result_t fake_zeMemGetAddressRange(ze_context_handle_t ctx, const void
   TRACE();
   if (!is_context(ctx)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   fake_alloc_t a;
-  if (!p || !find_alloc(p, &a)) return ZE_RESULT_ERROR_NOT_AVAILABLE;
+  if (!p || !fake_mem_find(p, &a)) return ZE_RESULT_ERROR_NOT_AVAILABLE;
   if (base) *base = a.base;
   if (size) *size = a.size;
   return ZE_RESULT_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ the copy engine */
-/* Where the driver reaches [p, p+n): the shadow of a device allocation, or p itself (host,
-   shared or the program's own memory, which a real GPU reaches through the IOMMU). NULL when the
-   range starts in an allocation and runs past its end. */
-static void *reach(const void *p, size_t n) {
-  fake_alloc_t a;
-  if (!find_alloc(p, &a)) return (void *)p;
-  size_t off = (size_t)((const char *)p - a.base);
-  if (n > a.size - off) return NULL;
-  return a.shadow + off;
-}
-
 static ze_result_t run_op(const fake_op_t *op) {
-  void *dst = reach(op->dst, op->size);
+  void *dst = fake_mem_reach(op->dst, op->size);
   if (!dst) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   if (op->kind == OP_COPY) {
     trace("gpu copy");
-    const void *src = reach(op->src, op->size);
+    const void *src = fake_mem_reach(op->src, op->size);
     if (!src) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     memmove(dst, src, op->size);
   } else {
