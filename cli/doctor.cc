@@ -69,6 +69,22 @@ bool at_least_1_22(const std::string &version) {
   return sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && (major > 1 || (major == 1 && minor >= 22));
 }
 
+// Whether a served entry brings only accelerator devices to the context: the copy and gdr
+// transports are UCX's "accelerator" devices, an ipc transport (cuda_ipc, rocm_ipc) an "intra-node"
+// one, which 1.22 counts as usable (`ucx_info -d`: "Type: intra-node"); an alias (cuda, rocm, ze)
+// counts by the members it served here (`via`).
+bool serves_accelerator_only(const std::string &item, const std::string &via) {
+  GpuRole role;
+  if (gpu_entry_family(item.c_str(), item.size(), &role) == Family::none) return false;
+  if (role == GpuRole::ipc) return false;
+  if (role != GpuRole::alias) return true;
+  for (const std::string &member : split(via.c_str(), ",")) {
+    std::string m = strip_aux(member);
+    if (gpu_entry_family(m.c_str(), m.size(), &role) == Family::none || role == GpuRole::ipc) return false;
+  }
+  return true;
+}
+
 // The verdict on every name of value, with `served` saying which transports the UCX has: UCX's
 // own rules (aliases, \exact names, :aux, a deny list). Prints a line per name; gives the names
 // that are missing, and in *gpu_only whether the names served are all GPU ones (repair.h's
@@ -114,8 +130,7 @@ bool judge(const std::string &value, const std::vector<std::string> &have, const
       missing->push_back(item);
     } else if (ok) {
       print_line("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
-      GpuRole role;
-      (gpu_entry_family(item.c_str(), item.size(), &role) == Family::none ? other : gpu) = true;
+      (serves_accelerator_only(item, via) ? gpu : other) = true;
     } else {
       bool blank = item.find_first_of(" \t") != std::string::npos;  // UCX does not trim entries
       print_line("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
