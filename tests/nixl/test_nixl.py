@@ -26,128 +26,17 @@ are (the rc lists then fail here for lack of rc, after NIXL's own check has acce
 """
 import os
 import re
-import socket
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 import harness  # noqa: E402
-from harness import BUILD_DIR, C, LIB, add_case, case, env_for, fixture, have  # noqa: E402
+from harness import C, add_case, case, env_for  # noqa: E402
 
 sys.path.insert(0, os.path.join(harness.TESTS_DIR, "ze"))
 import datapath  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRAINER = os.path.join(HERE, "trainer.py")
-FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda", "lib"))
-CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
-# trainer.py's exit codes
-CODES = {0: "registered, WRITE+READ verified", 3: "nixl_agent refused", 4: "register_memory refused",
-         5: "transfer failed", 6: "data wrong", 7: "peer failed", 8: "CUDA driver failed"}
-OK, AGENT, REGISTER = 0, 3, 4
-INTEL_LIST = "tcp,ze_copy"  # stands for rc_x,rc,dc_x,dc,ze_copy (no RDMA here)
-CUDA_LIST = "tcp,cuda_copy"  # stands for rc_x,rc,dc_x,dc,cuda_copy
-HERE_TEMPLATE = "tcp,{copy}"  # stands for the default {rdma},{copy} on a ConnectX node
-NIXL_INVALID = "NVIDIA GPU(s) are present, but this setting does not enable CUDA memory support"
-MATRIX = []  # (cell, UCX_TLS as the trainer saw it, outcome, NIXL's and UCX's words)
-
-
-def setup(t):
-    """(python of the wheels' venv, CUDA runtime path), or t.exit() after a SKIP saying why."""
-    venv, why = harness.wheels()
-    if not venv:
-        t.skip("NIXL from PyPI", why)
-        t.exit()
-    if not os.path.exists(os.path.join(FAKE_CUDA_DIR, "libcuda.so.1")):
-        t.skip("a CUDA GPU", "the fake CUDA driver (tests/cuda) is not built: %s" % FAKE_CUDA_DIR)
-        t.exit()
-    if not have("bwrap"):
-        t.skip("NIXL on a replayed node", "bwrap not installed (Debian bubblewrap): NIXL counts GPUs in /sys")
-        t.exit()
-    cudart = os.path.join(harness.site_packages(venv), "nvidia", "cuda_runtime", "lib", "libcudart.so.12")
-    return os.path.join(venv, "bin", "python"), cudart
-
-
-def namespace(machine):
-    """bwrap's arguments that show NIXL the fixture's PCI devices (and the directories their
-    links point into) in place of this machine's."""
-    sys_dir = os.path.join(fixture(machine), "sys")
-    argv = ["bwrap", "--dev-bind", "/", "/", "--bind", os.path.join(sys_dir, "bus", "pci", "devices"),
-            "/sys/bus/pci/devices"]
-    for d in sorted(os.listdir(os.path.join(sys_dir, "devices"))):
-        if d.startswith("pci"):
-            argv += ["--bind", os.path.join(sys_dir, "devices", d), "/sys/devices/" + d]
-    return argv
-
-
-def run_pair(t, machine, hardcoded, preload, trace=None, **extra):
-    """The target and the initiator on `machine`, each hard-coding `hardcoded`: {role: (status, output)}."""
-    python, cudart = setup(t)
-    env = env_for(machine, preload=False, LD_LIBRARY_PATH=FAKE_CUDA_DIR, NIXL_TRAINER_CUDART=cudart,
-                  FAKECUDA_TRACE=trace, **extra)
-    ns = namespace(machine) + (["--setenv", "LD_PRELOAD", LIB] if preload else [])
-    a, b = socket.socketpair()
-    procs = {}
-    try:
-        for role, s in (("target", a), ("initiator", b)):
-            argv = ns + ["--", python, TRAINER, role, str(s.fileno()), hardcoded]
-            procs[role] = (argv, subprocess.Popen(argv, env=env, pass_fds=[s.fileno()], stdout=subprocess.PIPE,
-                                                  stderr=subprocess.STDOUT, cwd=harness.EMPTY_HOME))
-    finally:
-        a.close()
-        b.close()
-    res = {role: datapath.finish(p) for role, (_, p) in procs.items()}
-    for role, (argv, _) in procs.items():
-        status = res[role][0]
-        print("     $ %s%s   [%s]" % ("LD_PRELOAD=libucxtls.so " if preload else "", " ".join(argv[argv.index("--") + 1:]),
-                                      role), flush=True)
-        datapath.log(res[role][1])
-        print("     (%s: %s)" % (role, CODES.get(status, datapath.describe(status))), flush=True)
-    return res
-
-
-def seen(res):
-    return datapath.seen_value(res["initiator"][1])
-
-
-def words(res):
-    """NIXL's and UCX's own error and warning lines, without their prefixes (timestamps, pids)."""
-    out = set()
-    for role in res:
-        for line in res[role][1].split("\n"):
-            m = re.match(r"^[EW]\d{4} [\d:.]+ +\d+ (\S+)\] (.*)$", line)
-            said = re.sub(r"(nixlUcxContext|Failed to create UCX context) (target|initiator)", r"\1", m.group(2)) if m else ""
-            # NIXL repeats a refusal as it unwinds (engine, then agent); its first words are kept
-            if m and not said.startswith(("Failed to create engine", "createBackend", "registerMem")) \
-                    and "IB device(s) were detected" not in said:
-                out.add("NIXL " + said)
-    return sorted(out | set(datapath.ucx_words(res["initiator"][1] + res["target"][1])))
-
-
-def outcome(res):
-    statuses = sorted({res[r][0] for r in res})
-    return " / ".join(CODES.get(s, datapath.describe(s)) for s in statuses)
-
-
-def record(cell, res):
-    MATRIX.append((cell, seen(res), outcome(res), words(res)))
-
-
-def both(res, code):
-    return all(res[r][0] == code for r in res)
-
-
-def copies(trace):
-    """The copies the fake driver did into or out of device memory."""
-    if not os.path.exists(trace):
-        return 0
-    with open(trace) as f:
-        return sum(1 for line in f if line.startswith("copy ") and "HtoH" not in line)
-
-
-def trace_file(name):
-    return os.path.join(harness._scratch, "nixl-%s.trace" % name)
-
+from nixl_pair import (AGENT, CLI, CUDA_LIST, FAKE_CUDA_DIR, HERE_TEMPLATE, INTEL_LIST, MATRIX, NIXL_INVALID, OK,  # noqa: E402
+                       both, copies, outcome, record, run_pair, seen, setup, trace_file)
 
 # --------------------------------------------------------------------------- the seed's mirror
 @case("seed mirror, dgx: the Intel trainer without the library: NIXL refuses its list (NVIDIA GPUs, no CUDA transport)",

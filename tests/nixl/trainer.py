@@ -3,13 +3,15 @@ os.environ.setdefault (prime-rl's transports/weights/nixl/agent.py), then create
 with the UCX backend, registers GPU memory as VRAM and moves it to a second agent (another
 process, over loopback), as NIXL's own Python API is used:
 
-    python trainer.py ROLE FD LIST [SIZE]
+    python trainer.py ROLE FD LIST [SIZE [MEMORY]]
 
 ROLE is "target" (registers a zeroed buffer, sends its agent metadata and descriptors over the
 socket FD, waits for the initiator's word, then checks every byte through the driver) or
 "initiator" (registers a buffer the driver filled with a pattern, writes it into the target's
 with a NIXL WRITE, reads it back into a second buffer with a READ and checks that one). LIST is
-the value the trainer hard-codes. GPU memory comes from the CUDA driver (libcuda.so.1 through
+the value the trainer hard-codes ("-": none, a program that leaves UCX_TLS alone). MEMORY is VRAM
+(the default) or DRAM (host memory, for a node whose GPUs this trainer does not drive). GPU memory
+comes from the CUDA driver (libcuda.so.1 through
 ctypes: cuMemAlloc), whose bytes the host never reads: every check copies them back through the
 driver (cuMemcpyDtoH). Exits with one of the codes below; prints "trainer ROLE: UCX_TLS=..." first
 and NIXL's error text where it refuses."""
@@ -23,11 +25,30 @@ import time
 
 role, fd, hardcoded = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 size = int(sys.argv[4]) if len(sys.argv) > 4 else 4096
-os.environ.setdefault("UCX_TLS", hardcoded)
-print("trainer %s: pid %d, UCX_TLS=%s" % (role, os.getpid(), os.environ["UCX_TLS"]), flush=True)
+memory = sys.argv[5] if len(sys.argv) > 5 else "VRAM"
+if hardcoded != "-":
+    os.environ.setdefault("UCX_TLS", hardcoded)
+print("trainer %s: pid %d, UCX_TLS=%s" % (role, os.getpid(), os.environ.get("UCX_TLS", "<unset>")), flush=True)
 
 OK, AGENT, REGISTER, TRANSFER, DATA, PEER, DRIVER = 0, 3, 4, 5, 6, 7, 8  # exit codes (test_nixl.py names them)
 TIMEOUT = float(os.environ.get("NIXL_TRAINER_TIMEOUT", "60"))
+
+
+class Host:
+    """Host memory with the same interface, for DRAM."""
+
+    def __init__(self):
+        self.bufs = []
+
+    def alloc(self, n):
+        self.bufs.append(ctypes.create_string_buffer(n))
+        return ctypes.addressof(self.bufs[-1])
+
+    def put(self, ptr, data):
+        ctypes.memmove(ptr, data, len(data))
+
+    def get(self, ptr, n):
+        return ctypes.string_at(ptr, n)
 
 
 class Cuda:
@@ -94,10 +115,10 @@ def main():
     sock.settimeout(TIMEOUT)
     pattern = bytes((i * 7 + 3) & 0xFF for i in range(size))
     try:
-        cuda = Cuda()
-        mine = cuda.alloc(size)
-        cuda.put(mine, pattern if role == "initiator" else bytes(size))
-        back = cuda.alloc(size) if role == "initiator" else None
+        mem = Cuda() if memory == "VRAM" else Host()
+        mine = mem.alloc(size)
+        mem.put(mine, pattern if role == "initiator" else bytes(size))
+        back = mem.alloc(size) if role == "initiator" else None
     except (OSError, RuntimeError) as e:
         print("trainer %s: the CUDA driver: %s" % (role, e), flush=True)
         return DRIVER
@@ -111,20 +132,20 @@ def main():
         return AGENT
     try:
         bufs = [(mine, size, 0, "")] + ([(back, size, 0, "")] if back else [])
-        agent.register_memory(agent.get_reg_descs(bufs, "VRAM"))
+        agent.register_memory(agent.get_reg_descs(bufs, memory))
     except Exception as e:
-        print("trainer %s: register_memory VRAM: %s: %s" % (role, type(e).__name__, e), flush=True)
+        print("trainer %s: register_memory %s: %s: %s" % (role, memory, type(e).__name__, e), flush=True)
         return REGISTER
-    print("trainer %s: registered %d bytes of VRAM" % (role, size), flush=True)
+    print("trainer %s: registered %d bytes of %s" % (role, size, memory), flush=True)
     try:
         if role == "target":
             send(sock, (agent.get_agent_metadata(), agent.get_serialized_descs(
-                agent.get_xfer_descs([(mine, size, 0)], "VRAM"))))
+                agent.get_xfer_descs([(mine, size, 0)], memory))))
             word = recv(sock)
             if word != "written":
                 print("trainer target: the initiator says %r" % (word,), flush=True)
                 return PEER
-            got = cuda.get(mine, size)
+            got = mem.get(mine, size)
             print("trainer target: %s" % ("every byte arrived" if got == pattern else "WRONG BYTES"), flush=True)
             return OK if got == pattern else DATA
         metadata, descs = recv(sock)
@@ -135,7 +156,7 @@ def main():
     remote = agent.deserialize_descs(descs)
     for op, local in (("WRITE", mine), ("READ", back)):
         try:
-            handle = agent.initialize_xfer(op, agent.get_xfer_descs([(local, size, 0)], "VRAM"), remote, name)
+            handle = agent.initialize_xfer(op, agent.get_xfer_descs([(local, size, 0)], memory), remote, name)
             state = wait(agent, handle)
         except Exception as e:
             state = "%s: %s" % (type(e).__name__, e)
@@ -144,7 +165,7 @@ def main():
             send(sock, "failed")
             return TRANSFER
     send(sock, "written")  # after the READ too: the target keeps its agent and memory until then
-    got = cuda.get(back, size)
+    got = mem.get(back, size)
     print("trainer initiator: %s" % ("read back every byte" if got == pattern else "WRONG BYTES"), flush=True)
     return OK if got == pattern else DATA
 
