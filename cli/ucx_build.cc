@@ -53,7 +53,7 @@ bool same_bytes(const std::string &a, const std::string &b) {
   if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0 || sa.st_size != sb.st_size) return false;
   int fa = open(a.c_str(), O_RDONLY | O_CLOEXEC), fb = open(b.c_str(), O_RDONLY | O_CLOEXEC);
   bool same = fa >= 0 && fb >= 0;
-  static char ba[65536], bb[65536];
+  char ba[4096], bb[4096];  // on the stack: a .bss buffer would not load under a tight ulimit -d
   for (ssize_t n; same && (n = read(fa, ba, sizeof ba)) > 0;)
     same = read(fb, bb, n) == n && !memcmp(ba, bb, n);
   if (fa >= 0) close(fa);
