@@ -25,10 +25,17 @@
 #          carry the venv over (it is a plain directory; keep its path);
 #        - the real driver (libcuda.so.1, checked in step 0), python3 and a C compiler.
 #      What is absent is a SKIP line with the reason, not a failure;
-#   5. exits 0 when every check passed, 1 when one failed, 2 when this is no NVIDIA machine.
+#   5. the seed's mechanism through real NIXL (tests/nixl/test_nixl.py, its cells tagged `node`): NIXL
+#      1.5.1 from the wheels' venv (GPU_CHECK_WHEELS, as for step 4) registers this GPU's memory as
+#      VRAM and moves it between two trainer processes; a trainer hard-coding the Intel list is
+#      refused by NIXL without the library and works with it, the CUDA trainer either way, a kept
+#      list of the other family fails and is repaired by UCXTLS_REPAIR=1; the same table as the
+#      nixl test prints. SKIP without the venv;
+#   6. exits 0 when every check passed, 1 when one failed, 2 when this is no NVIDIA machine.
 #
 # GPU_CHECK_FAKE=1 runs the same steps on the test fakes and a fixture node (no GPU needed): it
-# checks the script, not a driver. Step 4 then runs on the fake Intel GPU of tests/ze under
+# checks the script, not a driver. Step 5 then runs on the fake CUDA driver of tests/cuda and the
+# dgx fixture, as the nixl test does. Step 4 then runs on the fake Intel GPU of tests/ze under
 # Debian's Level Zero loader, replaying the iwarp fixture, with a UCX built with Level Zero
 # (GPU_CHECK_UCX, or UCXTLSTEST_UCX_ZE: no registry serves one, so it is a SKIP without).
 set -uo pipefail
@@ -214,6 +221,29 @@ else
   passed=$((passed + ${p:-0}))
   failed=$((failed + ${f:-0}))
   [ $rc = 0 ] || [ "${f:-0}" != 0 ] || { failed=$((failed + 1)); echo "FAIL the data path did not finish (exit $rc)"; }
+fi
+
+# --- 5. The seed's mechanism through real NIXL (the wheels' venv carried over: no registry here).
+echo "== NIXL 1.5.1 on this GPU (tests/nixl/test_nixl.py --tag node)"
+if [ -z "${site:-}" ]; then
+  venv=${GPU_CHECK_WHEELS:-${UCXTLSTEST_WHEELS:-}}
+  [ -n "$venv" ] || venv=$(UCXTLSTEST_WHEEL_PYTHON=/nonexistent tests/wheels/install_wheels.sh 2>/dev/null)  # cached only
+fi
+if [ -z "${venv:-}" ] || [ ! -x "$venv/bin/python" ]; then
+  skip "NIXL on this GPU" "no venv of the wheels: set GPU_CHECK_WHEELS=<the venv tests/wheels/install_wheels.sh made>"
+else
+  real=1
+  [ "${GPU_CHECK_FAKE:-}" = 1 ] && real=0
+  out=$(UCXTLSTEST_WHEELS=$venv UCXTLSTEST_NIXL_REAL=$real UCXTLSTEST_LIB=$(realpath "$LIB") \
+        UCXTLSTEST_BUILD_DIR=$(realpath "$BUILD_DIR") UCXTLSTEST_CLI=$(realpath "$BUILD_DIR/ucxtls") \
+        python3 tests/nixl/test_nixl.py --tag node 2>&1)
+  rc=$?
+  echo "$out"
+  p=$(sed -n 's/^[0-9]* cases; \([0-9]*\) passed.*/\1/p' <<<"$out")
+  f=$(sed -n 's/^[0-9]* cases; [0-9]* passed, \([0-9]*\) failed.*/\1/p' <<<"$out")
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+  [ $rc = 0 ] || [ $rc = 77 ] || [ "${f:-0}" != 0 ] || { failed=$((failed + 1)); echo "FAIL the NIXL cells did not finish (exit $rc)"; }
 fi
 
 echo "gpu-check: $passed passed, $failed failed, $skipped skipped"

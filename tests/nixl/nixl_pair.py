@@ -30,16 +30,24 @@ NIXL_INVALID = "NVIDIA GPU(s) are present, but this setting does not enable CUDA
 MATRIX = []  # (cell, UCX_TLS as the trainer saw it, outcome, NIXL's and UCX's words)
 
 
+# UCXTLSTEST_NIXL_REAL=1 (scripts/gpu-check.sh on a lent machine): this node as it is, its real
+# CUDA driver and /sys, the library deciding from the real node; only the cells tagged `node`,
+# which mean the same on any NVIDIA node, are run so.
+REAL = os.environ.get("UCXTLSTEST_NIXL_REAL") == "1"
+
+
 def setup(t):
     """(python of the wheels' venv, CUDA runtime path), or t.exit() after a SKIP saying why."""
     venv, why = harness.wheels()
     if not venv:
         t.skip("NIXL from PyPI", why)
         t.exit()
-    if not os.path.exists(os.path.join(FAKE_CUDA_DIR, "libcuda.so.1")):
+    if REAL:
+        pass
+    elif not os.path.exists(os.path.join(FAKE_CUDA_DIR, "libcuda.so.1")):
         t.skip("a CUDA GPU", "the fake CUDA driver (tests/cuda) is not built: %s" % FAKE_CUDA_DIR)
         t.exit()
-    if not have("bwrap"):
+    elif not have("bwrap"):
         t.skip("NIXL on a replayed node", "bwrap not installed (Debian bubblewrap): NIXL counts GPUs in /sys")
         t.exit()
     cudart = os.path.join(harness.site_packages(venv), "nvidia", "cuda_runtime", "lib", "libcudart.so.12")
@@ -62,14 +70,18 @@ def run_pair(t, machine, hardcoded, preload, trace=None, memory="VRAM", **extra)
     """The target and the initiator on `machine`, each hard-coding `hardcoded` ("-": nothing),
     moving `memory` (VRAM or DRAM): {role: (status, output)}."""
     python, cudart = setup(t)
-    env = env_for(machine, preload=False, LD_LIBRARY_PATH=FAKE_CUDA_DIR, NIXL_TRAINER_CUDART=cudart,
-                  FAKECUDA_TRACE=trace, **extra)
-    ns = namespace(machine) + (["--setenv", "LD_PRELOAD", LIB] if preload else [])
+    if REAL:  # exec'd directly, the library in its exec environment
+        env = env_for(None, preload=preload, NIXL_TRAINER_CUDART=cudart, **extra)
+        ns = ["--"]
+    else:
+        env = env_for(machine, preload=False, LD_LIBRARY_PATH=FAKE_CUDA_DIR, NIXL_TRAINER_CUDART=cudart,
+                      FAKECUDA_TRACE=trace, **extra)
+        ns = namespace(machine) + (["--setenv", "LD_PRELOAD", LIB] if preload else []) + ["--"]
     a, b = socket.socketpair()
     procs = {}
     try:
         for role, s in (("target", a), ("initiator", b)):
-            argv = ns + ["--", python, TRAINER, role, str(s.fileno()), hardcoded, "4096", memory]
+            argv = ns + [python, TRAINER, role, str(s.fileno()), hardcoded, "4096", memory]
             procs[role] = (argv, subprocess.Popen(argv, env=env, pass_fds=[s.fileno()], stdout=subprocess.PIPE,
                                                   stderr=subprocess.STDOUT, cwd=harness.EMPTY_HOME))
     finally:
@@ -78,7 +90,7 @@ def run_pair(t, machine, hardcoded, preload, trace=None, memory="VRAM", **extra)
     res = {role: datapath.finish(p) for role, (_, p) in procs.items()}
     for role, (argv, _) in procs.items():
         status = res[role][0]
-        print("     $ %s%s   [%s]" % ("LD_PRELOAD=libucxtls.so " if preload else "", " ".join(argv[argv.index("--") + 1:]),
+        print("     $ %s%s   [%s]" % ("LD_PRELOAD=libucxtls.so " if preload else "", " ".join(argv[argv.index(python):]),
                                       role), flush=True)
         datapath.log(res[role][1])
         print("     (%s: %s)" % (role, CODES.get(status, datapath.describe(status))), flush=True)
