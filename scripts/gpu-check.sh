@@ -43,6 +43,16 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 passed=0
 failed=0
+tally() {  # tally WHAT PREFIX STATUS OUTPUT: prints a script's output, adds its "PREFIX N passed, N failed"
+  local what=$1 prefix=$2 rc=$3 out=$4 p f
+  echo "$out"
+  p=$(sed -n "s/^$prefix\([0-9]*\) passed.*/\1/p" <<<"$out")
+  f=$(sed -n "s/^$prefix[0-9]* passed, \([0-9]*\) failed.*/\1/p" <<<"$out")
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+  # 77: every case skipped (the harness's SKIP status), its SKIP lines printed above
+  [ "$rc" = 0 ] || [ "$rc" = 77 ] || [ "${f:-0}" != 0 ] || { failed=$((failed + 1)); echo "FAIL $what did not finish (exit $rc)"; }
+}
 check() {  # check NAME COMMAND...: runs the command, counts and prints the result
   local name=$1
   shift
@@ -214,22 +224,14 @@ elif ! command -v python3 >/dev/null || ! command -v cc >/dev/null; then
 else
   echo "UCX: $ucx ($(LD_LIBRARY_PATH=$ucx/lib "$ucx/bin/ucx_info" -v 2>/dev/null | sed -n 's/^# Library version: //p'))"
   out=$(env "${datapath_env[@]}" python3 tests/ze/datapath.py gpu-check --ucx "$ucx" --lib "$LIB" --gpu "$gpu" 2>&1)
-  rc=$?
-  echo "$out"
-  p=$(sed -n 's/^datapath: \([0-9]*\) passed.*/\1/p' <<<"$out")
-  f=$(sed -n 's/^datapath: [0-9]* passed, \([0-9]*\) failed.*/\1/p' <<<"$out")
-  passed=$((passed + ${p:-0}))
-  failed=$((failed + ${f:-0}))
-  [ $rc = 0 ] || [ "${f:-0}" != 0 ] || { failed=$((failed + 1)); echo "FAIL the data path did not finish (exit $rc)"; }
+  tally "the data path" "datapath: " $? "$out"
 fi
 
 # --- 5. The seed's mechanism through real NIXL (the wheels' venv carried over: no registry here).
 echo "== NIXL 1.5.1 on this GPU (tests/nixl/test_nixl.py --tag node)"
-if [ -z "${site:-}" ]; then
-  venv=${GPU_CHECK_WHEELS:-${UCXTLSTEST_WHEELS:-}}
-  [ -n "$venv" ] || venv=$(UCXTLSTEST_WHEEL_PYTHON=/nonexistent tests/wheels/install_wheels.sh 2>/dev/null)  # cached only
-fi
-if [ -z "${venv:-}" ] || [ ! -x "$venv/bin/python" ]; then
+venv=${GPU_CHECK_WHEELS:-${UCXTLSTEST_WHEELS:-}}
+[ -n "$venv" ] || venv=$(UCXTLSTEST_WHEEL_PYTHON=/nonexistent tests/wheels/install_wheels.sh 2>/dev/null)  # cached only
+if [ -z "$venv" ] || [ ! -x "$venv/bin/python" ]; then
   skip "NIXL on this GPU" "no venv of the wheels: set GPU_CHECK_WHEELS=<the venv tests/wheels/install_wheels.sh made>"
 else
   real=1
@@ -237,13 +239,7 @@ else
   out=$(UCXTLSTEST_WHEELS=$venv UCXTLSTEST_NIXL_REAL=$real UCXTLSTEST_LIB=$(realpath "$LIB") \
         UCXTLSTEST_BUILD_DIR=$(realpath "$BUILD_DIR") UCXTLSTEST_CLI=$(realpath "$BUILD_DIR/ucxtls") \
         python3 tests/nixl/test_nixl.py --tag node 2>&1)
-  rc=$?
-  echo "$out"
-  p=$(sed -n 's/^[0-9]* cases; \([0-9]*\) passed.*/\1/p' <<<"$out")
-  f=$(sed -n 's/^[0-9]* cases; [0-9]* passed, \([0-9]*\) failed.*/\1/p' <<<"$out")
-  passed=$((passed + ${p:-0}))
-  failed=$((failed + ${f:-0}))
-  [ $rc = 0 ] || [ $rc = 77 ] || [ "${f:-0}" != 0 ] || { failed=$((failed + 1)); echo "FAIL the NIXL cells did not finish (exit $rc)"; }
+  tally "the NIXL cells" "[0-9]* cases; " $? "$out"
 fi
 
 echo "gpu-check: $passed passed, $failed failed, $skipped skipped"
