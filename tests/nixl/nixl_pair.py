@@ -21,7 +21,7 @@ FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DI
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 # trainer.py's exit codes
 CODES = {0: "registered, WRITE+READ verified", 3: "nixl_agent refused", 4: "register_memory refused",
-         5: "transfer failed", 6: "data wrong", 7: "peer failed", 8: "CUDA driver failed"}
+         5: "transfer failed", 6: "data wrong", 7: "peer failed", 8: "GPU driver failed", 9: "registered"}
 OK, AGENT, REGISTER = 0, 3, 4
 INTEL_LIST = "tcp,ze_copy"  # stands for rc_x,rc,dc_x,dc,ze_copy (no RDMA here)
 CUDA_LIST = "tcp,cuda_copy"  # stands for rc_x,rc,dc_x,dc,cuda_copy

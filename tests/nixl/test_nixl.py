@@ -36,7 +36,7 @@ from harness import C, add_case, case, env_for  # noqa: E402
 sys.path.insert(0, os.path.join(harness.TESTS_DIR, "ze"))
 import datapath  # noqa: E402
 import nixl_pair  # noqa: E402
-from nixl_pair import (AGENT, CLI, CUDA_LIST, FAKE_CUDA_DIR, HERE_TEMPLATE, INTEL_LIST, MATRIX, NIXL_INVALID, OK,  # noqa: E402
+from nixl_pair import (AGENT, CLI, CUDA_LIST, FAKE_CUDA_DIR, HERE_TEMPLATE, INTEL_LIST, MATRIX, NIXL_INVALID, OK, REGISTER,  # noqa: E402
                        both, copies, outcome, record, run_pair, seen, setup, trace_file)
 
 # --------------------------------------------------------------------------- the seed's mirror
@@ -147,6 +147,33 @@ def accel_none(t):
     t.equal("the library wrote the RDMA transports alone, as asked", seen(res), "rc_x,rc,dc_x,dc")
     t.check("NIXL refuses: %r" % NIXL_INVALID, both(res, AGENT) and NIXL_INVALID in res["initiator"][1], outcome(res))
     record("`UCXTLS_ACCEL=none` on dgx (asked for)", res)
+
+
+FAKE_ZE = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(harness.BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
+
+
+@case("intel-xe with the fake Level Zero GPU: NIXL's UCX (no Level Zero) takes its memory for host under every value; "
+      "doctor names the build", tags=("wheels",))
+def intel_node(t):
+    # The prime-rl --with-ze=no case on the binaries users install: NIXL's wheel has no ze_copy.
+    if not os.path.exists(FAKE_ZE):
+        t.skip("an Intel GPU", "the fake Level Zero GPU driver (tests/ze) is not built: %s" % FAKE_ZE)
+        return
+    for what, hardcoded, preload, extra in (
+            ("the trainer's CUDA list (tcp for rc), no library", CUDA_LIST, False, {}),
+            ("the library's value (all: UCX's own default on a node whose GPUs are not NVIDIA's)", CUDA_LIST, True, {}),
+            ("the library, UCXTLS_TEMPLATE='sm,self,tcp,{copy}'", CUDA_LIST, True, {"UCXTLS_TEMPLATE": "sm,self,tcp,{copy}"})):
+        res = run_pair(t, "intel-xe", hardcoded, preload, memory="ZE", ZE_ENABLE_ALT_DRIVERS=FAKE_ZE, **extra)
+        out = res["initiator"][1] + res["target"][1]
+        t.check("%s (UCX_TLS=%s): register_memory of Level Zero memory refused in NIXL's words (%r)"
+                % (what, seen(res), datapath.NIXL_WORDS), both(res, REGISTER) and datapath.NIXL_WORDS in out, outcome(res))
+        record("intel-xe, NIXL's UCX, Level Zero memory: " + what, res)
+    d = harness.run([CLI, "doctor", "--ucx", os.path.dirname(harness.ucx_build("nixl")[0].libucp)],
+                    env_for("intel-xe", preload=False))
+    out = d.stdout.decode()
+    t.check("doctor --ucx on NIXL's UCX, intel-xe: MISSING ze_copy, the build named as the cause, exit 1",
+            d.returncode == 1 and re.search(r"^MISSING +ze_copy$", out, re.M) is not None
+            and "this UCX was built without Level Zero (ze) support" in out, out + d.stderr.decode())
 
 
 @case("Debian's UCX 1.13 (no CUDA module) on dgx: the device memory is host to it whatever the value; doctor says why",

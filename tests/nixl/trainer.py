@@ -10,7 +10,8 @@ socket FD, waits for the initiator's word, then checks every byte through the dr
 "initiator" (registers a buffer the driver filled with a pattern, writes it into the target's
 with a NIXL WRITE, reads it back into a second buffer with a READ and checks that one). LIST is
 the value the trainer hard-codes ("-": none, a program that leaves UCX_TLS alone). MEMORY is VRAM
-(the default) or DRAM (host memory, for a node whose GPUs this trainer does not drive). GPU memory
+(the default: CUDA), ZE (an Intel GPU's, registered as VRAM; registration only) or DRAM (host
+memory, for a node whose GPUs this trainer does not drive). GPU memory
 comes from the CUDA driver (libcuda.so.1 through
 ctypes: cuMemAlloc), whose bytes the host never reads: every check copies them back through the
 driver (cuMemcpyDtoH). Exits with one of the codes below; prints "trainer ROLE: UCX_TLS=..." first
@@ -30,7 +31,7 @@ if hardcoded != "-":
     os.environ.setdefault("UCX_TLS", hardcoded)
 print("trainer %s: pid %d, UCX_TLS=%s" % (role, os.getpid(), os.environ.get("UCX_TLS", "<unset>")), flush=True)
 
-OK, AGENT, REGISTER, TRANSFER, DATA, PEER, DRIVER = 0, 3, 4, 5, 6, 7, 8  # exit codes (test_nixl.py names them)
+OK, AGENT, REGISTER, TRANSFER, DATA, PEER, DRIVER, REGISTERED_ONLY = 0, 3, 4, 5, 6, 7, 8, 9  # exit codes (nixl_pair.py names them)
 TIMEOUT = float(os.environ.get("NIXL_TRAINER_TIMEOUT", "60"))
 
 
@@ -49,6 +50,42 @@ class Host:
 
     def get(self, ptr, n):
         return ctypes.string_at(ptr, n)
+
+
+class LevelZero:
+    """An Intel GPU's device memory through the Level Zero loader (zeMemAllocDevice), as an XPU
+    framework allocates it. Registration only: its bytes are not checked here (tests/ze does that
+    with the NIXL-like consumer)."""
+
+    class Desc(ctypes.Structure):  # ze_context_desc_t and ze_device_mem_alloc_desc_t share this start
+        _fields_ = [("stype", ctypes.c_int), ("pNext", ctypes.c_void_p), ("flags", ctypes.c_uint32),
+                    ("ordinal", ctypes.c_uint32)]
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libze_loader.so.1")
+        self.call("zeInit", 0)
+        n, self.driver, self.dev, self.ctx = ctypes.c_uint32(1), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+        self.call("zeDriverGet", ctypes.byref(n), ctypes.byref(self.driver))
+        n = ctypes.c_uint32(1)
+        self.call("zeDeviceGet", self.driver, ctypes.byref(n), ctypes.byref(self.dev))
+        self.call("zeContextCreate", self.driver, ctypes.byref(self.Desc(0xd, None, 0, 0)), ctypes.byref(self.ctx))
+
+    def call(self, name, *args):
+        rc = getattr(self.lib, name)(*args)
+        if rc != 0:
+            raise RuntimeError("%s: Level Zero error 0x%x" % (name, rc & 0xFFFFFFFF))
+
+    def alloc(self, n):
+        ptr = ctypes.c_void_p()
+        self.call("zeMemAllocDevice", self.ctx, ctypes.byref(self.Desc(0x15, None, 0, 0)), ctypes.c_size_t(n),
+                  ctypes.c_size_t(64), self.dev, ctypes.byref(ptr))
+        return ptr.value
+
+    def put(self, ptr, data):
+        pass  # registration only
+
+    def get(self, ptr, n):
+        raise RuntimeError("this trainer does not read Level Zero memory back")
 
 
 class Cuda:
@@ -115,7 +152,7 @@ def main():
     sock.settimeout(TIMEOUT)
     pattern = bytes((i * 7 + 3) & 0xFF for i in range(size))
     try:
-        mem = Cuda() if memory == "VRAM" else Host()
+        mem = {"VRAM": Cuda, "ZE": LevelZero}.get(memory, Host)()
         mine = mem.alloc(size)
         mem.put(mine, pattern if role == "initiator" else bytes(size))
         back = mem.alloc(size) if role == "initiator" else None
@@ -130,17 +167,20 @@ def main():
     except Exception as e:  # NIXL's bindings raise their own error types
         print("trainer %s: nixl_agent: %s: %s" % (role, type(e).__name__, e), flush=True)
         return AGENT
+    kind = "VRAM" if memory == "ZE" else memory  # NIXL's name for any GPU's memory
     try:
         bufs = [(mine, size, 0, "")] + ([(back, size, 0, "")] if back else [])
-        agent.register_memory(agent.get_reg_descs(bufs, memory))
+        agent.register_memory(agent.get_reg_descs(bufs, kind))
     except Exception as e:
         print("trainer %s: register_memory %s: %s: %s" % (role, memory, type(e).__name__, e), flush=True)
         return REGISTER
     print("trainer %s: registered %d bytes of %s" % (role, size, memory), flush=True)
+    if memory == "ZE":
+        return REGISTERED_ONLY
     try:
         if role == "target":
             send(sock, (agent.get_agent_metadata(), agent.get_serialized_descs(
-                agent.get_xfer_descs([(mine, size, 0)], memory))))
+                agent.get_xfer_descs([(mine, size, 0)], kind))))
             word = recv(sock)
             if word != "written":
                 print("trainer target: the initiator says %r" % (word,), flush=True)
@@ -156,7 +196,7 @@ def main():
     remote = agent.deserialize_descs(descs)
     for op, local in (("WRITE", mine), ("READ", back)):
         try:
-            handle = agent.initialize_xfer(op, agent.get_xfer_descs([(local, size, 0)], memory), remote, name)
+            handle = agent.initialize_xfer(op, agent.get_xfer_descs([(local, size, 0)], kind), remote, name)
             state = wait(agent, handle)
         except Exception as e:
             state = "%s: %s" % (type(e).__name__, e)
