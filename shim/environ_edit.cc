@@ -1,6 +1,8 @@
 // Editing the process environment: see environ_edit.h for the rules and why.
 #include "environ_edit.h"
 
+#include "sys.h"
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -95,12 +97,13 @@ const char *process_env_write(char **target, const char *const *names, const cha
     len[i][1] = __builtin_strlen(values[i]);
     strings += len[i][0] + 1 + len[i][1] + 1;
   }
-  // One allocation holds the new array (when a name is missing) and the "NAME=value" strings;
-  // nothing ever frees it (glibc frees only arrays it allocated itself).
+  // One allocation (fresh pages, not the host's malloc: sys.h map_pages) holds the new array (when
+  // a name is missing) and the "NAME=value" strings; nothing ever frees it (glibc frees only arrays
+  // it allocated itself).
   int missing = 0;
   const size_t count = env_scan(target, names, n, &missing);
   const size_t room_bytes = missing ? (count + size_t(missing) + 1) * sizeof(char *) : 0;
-  char *block = static_cast<char *>(malloc(room_bytes + strings));
+  char *block = static_cast<char *>(map_pages(room_bytes + strings));
   if (!block) return "no memory";  // nothing has changed
   char *entries[kMax], *added[kMax];
   char *p = block + room_bytes;

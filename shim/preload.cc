@@ -5,7 +5,8 @@
 //
 // It runs in every process the library is preloaded into, before main: no stdio (diagnostics are
 // write(2) lines: the unknown-variable line, the debug or error line), no threads, no heap but
-// the one environment array it publishes, errno left as it was found.
+// the one environment array it publishes, and no function of libc or the host: every system call is
+// a raw one (raw_syscall.h), so errno is never touched.
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include "load.h"
 #include "parsers.h"
 #include "probe.h"
+#include "raw_syscall.h"
 #include "sys.h"
 
 namespace {
@@ -50,9 +52,16 @@ using namespace ucxtls;
 bool writable_now(int fd) {
   struct pollfd p = {fd, POLLOUT, 0};
   struct timespec zero = {0, 0};
-  long r = syscall(SYS_ppoll, &p, 1UL, &zero, nullptr, 0UL);  // the raw call: no poll import
+  long r = raw_syscall(SYS_ppoll, long(&p), 1, long(&zero), 0, 0);
   return r == 1 && (p.revents & POLLOUT);
 }
+
+// The kernel's signal set (rt_sigprocmask, rt_sigpending, rt_sigtimedwait): _NSIG / 8 = 8 bytes, one
+// bit per signal, on every architecture the library builds for. Not glibc's sigset_t, and none of its
+// functions: a host may define sigprocmask itself (raw_syscall.h).
+typedef unsigned long long KernelSigset;
+constexpr long kSigsetBytes = 8;
+constexpr KernelSigset signal_bit(int sig) { return 1ULL << (sig - 1); }
 
 // The signals a failed write raised, and the errno that says so.
 constexpr int kRaisedBy[][2] = {{SIGPIPE, EPIPE}, {SIGXFSZ, EFBIG}};
@@ -73,34 +82,31 @@ void write_all(const char *p, size_t n, unsigned *raised) {
 }
 
 void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb = 0) {
-  sigset_t guard, host_mask;
-  sigemptyset(&guard);
-  for (int i = 0; i < kRaising; i++) sigaddset(&guard, kRaisedBy[i][0]);
-  sigaddset(&guard, SIGTTOU);
-  if (sigprocmask(SIG_BLOCK, &guard, &host_mask) != 0) return;  // unguarded, the line is not written
+  KernelSigset guard = signal_bit(SIGTTOU), host_mask = 0;
+  for (int i = 0; i < kRaising; i++) guard |= signal_bit(kRaisedBy[i][0]);
+  // unguarded, the line is not written
+  if (raw_syscall(SYS_rt_sigprocmask, SIG_BLOCK, long(&guard), long(&host_mask), kSigsetBytes) != 0) return;
   unsigned pending_before = 0;  // bit i: the host's own kRaisedBy[i] was pending (it had it blocked)
   bool host_blocks = false;
-  for (int i = 0; i < kRaising; i++) host_blocks |= sigismember(&host_mask, kRaisedBy[i][0]) == 1;
+  for (int i = 0; i < kRaising; i++) host_blocks |= (host_mask & signal_bit(kRaisedBy[i][0])) != 0;
   if (host_blocks) {
-    sigset_t pending;
-    const bool known = sigpending(&pending) == 0;
-    for (int i = 0; i < kRaising; i++)
-      if (sigismember(&host_mask, kRaisedBy[i][0]) == 1 && (!known || sigismember(&pending, kRaisedBy[i][0]) == 1))
-        pending_before |= 1u << i;
+    KernelSigset pending = 0;
+    const bool known = raw_syscall(SYS_rt_sigpending, long(&pending), kSigsetBytes) == 0;
+    for (int i = 0; i < kRaising; i++) {
+      const KernelSigset sig = signal_bit(kRaisedBy[i][0]);
+      if ((host_mask & sig) && (!known || (pending & sig))) pending_before |= 1u << i;
+    }
   }
   unsigned raised = 0;
   write_all(a, na, &raised);
   if (!raised) write_all(b, nb, &raised);
   for (int i = 0; i < kRaising; i++) {
     if (!(raised >> i & 1) || (pending_before >> i & 1)) continue;
-    sigset_t only;
-    sigemptyset(&only);
-    sigaddset(&only, kRaisedBy[i][0]);
+    const KernelSigset only = signal_bit(kRaisedBy[i][0]);
     struct timespec zero = {0, 0};
-    // The raw call: glibc's sigtimedwait would be one more import.
-    syscall(SYS_rt_sigtimedwait, &only, nullptr, &zero, 8);  // the kernel's sigset: _NSIG / 8
+    raw_syscall(SYS_rt_sigtimedwait, long(&only), 0, long(&zero), kSigsetBytes);
   }
-  sigprocmask(SIG_SETMASK, &host_mask, nullptr);
+  raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, long(&host_mask), 0, kSigsetBytes);
 }
 
 // Applies a decision that changes the environment (env_needs_write), in target (environ_edit.h):
@@ -155,10 +161,10 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
   // glibc passes the current __environ to a dlopen'd library's constructor: envp is the exec's
   // array only where it lies right after argv's NULL (the stack the kernel built).
   if ((uintptr_t)envp != (uintptr_t)argv + (uintptr_t(argc) + 1) * sizeof(char *)) envp = nullptr;
-  const int saved_errno = errno;
   Inputs in;
   Settings s;
-  load(process_environ(), &in, &s);  // ladder step 1, secure execution: decided before reading a single variable
+  // Ladder step 1, secure execution: decided before reading a single variable.
+  load(process_environ(), secure_execution(envp), &in, &s);
   if (!in.secure) {
     // The facts and the decision (about 6 KiB with the value and the evidence) live in static
     // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
@@ -175,7 +181,6 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
     }
     if (s.debug || d.error || in.unknown) report(in, s, f, d, failed);
   }
-  errno = saved_errno;
 }
 
 }  // namespace

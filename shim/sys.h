@@ -78,6 +78,19 @@ struct DirReader {
   const char *next();
 };
 
+// Secure execution (AT_SECURE), without getauxval (a host may define its own: raw_syscall.h).
+// stack_envp is the environment array the kernel built on the stack (the constructor's envp when
+// it lies right after argv), or NULL. The auxiliary vector follows its NULL; an unsetenv before
+// the library shifted the entries down, leaving NULLs before it, which are skipped. Without it, or
+// when the words there are not an auxiliary vector, /proc/self/auxv is read. When neither tells,
+// the answer is true: secure execution reads nothing, the safe side.
+bool secure_execution(char *const *stack_envp);
+
+// Fresh zero-filled pages (mmap), never unmapped: the library's one allocation, the environment
+// strings and array it publishes (environ_edit.cc). Not malloc: a host may define its own, and a
+// preloaded constructor runs before the host's constructors set it up. NULL when there is no memory.
+void *map_pages(size_t bytes);
+
 // --- implementation details of read_chunks
 int open_ro(const Path &p);                              // fd, or -errno
 ssize_t read_some(int fd, char *buf, size_t n);          // bytes, or -errno; retried on EINTR

@@ -22,6 +22,11 @@
    with the library on every path (set, re-derive, keep, skip, clear, invalid setting, debug line,
    unknown variable, a broken-pipe line).
 5. An unknown UCXTLS_* variable: one stderr line with the closest name; the library carries on.
+6. The host's own functions: the loader binds a library's imports to the executable's definitions
+   first, before the executable's constructors run. A host whose malloc works only after its own
+   constructor set it up, and a host with its own syscall, sigprocmask and getauxval that print
+   on stdout (exported with --export-dynamic): on the set, re-derive and debug-line paths, 20 runs
+   each, none died, stdout holds main's line alone, and main sees the library's value.
 """
 import json
 import os
@@ -194,6 +199,59 @@ print(json.dumps({"stdout": out.decode(errors="replace"), "tty": tty.decode(erro
 """
 
 
+# A host whose allocator exists only after its own constructor ran (a program with an arena of its
+# own): a malloc before that touches page zero.
+OWN_MALLOC_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static char *arena;
+static size_t used;
+__attribute__((constructor)) static void set_up_arena(void) {
+  static char mem[1 << 22];
+  arena = mem;
+}
+void *malloc(size_t n) {
+  if (!arena) *(volatile char *)0 = 1; /* not set up yet */
+  size_t *p = (size_t *)(arena + used);
+  used += (n + 2 * sizeof(size_t) + 15) & ~(size_t)15;
+  p[0] = n;
+  return p + 2;
+}
+void free(void *p) { (void)p; }
+void *calloc(size_t a, size_t b) { void *p = malloc(a * b); return memset(p, 0, a * b); }
+void *realloc(void *old, size_t n) {
+  void *p = malloc(n);
+  if (old) memcpy(p, old, ((size_t *)old)[-2] < n ? ((size_t *)old)[-2] : n);
+  return p;
+}
+int main(void) {
+  const char *v = getenv("UCX_TLS");
+  printf("main UCX_TLS=%s\n", v ? v : "<unset>");
+  return 0;
+}
+"""
+
+# A host with functions of libc's names of its own, which say on stdout that they were called.
+OWN_FUNCTIONS_HOST = r"""
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void say(const char *what) { write(1, what, __builtin_strlen(what)); }
+long syscall(long nr, ...) { (void)nr; say("host syscall\n"); errno = ENOSYS; return -1; }
+int sigprocmask(int how, const sigset_t *set, sigset_t *old) { (void)how, (void)set, (void)old; say("host sigprocmask\n"); return 0; }
+unsigned long getauxval(unsigned long type) { (void)type; say("host getauxval\n"); return 0; }
+int main(void) {
+  const char *v = getenv("UCX_TLS");
+  printf("main UCX_TLS=%s\n", v ? v : "<unset>");
+  return 0;
+}
+"""
+
+
 class Programs:
     def __init__(self, t, work):
         self.ok = True
@@ -206,6 +264,8 @@ class Programs:
                                    ["-Wl,--no-as-needed", "-L" + work, "-lerrno_first", "-Wl,-rpath," + work])
         self.env_api_host = self._c(t, "env_api_host", ENV_API_HOST)
         self.plain_writer = self._c(t, "libplain_writer.so", PLAIN_WRITER_LIB, ["-shared", "-fPIC"])
+        self.own_malloc_host = self._c(t, "own_malloc_host", OWN_MALLOC_HOST, ["-Wl,--export-dynamic"])
+        self.own_functions_host = self._c(t, "own_functions_host", OWN_FUNCTIONS_HOST, ["-Wl,--export-dynamic"])
 
     def _c(self, t, name, source, flags=()):
         path, err = compile_c(self.work, name, source, flags=flags)
@@ -499,6 +559,29 @@ def unknown_variables(t):
     t.check("unknown variable and the debug line: two lines, the unknown one first",
             len(lines) == 2 and lines[0] == "ucxtls: unknown variable UCXTLS_WHATEVER; ignored"
             and lines[1].startswith("ucxtls: set UCX_TLS="), p.stderr.decode())
+
+
+@case("the host's own malloc, syscall, sigprocmask, getauxval: never called by the library")
+def own_functions(t):
+    prog = programs(t)
+    runs = 20
+    for host in (prog.own_malloc_host, prog.own_functions_host):
+        name = os.path.basename(host)
+        plain = run([host], env_for("dgx", preload=False))
+        if not t.equal("%s control: without the library, main's line alone" % name, plain.stdout.decode(),
+                       "main UCX_TLS=<unset>\n", plain.stderr.decode()):
+            continue
+        for case, inherited in [("set", {}), ("re-derive", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+                                ("debug line", {"UCXTLS_DEBUG": "1"})]:
+            dead, wrong = 0, None
+            for _ in range(runs):
+                p = run([host], env_for("dgx", **inherited))
+                dead += p.returncode < 0
+                if wrong is None and (p.returncode != 0 or p.stdout.decode() != "main UCX_TLS=%s\n" % C):
+                    wrong = "status %d, stdout %r, stderr %r" % (p.returncode, p.stdout[:300], p.stderr[:300])
+            t.equal("%s, %s: %d runs, none died by a signal" % (name, case, runs), dead, 0)
+            t.check("%s, %s: stdout is main's line alone, with the library's value" % (name, case), wrong is None,
+                    wrong or "")
 
 
 if __name__ == "__main__":

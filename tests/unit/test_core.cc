@@ -779,6 +779,27 @@ TEST_CASE("settings: every row parses by its kind, with the row's words, limits 
 
 // /proc/self/stat's thread count (field 20), read only after a setenv ran before the library
 // (preload.cc environment_shared): the command name may hold blanks and parentheses.
+TEST_CASE("auxv_secure: AT_SECURE (23) before AT_NULL; anything else cannot tell") {
+  struct Row {
+    const char *name;
+    unsigned long words[10];
+    size_t n;
+    int want;
+  } rows[] = {
+      {"setuid", {33, 0x7fff0000, 6, 4096, 23, 1, 0, 0}, 8, 1},
+      {"plain", {33, 0x7fff0000, 23, 0, 25, 0x7fff1000, 0, 0}, 8, 0},
+      {"no AT_SECURE", {6, 4096, 0, 0}, 4, -1},
+      {"no AT_NULL within the words", {6, 4096, 23, 0}, 4, -1},
+      {"not a vector: a pointer where a type belongs", {0x7fff1234, 6, 23, 0, 0, 0}, 6, -1},
+      {"an odd word count: the last half pair is not read", {23, 1, 0}, 3, -1},
+      {"empty", {0}, 0, -1},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.name);
+    CHECK(auxv_secure(r.words, r.n) == r.want);
+  }
+}
+
 TEST_CASE("parse_stat_threads: field 20, after the command name's last parenthesis") {
   struct Row {
     const char *text;
