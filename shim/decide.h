@@ -23,6 +23,7 @@ struct FileFacts {
   long long size = 0;
   long long mtime_ns = 0;
   unsigned long long dev = 0, ino = 0;  // which file it is (compared, never shown)
+  unsigned long long nlink = 0;
 };
 
 // ---------------------------------------------------------------------------------------------

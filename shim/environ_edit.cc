@@ -42,8 +42,11 @@ int env_remove(char **arr, const char *name, size_t n) {
 
 const char *env_value(char *const *arr, const char *name) {
   const size_t n = env_name_len(name);
-  for (char *const *e = arr; e && *e; e++)
-    if (named(*e, name, n)) return *e + n + 1;
+  for (char *const *e = arr; e; e++) {
+    const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);  // once: see options.cc read_inputs
+    if (!entry) break;
+    if (named(entry, name, n)) return entry + n + 1;
+  }
   return nullptr;
 }
 

@@ -33,6 +33,12 @@ void render_reason(const Decided &x, int i, char *out, size_t cap);
 size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_write = nullptr,
                    const char *now = nullptr);
 
+// The debug line when the environment could not be read at all (preload.cc: a setenv ran before
+// the library and another thread runs); the settings came from the exec's environment.
+constexpr char kUnreadLine[] =
+    "ucxtls: skip (UCX_TLS left as it is): a setenv ran before the library and another thread runs, "
+    "which may be changing the environment: nothing is read or written\n";
+
 // "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n" for
 // in.unknown. Returns its length: 0 (no line) when there is none, in secure execution, and when
 // the library is off (UCXTLS_DISABLE: off prints nothing).

@@ -212,8 +212,11 @@ void read_inputs(char *const *envp, Inputs *in) {
   if (!envp) return;
   unsigned long long first = 0;  // first letters of the names (all ASCII upper case or digits)
   for (int v = 0; v < kVarCount; v++) first |= 1ULL << (kOptions[v].name[0] & 63);
-  for (char *const *e = envp; *e; e++) {
-    const char *entry = *e;
+  // Each slot is loaded once: a thread's unsetenv may be moving the entries down meanwhile (the
+  // library writes nothing then, but it reads first), and a slot read twice may be NULL the second time.
+  for (char *const *e = envp;; e++) {
+    const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);
+    if (!entry) break;
     if (!(first >> (entry[0] & 63) & 1)) continue;
     bool known = false;
     for (int v = 0; v < kVarCount; v++) {

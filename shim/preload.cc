@@ -122,34 +122,52 @@ const char *apply(const Inputs &in, const Decision &d, char **target) {
   return process_env_write(target, names, values, d.action == Action::repair ? 1 : 2);
 }
 
-// The environment may be changing under the library: a setenv ran before it (the array is no
-// longer the exec's, envp: a linked library's constructor, or a thread it started) and the process
-// has another thread, which may be inside setenv now. glibc's lock is not ours to take and glibc
-// before 2.41 frees the arrays setenv replaces, so nothing is written then (the debug line says
-// why). NULL when the library may write: the array is the exec's (no system call), or this is the
-// one thread (/proc/self/stat, 3 system calls, only after a setenv). docs/design.md, "Editing the
-// environment"; tests/hardening/test_limits.py measures it.
-__attribute__((noinline)) const char *environment_shared(char **envp, char **target) {
-  if (envp && target == envp) return nullptr;
-  char stat[512];
-  const ssize_t n = read_small(Path(nullptr, "/proc/self/stat"), stat, sizeof stat);
-  const long threads = n > 0 ? parse_stat_threads(stat, size_t(n)) : -1;
-  if (threads == 1) return nullptr;
-  return threads < 0 ? "a setenv ran before the library, and whether another thread runs cannot be told"
-                     : "a setenv ran before the library and another thread runs: it may be changing the environment";
+// The environment may be changing under the library: a thread started by a linked or co-preloaded
+// library's constructor may be inside setenv, unsetenv or putenv now, which change the array in
+// place without changing __environ (unsetenv moves the later entries down, setenv replaces an
+// entry) or move it (adding one; glibc before 2.41 frees the array it replaced). glibc's lock is
+// not ours to take, and no edit is safe then: one in place races the moving entries (a variable
+// lost, duplicated or brought back, a NULL read in the middle), and a new array loses the
+// thread's later edit of the old one.
+// - Reading: the exec's array (the constructor's envp) is never freed, and each slot is read once
+//   (options.cc read_inputs), so it is read whatever runs. Any other array (a setenv ran before
+//   the library) may be freed while it is read: it is read only while this is the one thread
+//   (one stat of /proc/self/task, only then); else the library does nothing, and says so when
+//   the exec's array asks for the debug line.
+// - Writing: only while this is the one thread (the same stat, asked once: with one thread no
+//   other can appear). The inputs are then read again, since a thread that ran while they were
+//   read (a variable missed while the entries moved) may have ended since: a change means nothing
+//   is written. Else nothing is written, and the debug line says why.
+// docs/design.md, "Editing the environment"; tests/hardening/test_limits.py measures it.
+struct Threads {
+  long count = 0;  // 0: not asked yet; -1: cannot be told
+  long get() { return count ? count : (count = thread_count()); }
+};
+
+// NULL when the library may write the decision it made from `in`, else why not.
+__attribute__((noinline)) const char *environment_shared(const Inputs &in, Threads *threads) {
+  const long n = threads->get();
+  if (n < 0) return "whether another thread runs cannot be told: it may be changing the environment";
+  if (n > 1) return "another thread runs: it may be changing the environment";
+  Inputs now;
+  read_inputs(process_environ(), &now);
+  for (int v = 0; v < kVarCount; v++)
+    if (now.var[v] != in.var[v]) return "the environment changed while the library read it";
+  return nullptr;
 }
 
 // The stderr lines: a misspelt variable of ours (UCXTLS_ACCELL) is named, as UCX names its own
 // (not when the library is off), then the debug or error line. Their text is only on the stack
 // while they are printed.
 // A failed write is named as failed, with the UCX_TLS the environment holds afterwards.
-__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Facts &f, const Decision &d,
-                                      const char *failed) {
+// env is the array the inputs were read from (safe to read again: see above).
+__attribute__((noinline)) void report(char *const *env, const Inputs &in, const Settings &s, const Facts &f,
+                                      const Decision &d, const char *failed) {
   char unknown[kUnknownLineMax];
   size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
   if (s.debug || d.error) {
     char line[kLineMax];
-    const char *now = failed ? env_value(process_environ(), kOptions[kUcxTls].name) : nullptr;
+    const char *now = failed ? env_value(env, kOptions[kUcxTls].name) : nullptr;
     write_stderr(unknown, nu, line, format_line(Decided{in, s, f, d}, line, sizeof line, failed, now));
   } else if (nu) {
     write_stderr(unknown, nu);
@@ -161,10 +179,20 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
   // glibc passes the current __environ to a dlopen'd library's constructor: envp is the exec's
   // array only where it lies right after argv's NULL (the stack the kernel built).
   if ((uintptr_t)envp != (uintptr_t)argv + (uintptr_t(argc) + 1) * sizeof(char *)) envp = nullptr;
+  // Ladder step 1, secure execution: decided before reading a single variable.
+  const bool secure = secure_execution(envp);
+  char **const env = process_environ();
+  Threads threads;
   Inputs in;
   Settings s;
-  // Ladder step 1, secure execution: decided before reading a single variable.
-  load(process_environ(), secure_execution(envp), &in, &s);
+  if (!secure && env != envp && threads.get() != 1) {  // an array that may be freed meanwhile
+    // The exec's array is stable then (the thread edits the one setenv made): it says whether the
+    // debug line was asked for.
+    load(envp, false, &in, &s);
+    if (envp && s.debug && !s.disabled) write_stderr(kUnreadLine, sizeof kUnreadLine - 1);
+    return;
+  }
+  load(env, secure, &in, &s);
   if (!in.secure) {
     // The facts and the decision (about 6 KiB with the value and the evidence) live in static
     // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
@@ -175,11 +203,10 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
     run_ladder(in, s, o, &f, &d);
     const char *failed = nullptr;
     if (env_needs_write(in, d)) {
-      char **const target = process_environ();  // edited, and published over, only if it is safe
-      failed = environment_shared(envp, target);
-      if (!failed) failed = apply(in, d, target);
+      failed = environment_shared(in, &threads);
+      if (!failed) failed = apply(in, d, process_environ());  // the one thread: nobody else edits it
     }
-    if (s.debug || d.error || in.unknown) report(in, s, f, d, failed);
+    if (s.debug || d.error || in.unknown) report(env, in, s, f, d, failed);
   }
 }
 

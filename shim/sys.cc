@@ -188,6 +188,7 @@ static const long kNrFstat = SYS_fstat, kNrFstatat = SYS_newfstatat;
 static void facts_of(const KernelStat &st, FileFacts *out) {
   out->dev = (unsigned long long)st.st_dev;
   out->ino = (unsigned long long)st.st_ino;
+  out->nlink = (unsigned long long)st.st_nlink;
   out->uid = unsigned(st.st_uid);
   out->mode = unsigned(st.st_mode);
   out->size = (long long)st.st_size;
@@ -216,6 +217,7 @@ static int stat_at(int dirfd, const char *path, int flags, FileFacts *out) {
   if (r == 0) {
     out->dev = (uint64_t(sx.dev_major) << 32) | sx.dev_minor;
     out->ino = sx.ino;
+    out->nlink = sx.nlink;
     out->uid = sx.uid;
     out->mode = sx.mode;
     out->size = (long long)sx.size;
@@ -290,6 +292,14 @@ bool secure_execution(char *const *stack_envp) {
   const ssize_t n = read_small(Path(nullptr, "/proc/self/auxv"), reinterpret_cast<char *>(words), sizeof words);
   const int secure = n > 0 ? auxv_secure(words, size_t(n) / sizeof(unsigned long)) : -1;
   return secure != 0;
+}
+
+long thread_count() {
+  FileFacts task;
+  if (stat_path(Path(nullptr, "/proc/self/task"), &task) == 0 && task.nlink >= 3) return long(task.nlink - 2);
+  char stat[512];
+  const ssize_t n = read_small(Path(nullptr, "/proc/self/stat"), stat, sizeof stat);
+  return n > 0 ? parse_stat_threads(stat, size_t(n)) : -1;
 }
 
 void *map_pages(size_t bytes) {

@@ -86,6 +86,11 @@ struct DirReader {
 // the answer is true: secure execution reads nothing, the safe side.
 bool secure_execution(char *const *stack_envp);
 
+// How many threads the process has: /proc/self/task's link count less 2 (procfs adds one link per
+// thread: fs/proc/base.c, proc_task_getattr), one stat; where that does not tell (fewer than 3
+// links: another kernel, no /proc), field 20 of /proc/self/stat (3 calls). -1 when neither tells.
+long thread_count();
+
 // Fresh zero-filled pages (mmap), never unmapped: the library's one allocation, the environment
 // strings and array it publishes (environ_edit.cc). Not malloc: a host may define its own, and a
 // preloaded constructor runs before the host's constructors set it up. NULL when there is no memory.
