@@ -110,16 +110,21 @@ void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb =
 }
 
 // Applies a decision that changes the environment (env_needs_write), in target (environ_edit.h):
-// NULL when the host sees it, else why not. A clear is done in place and allocates nothing; a set
-// allocates, and may fail.
-const char *apply(const Inputs &in, const Decision &d, char **target) {
+// NULL when the host sees it, else why not. The exec's array (envp) is edited in place: a clear
+// allocates nothing. Any other array may be read-only (a program or a linked library may point
+// environ at a `static const` array): the edit is made in a copy, published over it.
+const char *apply(const Inputs &in, const Decision &d, char **target, char **envp) {
+  const bool copy = target != envp;
   const char *const names[] = {kOptions[kUcxTls].name, kOptions[kDerived].name};
-  if (d.action == Action::clear) return process_env_remove(target, names, 2);
+  if (d.action == Action::clear) return process_env_remove(&target, copy, names, 2);
   // A repair rewrites the user's value and marks nothing: a child on another node repairs again.
   // A stale marker goes first, so the repaired value is never taken for ours (decide.h).
-  if (repair_drops_marker(in, d)) process_env_remove(target, names + 1, 1);
+  if (repair_drops_marker(in, d)) {
+    const char *why = process_env_remove(&target, copy, names + 1, 1);
+    if (why) return why;
+  }
   const char *const values[] = {d.value, d.value};
-  return process_env_write(target, names, values, d.action == Action::repair ? 1 : 2);
+  return process_env_write(&target, target != envp, names, values, d.action == Action::repair ? 1 : 2);
 }
 
 // The environment may be changing under the library: a thread started by a linked or co-preloaded
@@ -204,7 +209,7 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
     const char *failed = nullptr;
     if (env_needs_write(in, d)) {
       failed = environment_shared(in, &threads);
-      if (!failed) failed = apply(in, d, process_environ());  // the one thread: nobody else edits it
+      if (!failed) failed = apply(in, d, process_environ(), envp);  // the one thread: nobody else edits it
     }
     if (s.debug || d.error || in.unknown) report(env, in, s, f, d, failed);
   }

@@ -29,6 +29,9 @@
    constructor set it up, and a host with its own syscall, sigprocmask and getauxval that print
    on stdout (exported with --export-dynamic): on the set, re-derive and debug-line paths, 20 runs
    each, none died, stdout holds main's line alone, and main sees the library's value.
+7. A read-only environment array: a linked library's constructor points environ at a copy of
+   the environment in read-only pages (as a `static const` array would be): on the set,
+   re-derive and clear paths, 20 runs each, none died, main sees what the debug line says.
 """
 import json
 import os
@@ -254,6 +257,37 @@ int main(void) {
 """
 
 
+# A linked library that points environ at a read-only copy of the environment (what a
+# `static const char *env[]` in .rodata is), holding the inherited pair when there is one.
+RO_ENV_LIB = r"""
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+extern char **environ;
+__attribute__((constructor)) static void read_only_environ(void) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **ro = mmap(0, (n + 1) * sizeof(char *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ro == MAP_FAILED) abort();
+  memcpy(ro, environ, (n + 1) * sizeof(char *));
+  if (mprotect(ro, (n + 1) * sizeof(char *), PROT_READ)) abort();
+  environ = ro;
+}
+void read_only_linked(void) {}
+"""
+RO_ENV_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void read_only_linked(void);
+int main(void) {
+  read_only_linked();
+  const char *t = getenv("UCX_TLS"), *d = getenv("UCXTLS_DERIVED");
+  printf("%s|%s\n", t ? t : "<unset>", d ? d : "<unset>");
+  return 0;
+}
+"""
+
+
 class Programs:
     def __init__(self, t, work):
         self.ok = True
@@ -266,6 +300,9 @@ class Programs:
                                    ["-Wl,--no-as-needed", "-L" + work, "-lerrno_first", "-Wl,-rpath," + work])
         self.env_api_host = self._c(t, "env_api_host", ENV_API_HOST)
         self.plain_writer = self._c(t, "libplain_writer.so", PLAIN_WRITER_LIB, ["-shared", "-fPIC"])
+        self.lib_ro_env = self._c(t, "libro_env.so", RO_ENV_LIB, ["-shared", "-fPIC"])
+        self.ro_env_host = self._c(t, "ro_env_host", RO_ENV_HOST,
+                                   ["-Wl,--no-as-needed", "-L" + work, "-lro_env", "-Wl,-rpath," + work])
         self.own_malloc_host = self._c(t, "own_malloc_host", OWN_MALLOC_HOST, ["-Wl,--export-dynamic"])
         self.own_functions_host = self._c(t, "own_functions_host", OWN_FUNCTIONS_HOST, ["-Wl,--export-dynamic"])
 
@@ -587,6 +624,28 @@ def own_functions(t):
             t.equal("%s, %s: %d runs, none died by a signal" % (name, case, runs), dead, 0)
             t.check("%s, %s: stdout is main's line alone, with the library's value" % (name, case), wrong is None,
                     wrong or "")
+
+
+@case("a read-only environment array (a linked library points environ at one): edited in a copy")
+def read_only_environ(t):
+    prog = programs(t)
+    runs = 20
+    for case, machine, inherited, want in [("set", "dgx", {}, (C, C)),
+                                           ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, (C, C)),
+                                           ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, ("<unset>", "<unset>")),
+                                           ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"}, (C, "<unset>"))]:
+        plain = run([prog.ro_env_host], env_for(machine, preload=False, **inherited))
+        if not t.equal("read-only environ, %s, control without the library: exit 0" % case, plain.returncode, 0,
+                       plain.stderr.decode()):
+            continue
+        outcomes = {}
+        for _ in range(runs):
+            p = run([prog.ro_env_host], env_for(machine, UCXTLS_DEBUG="1", **inherited))
+            got = tuple(p.stdout.decode().strip().split("|")) if p.returncode == 0 else ("status %d" % p.returncode,)
+            key = "ok" if got == want else "%r (line %r)" % (got, p.stderr.decode()[:200])
+            outcomes[key] = outcomes.get(key, 0) + 1
+        t.equal("read-only environ, %s: %d runs, none died, main sees the decided pair %s" % (case, runs, "|".join(want)),
+                outcomes, {"ok": runs})
 
 
 if __name__ == "__main__":
