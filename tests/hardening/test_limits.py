@@ -17,9 +17,17 @@
    clear paths with no preload, an empty preload and the library. Asserted: without the library
    and with the empty one the host is never hurt (the setup is sound). Measured and printed, not
    asserted (a race): how often the library's runs die by a signal or lose a variable of the host.
+3. A mount that never answers (a hard-mounted NFS home whose server is down; here a FUSE mount
+   whose server never reads /dev/fuse, mounted with a raw mount(2): root only, else SKIP) as
+   $HOME or $UCX_CONFIG_DIR: on a node without a GPU the answer does not depend on ucx.conf and
+   the family is asked first, so /bin/true finishes (asserted, 5 runs each, 3 s timeout). On a GPU
+   node the ucx.conf lookup there blocks, as UCX's own would: measured and printed (a limit).
 """
+import ctypes
 import os
+import subprocess
 import sys
+import tempfile
 
 from common import C, LIB, Z, case, compile_c, env_for, have, main, run, scratch_dir
 
@@ -335,6 +343,59 @@ def edit_thread(t):
                     first = "%s: %s" % (k, detail)
             t.equal("%s, %s, the library: %d runs never hurt, the debug line true in each" % (what, path, runs),
                     got, {"ok": runs}, first or "")
+
+
+class HungMount:
+    """A FUSE mount whose server never answers: every lookup under it blocks (killably)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="ucxtls-hung-")
+        self.fd, self.error = -1, None
+        try:
+            self.fd = os.open("/dev/fuse", os.O_RDWR)
+        except OSError as e:
+            self.error = "/dev/fuse: %s" % e.strerror
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % self.fd
+        if libc.mount(b"ucxtls-hung", self.dir.encode(), b"fuse", 0, opts.encode()) != 0:
+            self.error = "mount -t fuse: %s (root and /dev/fuse needed)" % os.strerror(ctypes.get_errno())
+
+    def close(self):
+        if not self.error:
+            ctypes.CDLL(None).umount2(self.dir.encode(), 2)  # MNT_DETACH
+        if self.fd >= 0:
+            os.close(self.fd)  # aborts the connection: anything still waiting gets ENOTCONN
+        os.rmdir(self.dir)
+
+
+def timed_true(env, timeout=3):
+    """'exit N' or 'killed at N s' for /bin/true exec'd with env."""
+    try:
+        p = subprocess.run(["/bin/true"], env=env, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           timeout=timeout)
+        return "exit %d" % p.returncode
+    except subprocess.TimeoutExpired:
+        return "killed at %d s" % timeout
+
+
+@case("a mount that never answers as $HOME or $UCX_CONFIG_DIR: a node without a GPU never touches it")
+def hung_mount(t):
+    m = HungMount()
+    try:
+        if m.error:
+            t.skip("a mount that never answers", m.error)
+            return
+        for var in ("HOME", "UCX_CONFIG_DIR"):
+            for machine, extra in (("no-gpu", {}), ("empty", {}), ("no-gpu", {"UCXTLS_DEBUG": "1"})):
+                got = [timed_true(env_for(machine, **dict(extra, **{var: m.dir}))) for _ in range(5)]
+                t.equal("%s on a hung mount, %s %s: /bin/true finishes, 5 runs" % (var, machine, extra or ""),
+                        got, ["exit 0"] * 5)
+        got = timed_true(env_for("dgx", HOME=m.dir))
+        print("info HOME on a hung mount, a GPU node (dgx): %s (the ucx.conf lookup there blocks, as UCX's "
+              "own does: a limit)" % got, flush=True)
+    finally:
+        m.close()
 
 
 if __name__ == "__main__":

@@ -563,7 +563,10 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"intel gpu, no rdma: all", Env{}, facts(N, N, N, N, Y), Action::set, "all"});
   rows.push_back({"no gpu, no rdma: unset", Env{}, facts(N, N, N, N, N), Action::skip, ""});
   rows.push_back({"ucx.conf beats all", Env{}, facts(N, Y, Y, N, N), Action::keep, ""});
-  rows.push_back({"ucx.conf beats a node without a gpu", Env{}, facts(Y, Y, N, N, N), Action::keep, ""});
+  // No GPU: the answer is "leave unset" whatever ucx.conf says, so it is never asked (a $HOME on a
+  // mount that does not answer is never touched there).
+  rows.push_back({"no gpu: ucx.conf never asked, unset", Env{}, facts(Y, Y, N, N, N), Action::skip, ""});
+  rows.push_back({"no gpu: a ucx.conf that cannot be read does not matter", Env{}, failed(facts(Y, N, N, N, N), Need::ucx_conf), Action::skip, ""});
   rows.push_back({"user template skips the rdma check", Env{{kTemplate, "tcp,{copy}"}}, facts(N, N, Y, N, N), Action::set, "tcp,cuda_copy"});
   rows.push_back({"user sets UCX_TLS", Env{{kUcxTls, "rc,cuda_copy"}}, facts(Y, N, N, N, Y), Action::keep, ""});
   rows.push_back({"user sets UCX_TLS empty", Env{{kUcxTls, ""}}, facts(Y, N, N, N, Y), Action::keep, ""});
@@ -635,7 +638,8 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   Settings s;
   parse_settings(e.in, &s);
   Decision d;
-  // A machine with RDMA, no ucx.conf, no NVIDIA, an AMD GPU (Intel never asked).
+  // A machine with RDMA, no ucx.conf, no NVIDIA, an AMD GPU (Intel never asked). The family comes
+  // before ucx.conf: without a GPU the answer does not depend on it.
   for (int i = 0; i < 10; i++) {
     decide(e.in, s, f, &d);
     if (d.action != Action::need) break;
@@ -648,7 +652,7 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
       default: f.family[int(Family::ze)].value = Y; break;
     }
   }
-  std::vector<Need> want = {Need::ucx_conf, Need::cuda, Need::rocm, Need::rdma};
+  std::vector<Need> want = {Need::cuda, Need::rocm, Need::ucx_conf, Need::rdma};
   CHECK(asked == want);
   CHECK(d.action == Action::set);
   CHECK(std::string(d.value) == "rc,rocm_copy");  // f.rdma_mlx5 was never set: an rc-only device
