@@ -39,6 +39,14 @@ constexpr char kUnreadLine[] =
     "ucxtls: skip (UCX_TLS left as it is): a setenv ran before the library and another thread runs, "
     "which may be changing the environment: nothing is read or written\n";
 
+// One line per setting of ours that is invalid but switches nothing off (its Scope is one command
+// or one tier: UCXTLS_PROBE_TIMEOUT_MS, UCXTLS_CACHE_DIR), named as every invalid setting is:
+// "ucxtls: UCXTLS_PROBE_TIMEOUT_MS="abc" is not ...; ignored here (read by `ucxtls probe`)\n".
+// Returns their length: 0 when there is none, in secure execution, and when the library is off.
+// At most kIgnoredLinesMax bytes with the NUL.
+constexpr size_t kIgnoredLinesMax = 2 * 224;
+size_t format_ignored_lines(const Inputs &in, const Settings &s, char *out, size_t cap);
+
 // "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n" for
 // in.unknown. Returns its length: 0 (no line) when there is none, in secure execution, and when
 // the library is off (UCXTLS_DISABLE: off prints nothing).

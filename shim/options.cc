@@ -390,8 +390,8 @@ void parse_settings(const Inputs &in, Settings *s) {
       case Scope::driver_tier: s->cache_dir_why = p.why; break;
     }
   }
-  // Last, so that a bad setting of every process is the one named.
-  if (s->cache_dir_why && s->tier == ProbeTier::driver) mark_invalid(s, kCacheDir, s->cache_dir_why);
+  // A bad UCXTLS_CACHE_DIR with the driver tier switches nothing off either: no saved answer is
+  // read (driver_cache.cc), so the kernel probe answers, as for any other driver-tier failure.
 }
 
 }  // namespace ucxtls

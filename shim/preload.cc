@@ -162,20 +162,22 @@ __attribute__((noinline)) const char *environment_shared(const Inputs &in, Threa
 }
 
 // The stderr lines: a misspelt variable of ours (UCXTLS_ACCELL) is named, as UCX names its own
-// (not when the library is off), then the debug or error line. Their text is only on the stack
+// (not when the library is off), then a setting of one command or tier that is invalid (named,
+// nothing switched off), then the debug or error line. Their text is only on the stack
 // while they are printed.
 // A failed write is named as failed, with the UCX_TLS the environment holds afterwards.
 // env is the array the inputs were read from (safe to read again: see above).
 __attribute__((noinline)) void report(char *const *env, const Inputs &in, const Settings &s, const Facts &f,
                                       const Decision &d, const char *failed) {
-  char unknown[kUnknownLineMax];
-  size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
+  char first[kUnknownLineMax + kIgnoredLinesMax];  // the unknown-variable line, then the ignored settings'
+  size_t nu = format_unknown_line(in, s, first, kUnknownLineMax);
+  nu += format_ignored_lines(in, s, first + nu, sizeof first - nu);
   if (s.debug || d.error) {
     char line[kLineMax];
     const char *now = failed ? env_value(env, kOptions[kUcxTls].name) : nullptr;
-    write_stderr(unknown, nu, line, format_line(Decided{in, s, f, d}, line, sizeof line, failed, now));
+    write_stderr(first, nu, line, format_line(Decided{in, s, f, d}, line, sizeof line, failed, now));
   } else if (nu) {
-    write_stderr(unknown, nu);
+    write_stderr(first, nu);
   }
 }
 
@@ -211,7 +213,7 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
       failed = environment_shared(in, &threads);
       if (!failed) failed = apply(in, d, process_environ(), envp);  // the one thread: nobody else edits it
     }
-    if (s.debug || d.error || in.unknown) report(env, in, s, f, d, failed);
+    if (s.debug || d.error || in.unknown || s.timeout_why || s.cache_dir_why) report(env, in, s, f, d, failed);
   }
 }
 

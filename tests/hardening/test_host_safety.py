@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import C, Z, case, compile_c, env_for, have, main, run, scratch_dir
+from common import C, LIB, Z, case, compile_c, env_for, have, main, run, scratch_dir
 
 SETENV_LIB = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 RUNS = 300
@@ -601,6 +601,31 @@ def unknown_variables(t):
     t.check("unknown variable and the debug line: two lines, the unknown one first",
             len(lines) == 2 and lines[0] == "ucxtls: unknown variable UCXTLS_WHATEVER; ignored"
             and lines[1].startswith("ucxtls: set UCX_TLS="), p.stderr.decode())
+
+
+@case("an invalid setting of one command or tier: one line naming it, nothing switched off")
+def ignored_settings(t):
+    cli = os.path.join(os.path.dirname(LIB), "ucxtls")
+    for extra, line in [
+            ({"UCXTLS_PROBE_TIMEOUT_MS": "abc"}, 'ucxtls: UCXTLS_PROBE_TIMEOUT_MS="abc" is not a whole number of '
+             "milliseconds from 1 to 600000; ignored here (only `ucxtls probe` reads it)\n"),
+            ({"UCXTLS_CACHE_DIR": "rel/dir"}, 'ucxtls: UCXTLS_CACHE_DIR="rel/dir" is not an absolute path; ignored\n'),
+            ({"UCXTLS_CACHE_DIR": "rel", "UCXTLS_PROBE": "driver"}, 'ucxtls: UCXTLS_CACHE_DIR="rel" is not an absolute '
+             "path; no saved driver answer is read: the kernel probe answers\n")]:
+        label = " ".join("%s=%s" % kv for kv in sorted(extra.items()))
+        p = run(["/bin/sh", "-c", 'printf %s "$UCX_TLS"'], env_for("dgx", **extra))
+        t.equal("%s: the value is set (the kernel probe answers)" % label, p.stdout.decode(), C, p.stderr.decode())
+        t.equal("%s: one line naming it" % label, p.stderr.decode(), line)
+        p = run(["/bin/sh", "-c", "exit 0"], env_for("dgx", UCXTLS_DEBUG="1", **extra))
+        lines = p.stderr.decode().splitlines(True)
+        t.check("%s with UCXTLS_DEBUG=1: the line, then the debug line saying set" % label,
+                len(lines) == 2 and lines[0] == line and lines[1].startswith("ucxtls: set UCX_TLS=" + C), p.stderr.decode())
+        p = run(["/bin/sh", "-c", "exit 0"], env_for("dgx", UCXTLS_DISABLE="1", **extra))
+        t.equal("%s with UCXTLS_DISABLE=1: nothing printed" % label, p.stderr.decode(), "")
+        if os.path.exists(cli):
+            p = run([cli, "explain"], env_for("dgx", preload=False, **extra))
+            t.check("%s: explain shows the line among the library's lines" % label,
+                    ("library line\n  " + line) in p.stdout.decode(), p.stdout.decode()[-600:])
 
 
 @case("the host's own malloc, syscall, sigprocmask, getauxval: never called by the library")
