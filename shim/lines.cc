@@ -149,6 +149,14 @@ size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_w
   return t.end_line();
 }
 
+void said_mark(const char *a, size_t na, const char *b, size_t nb, char out[kSaidMax]) {
+  unsigned long long h = 14695981039346656037ULL;  // FNV-1a 64: offset basis, then the prime
+  for (size_t i = 0; i < na; i++) h = (h ^ (unsigned char)a[i]) * 1099511628211ULL;
+  for (size_t i = 0; i < nb; i++) h = (h ^ (unsigned char)b[i]) * 1099511628211ULL;
+  for (int i = 15; i >= 0; i--, h >>= 4) out[i] = "0123456789abcdef"[h & 15];
+  out[16] = '\0';
+}
+
 size_t format_ignored_lines(const Inputs &in, const Settings &s, char *out, size_t cap) {
   if (cap) out[0] = '\0';
   if (in.secure || s.disabled) return 0;

@@ -47,6 +47,13 @@ constexpr char kUnreadLine[] =
 constexpr size_t kIgnoredLinesMax = 2 * 224;
 size_t format_ignored_lines(const Inputs &in, const Settings &s, char *out, size_t cap);
 
+// One line per process tree: the lines a process prints about its settings (unknown variable,
+// ignored or invalid setting; not the debug line, asked for per process) are marked in the
+// environment by their hash, UCXTLS_SAID, which children inherit; a child whose lines hash the
+// same stays silent. 16 hex digits of FNV-1a 64 and a NUL.
+constexpr size_t kSaidMax = 17;
+void said_mark(const char *a, size_t na, const char *b, size_t nb, char out[kSaidMax]);  // of a, then b
+
 // "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n" for
 // in.unknown. Returns its length: 0 (no line) when there is none, in secure execution, and when
 // the library is off (UCXTLS_DISABLE: off prints nothing).

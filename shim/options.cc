@@ -120,6 +120,8 @@ const Option kOptions[kVarCount] = {
      kSysrootTooLong.s},
     {"UCXTLS_DERIVED", kDerived, kInput, kEvery, "-",
      "written by the library with UCX_TLS: marks the value as derived, so it is derived again"},
+    {"UCXTLS_SAID", kSaid, kInput, kEvery, "-",
+     "written by the library: the hash of its lines about settings; a child with the same lines stays silent"},
     {"UCX_TLS", kUcxTls, kInput, kEvery, "-",
      "UCX's transport list: kept when set, even empty, unless it equals UCXTLS_DERIVED (then derived again)"},
     {"UCX_CONFIG_DIR", kUcxConfigDir, kInput, kEvery, "-", "UCX's extra ucx.conf directory, checked for a UCX_TLS line"},
@@ -176,7 +178,7 @@ constexpr bool words_ok(const Option &o) {
 constexpr bool row_ok(const Option &o, int v) {
   if (o.var != Var(v) || !o.name || !o.def || !o.meaning) return false;
   if (own_name(o.name) != (v < kOwnVarCount)) return false;
-  if ((o.kind == Kind::input) != (v >= kOwnVarCount || v == kDerived)) return false;
+  if ((o.kind == Kind::input) != (v >= kOwnVarCount || v == kDerived || v == kSaid)) return false;
   if (o.scope != Scope::process && o.kind == Kind::input) return false;
   switch (o.kind) {
     case Kind::word: return o.words && o.why && words_ok(o);

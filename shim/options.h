@@ -28,6 +28,7 @@ enum Var : uint8_t {
   kDebug,
   kSysroot,
   kDerived,
+  kSaid,
   kOwnVarCount,  // the library's own variables end here; below are variables it reads
   kUcxTls = kOwnVarCount,
   kUcxConfigDir,

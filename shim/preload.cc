@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -167,18 +168,26 @@ __attribute__((noinline)) const char *environment_shared(const Inputs &in, Threa
 // while they are printed.
 // A failed write is named as failed, with the UCX_TLS the environment holds afterwards.
 // env is the array the inputs were read from (safe to read again: see above).
-__attribute__((noinline)) void report(char *const *env, const Inputs &in, const Settings &s, const Facts &f,
-                                      const Decision &d, const char *failed) {
+// Without UCXTLS_DEBUG the lines are about settings, the same in every process of a job: they are
+// printed once per process tree (lines.h said_mark). True when they were printed and their mark is
+// to be written (in *mark); a process whose inherited UCXTLS_SAID equals it prints nothing.
+__attribute__((noinline)) bool report(char *const *env, const Inputs &in, const Settings &s, const Facts &f,
+                                      const Decision &d, const char *failed, char *mark) {
   char first[kUnknownLineMax + kIgnoredLinesMax];  // the unknown-variable line, then the ignored settings'
   size_t nu = format_unknown_line(in, s, first, kUnknownLineMax);
   nu += format_ignored_lines(in, s, first + nu, sizeof first - nu);
+  char line[kLineMax];
+  size_t nl = 0;
   if (s.debug || d.error) {
-    char line[kLineMax];
     const char *now = failed ? env_value(env, kOptions[kUcxTls].name) : nullptr;
-    write_stderr(first, nu, line, format_line(Decided{in, s, f, d}, line, sizeof line, failed, now));
-  } else if (nu) {
-    write_stderr(first, nu);
+    nl = format_line(Decided{in, s, f, d}, line, sizeof line, failed, now);
   }
+  if (s.debug || !(nu + nl)) return write_stderr(first, nu, line, nl), false;
+  said_mark(first, nu, line, nl, mark);
+  const char *said = in.get(kSaid);
+  if (said && !strcmp(said, mark)) return false;  // a parent printed these lines
+  write_stderr(first, nu, line, nl);
+  return true;
 }
 
 // glibc calls constructors with (argc, argv, envp): envp is the exec's environment array.
@@ -208,12 +217,20 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
     ProbeOptions o;
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
-    const char *failed = nullptr;
-    if (env_needs_write(in, d)) {
-      failed = environment_shared(in, &threads);
+    const char *failed = nullptr, *shared = nullptr;
+    const bool writes = env_needs_write(in, d);
+    if (writes) {
+      failed = shared = environment_shared(in, &threads);
       if (!failed) failed = apply(in, d, process_environ(), envp);  // the one thread: nobody else edits it
     }
-    if (s.debug || d.error || in.unknown || s.timeout_why || s.cache_dir_why) report(env, in, s, f, d, failed);
+    char mark[kSaidMax];
+    if ((s.debug || d.error || in.unknown || s.timeout_why || s.cache_dir_why) &&
+        report(env, in, s, f, d, failed, mark) && !(writes ? shared : environment_shared(in, &threads))) {
+      // Children see that these lines were printed; nothing is reported if this cannot be written.
+      char **target = process_environ();
+      const char *const name[] = {kOptions[kSaid].name}, *const value[] = {mark};
+      process_env_write(&target, target != envp, name, value, 1);
+    }
   }
 }
 

@@ -603,6 +603,24 @@ def unknown_variables(t):
             and lines[1].startswith("ucxtls: set UCX_TLS="), p.stderr.decode())
 
 
+@case("one line per process tree: a child whose parent printed the same lines stays silent")
+def one_line_per_tree(t):
+    tree = "/bin/true; /bin/true; /bin/sh -c '/bin/true; /bin/true'"  # 6 processes with the library
+    for extra, line in [({"UCXTLS_ACCELL": "ze"}, "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n"),
+                        ({"UCXTLS_ACCEL": "foo"}, 'ucxtls: UCXTLS_ACCEL="foo" is not one of auto, cuda, rocm, ze, none; '
+                                                   "UCX_TLS left unchanged\n"),
+                        ({"UCXTLS_PROBE_TIMEOUT_MS": "abc"}, 'ucxtls: UCXTLS_PROBE_TIMEOUT_MS="abc" is not a whole number '
+                         "of milliseconds from 1 to 600000; ignored here (only `ucxtls probe` reads it)\n")]:
+        label = " ".join("%s=%s" % kv for kv in extra.items())
+        p = run(["/bin/sh", "-c", tree], env_for("dgx", **extra))
+        t.equal("%s: a tree of 6 processes prints the line once" % label, p.stderr.decode(), line)
+        p = run(["/bin/sh", "-c", tree], env_for("dgx", UCXTLS_SAID="0123456789abcdef", **extra))
+        t.equal("%s: a mark of other lines inherited: printed once, then silent" % label, p.stderr.decode(), line)
+        p = run(["/bin/sh", "-c", tree], env_for("dgx", UCXTLS_DEBUG="1", **extra))
+        t.equal("%s with UCXTLS_DEBUG=1: asked for in every process, 6 times" % label,
+                p.stderr.decode().count(line), 6, p.stderr.decode())
+
+
 @case("an invalid setting of one command or tier: one line naming it, nothing switched off")
 def ignored_settings(t):
     cli = os.path.join(os.path.dirname(LIB), "ucxtls")
