@@ -81,6 +81,7 @@ ROWS = [
     ("roce-down", {}, ALL),                                     # 64 Broadcom functions, every port DOWN
     ("connectx-two-port", {}, Z),                               # port 2 ACTIVE
     ("broadcom-roce", {}, "rc,cuda_copy"),                      # rc_verbs only: no mlx5 transports
+    ("broadcom-then-connectx", {}, C),                            # the second device, a ConnectX, decides
     ("rxe", {}, "rc,ze_copy"),
     ("omnipath", {}, "rc,rocm_copy"),
     ("container-efa-and-mlx5", {}, C),                          # its one node is a ConnectX
@@ -170,6 +171,14 @@ def debug_words(t):
     for word, lines in (("off", 0), ("No", 0), ("ON", 1)):
         tls, _, err = sh_value(env_for("dgx", UCXTLS_DEBUG=word))
         t.equal("dgx UCXTLS_DEBUG=%s: set, %d stderr line(s)" % (word, lines), (tls, err.count("\n")), (C, lines), err)
+
+
+@case("a Broadcom function first, a ConnectX second: the ConnectX decides, and the debug line names it")
+def broadcom_then_connectx(t):
+    tls, _, err = sh_value(env_for("broadcom-then-connectx", UCXTLS_DEBUG="1"))
+    t.equal("broadcom-then-connectx: the mlx5 list", tls, C, err)
+    t.check("broadcom-then-connectx: the debug line names the ConnectX that decided, and the other",
+            "rdma: mlx5_1 (mlx5_core): port 1 ACTIVE, uverbs1 and 1 more" in err, err)
 
 
 @case("an invalid toggle's line names the boolean words it takes")
