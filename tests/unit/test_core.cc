@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core.h"
+#include "probe_shared.h"
 
 using namespace ucxtls;
 
@@ -693,6 +694,48 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   h.family[int(Family::rocm)].value = N;
   decide(drv.in, s, h, &d);
   CHECK(d.need == Need::ze);  // the ze driver gave no answer: the kernel answer stands
+}
+
+// The quoted values' limits: a value of exactly the limit is shown whole, one byte more as the
+// first `limit` bytes and "...". 60: UCX_TLS in the debug line's reason; 200: the value at the
+// line's head and what the environment holds after a failed write; 40: an evidence value (a
+// visibility variable).
+TEST_CASE("quoted values at their length limits: whole at the limit, cut with ... one byte over") {
+  Inputs in;
+  Settings s;
+  Facts f;
+  // A kept UCX_TLS: the reason quotes it to 60 bytes, the line's head to 200.
+  for (size_t n : {size_t(60), size_t(61), size_t(200), size_t(201)}) {
+    CAPTURE(n);
+    const std::string tls(n, 'a');
+    Env e{{kUcxTls, tls.c_str()}};
+    parse_settings(e.in, &s);
+    Decision d;
+    decide(e.in, s, f, &d);
+    char line[kLineMax];
+    const std::string l(line, format_line(Decided{e.in, s, f, d}, line, sizeof line));
+    const std::string reason = n == 60 ? "\"" + tls + "\"" : "\"" + std::string(60, 'a') + "...\"";
+    const std::string head = n <= 200 ? "\"" + tls + "\"" : "\"" + std::string(200, 'a') + "...\"";
+    CHECK(l == "ucxtls: keep UCX_TLS=" + head + ": UCX_TLS is already set (" + reason + ")\n");
+  }
+  for (size_t n : {size_t(40), size_t(41)}) {
+    const std::string v(n, 'g');
+    char buf[128];
+    Text t;
+    t.init(buf, sizeof buf);
+    probes::describe_variable(t, "CUDA_VISIBLE_DEVICES", v.c_str());
+    CHECK(std::string(buf, t.len) == "CUDA_VISIBLE_DEVICES=\"" + std::string(40, 'g') + (n == 40 ? "\"" : "...\""));
+  }
+  Decision d;
+  d.action = Action::set;
+  strcpy(d.value, "rc,cuda_copy");
+  d.note(Reason::no_gpu_placeholder);
+  for (size_t n : {size_t(200), size_t(201)}) {
+    const std::string now(n, 'n');
+    char line[kLineMax];
+    const std::string l(line, format_line(Decided{in, s, f, d}, line, sizeof line, "no memory", now.c_str()));
+    CHECK(l.find("UCX_TLS is \"" + std::string(200, 'n') + (n == 200 ? "\": " : "...\": ")) != std::string::npos);
+  }
 }
 
 TEST_CASE("the stderr line is one line, names the variable, and never leaks control bytes") {
