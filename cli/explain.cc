@@ -153,7 +153,7 @@ void explain_text(const Report &r) {
   char unknown[kUnknownLineMax];  // the library's line for a misspelt UCXTLS_* variable
   size_t nu = format_unknown_line(r.in, r.s, unknown, sizeof unknown);
   char ignored[kIgnoredLinesMax];  // ... and for a setting of one command or tier that is invalid
-  const size_t ni = format_ignored_lines(r.in, r.s, ignored, sizeof ignored);
+  const size_t ni = r.d.error ? 0 : format_ignored_lines(r.in, r.s, ignored, sizeof ignored);  // as the library
   printf("library line\n%s%.*s", nu ? "  " : "", int(nu), unknown);
   for (size_t i = 0; i < ni;) {  // each line indented as the others
     const size_t len = strcspn(ignored + i, "\n") + 1;

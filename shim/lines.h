@@ -43,6 +43,7 @@ constexpr char kUnreadLine[] =
 // or one tier: UCXTLS_PROBE_TIMEOUT_MS, UCXTLS_CACHE_DIR), named as every invalid setting is:
 // "ucxtls: UCXTLS_PROBE_TIMEOUT_MS="abc" is not ...; ignored here (read by `ucxtls probe`)\n".
 // Returns their length: 0 when there is none, in secure execution, and when the library is off.
+// Not printed beside the error line of an invalid setting: that one line names the first.
 // At most kIgnoredLinesMax bytes with the NUL.
 constexpr size_t kIgnoredLinesMax = 2 * 224;
 size_t format_ignored_lines(const Inputs &in, const Settings &s, char *out, size_t cap);

@@ -175,7 +175,7 @@ __attribute__((noinline)) bool report(char *const *env, const Inputs &in, const 
                                       const Decision &d, const char *failed, char *mark) {
   char first[kUnknownLineMax + kIgnoredLinesMax];  // the unknown-variable line, then the ignored settings'
   size_t nu = format_unknown_line(in, s, first, kUnknownLineMax);
-  nu += format_ignored_lines(in, s, first + nu, sizeof first - nu);
+  if (!d.error) nu += format_ignored_lines(in, s, first + nu, sizeof first - nu);  // else one line, the first
   char line[kLineMax];
   size_t nl = 0;
   if (s.debug || d.error) {

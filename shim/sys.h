@@ -1,9 +1,9 @@
 // The thin system layer under the probes: the only file-system calls the library makes.
 //
-// Every call is a raw syscall(2) (GLIBC_2.2.5): faccessat, openat, read, readlinkat, close,
-// getdents64, write. One import instead of six, since the loader binds each import in every
-// process; never stat/fstatat (GLIBC_2.33 on new glibc), never opendir (it allocates 32 KiB on the
-// heap). Files are opened O_NONBLOCK so that a FIFO planted where a file belongs cannot hang
+// Every call is the architecture's system call instruction (raw_syscall.h): faccessat, openat,
+// read, readlinkat, close, getdents64, write, stat, mmap. No import at all: the loader would bind
+// one to the executable's definition first (a host's own syscall or malloc); never opendir (it
+// allocates 32 KiB on the heap). Files are opened O_NONBLOCK so that a FIFO planted where a file belongs cannot hang
 // the host; reads go into the caller's fixed buffers.
 #pragma once
 
