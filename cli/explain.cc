@@ -152,7 +152,15 @@ void explain_text(const Report &r) {
   }
   char unknown[kUnknownLineMax];  // the library's line for a misspelt UCXTLS_* variable
   size_t nu = format_unknown_line(r.in, r.s, unknown, sizeof unknown);
-  printf("library line\n%s%.*s  %s", nu ? "  " : "", int(nu), unknown, library_line(r).c_str());
+  char ignored[kIgnoredLinesMax];  // ... and for a setting of one command or tier that is invalid
+  const size_t ni = r.d.error ? 0 : format_ignored_lines(r.in, r.s, ignored, sizeof ignored);  // as the library
+  printf("library line\n%s%.*s", nu ? "  " : "", int(nu), unknown);
+  for (size_t i = 0; i < ni;) {  // each line indented as the others
+    const size_t len = strcspn(ignored + i, "\n") + 1;
+    printf("  %.*s", int(len), ignored + i);
+    i += len;
+  }
+  printf("  %s", library_line(r).c_str());
 }
 
 void explain_json(const Report &r) {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -188,7 +189,7 @@ int cmd_probe(int argc, char **argv) {
   }
   Inputs in;
   Settings s;
-  load(environ, &in, &s);
+  load(environ, getauxval(AT_SECURE) != 0, &in, &s);
   if (s.timeout_why) {
     const char *v = in.get(kProbeTimeoutMs);
     return probe_fail(kFailed, std::string(kOptions[kProbeTimeoutMs].name) + "=\"" + (v ? v : "") + "\" " + s.timeout_why);

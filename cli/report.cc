@@ -1,6 +1,8 @@
 // The decision as the library's constructor makes it, for the commands (see report.h).
 #include "report.h"
 
+#include <sys/auxv.h>
+
 #include "load.h"
 #include "probe.h"
 
@@ -23,16 +25,15 @@ void show(const char *name, const F &decided, const F &listed, F *out, std::stri
 
 void evaluate(Report *r, const char *tmpl) {
   r->env.load();
-  evaluate_loaded(r, false, tmpl);
+  evaluate_loaded(r, getauxval(AT_SECURE) != 0, tmpl);
 }
 
 void evaluate_loaded(Report *r, bool secure, const char *tmpl) {
   if (secure) {
     char *none[] = {nullptr};  // as that process's library: secure execution reads nothing
-    load(none, &r->in, &r->s, tmpl);
-    r->in.secure = true;
+    load(none, true, &r->in, &r->s, tmpl);
   } else {
-    load(r->env.envp(), &r->in, &r->s, tmpl);  // as the library: secure execution reads nothing
+    load(r->env.envp(), false, &r->in, &r->s, tmpl);  // as the library: secure execution reads nothing
   }
   // The library's probe options (docs/design.md, "One decision"): its enumeration bounds stop as
   // soon as the answer is known, and a file it never reads cannot change its answer, so neither

@@ -158,10 +158,7 @@ bool process_secure(const std::string &proc) {
   std::string auxv;
   int e = 0;
   if (!read_file(proc + "/auxv", &auxv, &e)) return false;
-  const unsigned long *v = reinterpret_cast<const unsigned long *>(auxv.data());
-  for (size_t i = 0; (i + 2) * sizeof(unsigned long) <= auxv.size(); i += 2)
-    if (v[i] == 23) return v[i + 1] != 0;
-  return false;
+  return ucxtls::auxv_secure(reinterpret_cast<const unsigned long *>(auxv.data()), auxv.size() / sizeof(unsigned long)) == 1;
 }
 
 }  // namespace

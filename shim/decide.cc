@@ -191,21 +191,13 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   const Action leave_unset = d->rederived ? Action::clear : Action::skip;
   const bool default_template = !s.template_from_user;
 
-  // 5. A ucx.conf that UCX reads assigns UCX_TLS: an environment value, all included, would
-  // override the administrator's file.
-  switch (fact_state(f.ucx_conf)) {
-    case FactState::cannot_tell: return cannot_tell(d, Need::ucx_conf);
-    case FactState::to_probe: return void(d->need = Need::ucx_conf);
-    case FactState::known: break;
-  }
-  if (f.ucx_conf.value == Tri::yes) {
-    d->action = d->rederived ? Action::clear : Action::keep;
-    return d->note(Reason::ucx_conf);
-  }
   if (!default_template) d->note(Reason::user_template);
 
-  // 6. Family: needed by the default template (no GPU: nothing to fix) and by {copy} or {ipc};
-  // forced, or probed in priority order CUDA, ROCm, ze.
+  // 5. Family: needed by the default template (no GPU: nothing to fix) and by {copy} or {ipc};
+  // forced, or probed in priority order CUDA, ROCm, ze. Asked before ucx.conf: on a node
+  // without a GPU the answer does not depend on ucx.conf, and $HOME, the working directory or
+  // $UCX_CONFIG_DIR may be on a mount that does not answer (a hard-mounted NFS home whose server is
+  // down): that node never touches them.
   if (default_template || template_uses_copy(s.tmpl)) {
     const FamilyAnswer a = which_family(s, f);
     if (a.need != Need::nothing) return void(d->need = a.need);
@@ -220,6 +212,18 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     // No family was asked: the value holds none (family_known stays false, so that `ucxtls
     // doctor` judges a build by the family the node has, as for any other value).
     d->note(Reason::no_gpu_placeholder);
+  }
+
+  // 6. A ucx.conf that UCX reads assigns UCX_TLS: an environment value, all included, would
+  // override the administrator's file.
+  switch (fact_state(f.ucx_conf)) {
+    case FactState::cannot_tell: return cannot_tell(d, Need::ucx_conf);
+    case FactState::to_probe: return void(d->need = Need::ucx_conf);
+    case FactState::known: break;
+  }
+  if (f.ucx_conf.value == Tri::yes) {
+    d->action = d->rederived ? Action::clear : Action::keep;
+    return d->note(Reason::ucx_conf);
   }
 
   // 7. Network: the default template's {rdma} needs a device UCX's rc transport runs on; without

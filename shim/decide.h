@@ -23,6 +23,7 @@ struct FileFacts {
   long long size = 0;
   long long mtime_ns = 0;
   unsigned long long dev = 0, ino = 0;  // which file it is (compared, never shown)
+  unsigned long long nlink = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -123,13 +124,13 @@ enum class Reason : uint8_t {
   repair_too_long,    // ... the repaired value would not fit (kValueMax): kept
   invalid,            // step 4: the error line
   sysroot,            // a replayed machine
-  ucx_conf,           // step 5
+  ucx_conf,           // step 6
   user_template,      // a template the user set
   no_gpu_placeholder,  // the template needs no family
-  accel_forced,       // step 6: UCXTLS_ACCEL
-  driver_tier,        // step 6: the driver tier's saved answer (its evidence)
-  family_seen,        // step 6: what was seen of family `arg`
-  no_gpu,             // step 6: no family, default template
+  accel_forced,       // step 5: UCXTLS_ACCEL
+  driver_tier,        // step 5: the driver tier's saved answer (its evidence)
+  family_seen,        // step 5: what was seen of family `arg`
+  no_gpu,             // step 5: no family, default template
   rdma,               // step 7: the RDMA evidence
   all_without_rc,     // step 7: all
   too_long,           // step 8: the error line
@@ -166,7 +167,7 @@ struct Decision {
 
 void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d);
 
-// Ladder step 7 on its own: which family's GPUs does this process see? UCXTLS_ACCEL when it is
+// Ladder step 5 on its own: which family's GPUs does this process see? UCXTLS_ACCEL when it is
 // set, else the probes' answers in priority order CUDA, ROCm, ze (the driver tier's answer for a
 // family where it has one, the kernel probe's otherwise). decide() asks it when the template has
 // {copy} or {ipc}; `ucxtls explain` asks it alone (probe.h probe_family) to show the family when

@@ -168,6 +168,15 @@ void probe_driver_at(const Inputs &in, const Settings &s, const CacheDir *dirs, 
 }
 
 void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
+  if (s.cache_dir_why) {  // no place to read: as a missing answer, the kernel probe answers
+    probe_driver_at(in, s, nullptr, 0, out);
+    Text ev;
+    ev.init(out->evidence, sizeof out->evidence);
+    const char *v = in.get(kCacheDir);
+    ev.add(kOptions[kCacheDir].name).add("=").add_quoted(v ? v : "").add(" ").add(s.cache_dir_why)
+        .add(": no saved answer read").add(kRemedy);
+    return;
+  }
   CacheDir dirs[2];
   probe_driver_at(in, s, dirs, cache_dirs(in, dirs), out);
 }

@@ -1,6 +1,8 @@
 // Editing the process environment: see environ_edit.h for the rules and why.
 #include "environ_edit.h"
 
+#include "sys.h"
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -40,8 +42,11 @@ int env_remove(char **arr, const char *name, size_t n) {
 
 const char *env_value(char *const *arr, const char *name) {
   const size_t n = env_name_len(name);
-  for (char *const *e = arr; e && *e; e++)
-    if (named(*e, name, n)) return *e + n + 1;
+  for (char *const *e = arr; e; e++) {
+    const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);  // once: see options.cc read_inputs
+    if (!entry) break;
+    if (named(entry, name, n)) return entry + n + 1;
+  }
   return nullptr;
 }
 
@@ -86,7 +91,29 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
   return missing;
 }
 
-const char *process_env_write(char **target, const char *const *names, const char *const *values, int n) {
+namespace {
+
+// Publishes arr over *target (one compare-and-swap: an array another thread published meanwhile
+// is never replaced); *target is then arr. NULL, or why not.
+const char *publish_over(char ***target, char **arr) {
+  char **expected = *target;
+  if (!__atomic_compare_exchange_n(&__environ, &expected, arr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    return "another thread changed the environment meanwhile";
+  *target = arr;
+  return nullptr;
+}
+
+// A writable copy of arr's `count` entries and its NULL, at the start of block (room for cap).
+char **copy_into(char *block, char *const *arr, size_t count) {
+  char **room = reinterpret_cast<char **>(block);
+  for (size_t i = 0; i < count; i++) room[i] = arr[i];
+  room[count] = nullptr;
+  return room;
+}
+
+}  // namespace
+
+const char *process_env_write(char ***target, bool copy, const char *const *names, const char *const *values, int n) {
   constexpr int kMax = 4;
   if (n > kMax) return "too many variables";
   size_t len[kMax][2], strings = 0;
@@ -95,15 +122,17 @@ const char *process_env_write(char **target, const char *const *names, const cha
     len[i][1] = __builtin_strlen(values[i]);
     strings += len[i][0] + 1 + len[i][1] + 1;
   }
-  // One allocation holds the new array (when a name is missing) and the "NAME=value" strings;
-  // nothing ever frees it (glibc frees only arrays it allocated itself).
+  // One allocation (fresh pages, not the host's malloc: sys.h map_pages) holds the new array (when
+  // a name is missing, or when the edit is made in a copy) and the "NAME=value" strings; nothing
+  // ever frees it (glibc frees only arrays it allocated itself).
   int missing = 0;
-  const size_t count = env_scan(target, names, n, &missing);
-  const size_t room_bytes = missing ? (count + size_t(missing) + 1) * sizeof(char *) : 0;
-  char *block = static_cast<char *>(malloc(room_bytes + strings));
+  const size_t count = env_scan(*target, names, n, &missing);
+  const bool room_needed = missing || copy;
+  const size_t cap = room_needed ? count + size_t(missing) + 1 : 0;
+  char *block = static_cast<char *>(map_pages(cap * sizeof(char *) + strings));
   if (!block) return "no memory";  // nothing has changed
   char *entries[kMax], *added[kMax];
-  char *p = block + room_bytes;
+  char *p = block + cap * sizeof(char *);
   for (int i = 0; i < n; i++) {
     entries[i] = p;
     __builtin_memcpy(p, names[i], len[i][0]);
@@ -112,21 +141,32 @@ const char *process_env_write(char **target, const char *const *names, const cha
     __builtin_memcpy(p, values[i], len[i][1] + 1);
     p += len[i][1] + 1;
   }
-  char **arr = target;
-  int k = env_write(&arr, entries, n, missing ? reinterpret_cast<char **>(block) : nullptr,
-                    missing ? count + size_t(missing) + 1 : 0, added);
+  // In a copy, the copy is both the array edited in place and the room the additions go to (its
+  // entries are copied onto themselves).
+  char **arr = copy ? copy_into(block, *target, count) : *target;
+  char **room = room_needed ? reinterpret_cast<char **>(block) : nullptr;
+  const int k = env_write(&arr, entries, n, room, cap, added);
   if (k < 0) return "another thread grew the environment meanwhile";  // the additions are lost, not written past
   // Published only over the array that was edited: an array another thread published meanwhile
   // (its setenv) is never replaced by a copy that lacks its entry.
-  if (k > 0 && !__atomic_compare_exchange_n(&__environ, &target, arr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-    return "another thread changed the environment meanwhile";
-  if (!k && __atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != target) return "another thread changed the environment meanwhile";
+  if (arr != *target) return publish_over(target, arr);
+  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != *target) return "another thread changed the environment meanwhile";
   return nullptr;  // no function of the host is called (environ_edit.h): the published array is enough
 }
 
-const char *process_env_remove(char **target, const char *const *names, int n) {
-  for (int i = 0; i < n; i++) env_remove(target, names[i], env_name_len(names[i]));
-  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != target) return "another thread changed the environment meanwhile";
+const char *process_env_remove(char ***target, bool copy, const char *const *names, int n) {
+  char **arr = *target;
+  if (copy) {
+    int missing = 0;
+    const size_t count = env_scan(arr, names, n, &missing);
+    if (missing == n) return nullptr;  // nothing to remove: nothing to copy
+    char *block = static_cast<char *>(map_pages((count + 1) * sizeof(char *)));
+    if (!block) return "no memory";
+    arr = copy_into(block, *target, count);
+  }
+  for (int i = 0; i < n; i++) env_remove(arr, names[i], env_name_len(names[i]));
+  if (arr != *target) return publish_over(target, arr);
+  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != *target) return "another thread changed the environment meanwhile";
   return nullptr;
 }
 

@@ -56,13 +56,19 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
 // the array the constructor found safe to edit (the exec's, or any while it is the one thread:
 // preload.cc environment_shared); edits are made in it, and a new array is published (one
 // compare-and-swap) only over it.
+// *target is the array the constructor found safe to edit (preload.cc: the process has one
+// thread); copy says that it is not known to be writable (not the exec's array: a program may
+// point environ at a `static const` one), so the edit is made in a fresh copy of it, published
+// over it. After a publish, *target is the new array.
 // Writes NAME=value for each (names[i], values[i]), i < n <= 4, in one allocation (the new array
-// when a name is missing, and the strings; never freed). NULL when the host sees every one; else
-// why not (static text): no memory for it (nothing changed), or another thread grew or replaced
-// the environment meanwhile (the present names replaced in target, the missing ones not added).
-const char *process_env_write(char **target, const char *const *names, const char *const *values, int n);
-// Removes every entry of each name from target, in place: nothing is allocated. NULL, or why the
-// host may not see it (another thread replaced the array meanwhile).
-const char *process_env_remove(char **target, const char *const *names, int n);
+// when a name is missing or in a copy, and the strings; never freed). NULL when the host sees every
+// one; else why not (static text): no memory for it (nothing changed), or another thread grew or
+// replaced the environment meanwhile (the present names replaced in *target, the missing ones not
+// added).
+const char *process_env_write(char ***target, bool copy, const char *const *names, const char *const *values, int n);
+// Removes every entry of each name, in *target itself (nothing allocated) or, with copy, in a copy
+// (one allocation, only when a name is present). NULL, or why the host may not see it (no memory,
+// another thread replaced the array meanwhile).
+const char *process_env_remove(char ***target, bool copy, const char *const *names, int n);
 
 }  // namespace ucxtls

@@ -149,6 +149,37 @@ size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_w
   return t.end_line();
 }
 
+void said_mark(const char *a, size_t na, const char *b, size_t nb, char out[kSaidMax]) {
+  unsigned long long h = 14695981039346656037ULL;  // FNV-1a 64: offset basis, then the prime
+  for (size_t i = 0; i < na; i++) h = (h ^ (unsigned char)a[i]) * 1099511628211ULL;
+  for (size_t i = 0; i < nb; i++) h = (h ^ (unsigned char)b[i]) * 1099511628211ULL;
+  for (int i = 15; i >= 0; i--, h >>= 4) out[i] = "0123456789abcdef"[h & 15];
+  out[16] = '\0';
+}
+
+size_t format_ignored_lines(const Inputs &in, const Settings &s, char *out, size_t cap) {
+  if (cap) out[0] = '\0';
+  if (in.secure || s.disabled) return 0;
+  const struct {
+    Var v;
+    const char *why, *effect;
+  } ignored[] = {
+      {kProbeTimeoutMs, s.timeout_why, "; ignored here (only `ucxtls probe` reads it)"},
+      {kCacheDir, s.cache_dir_why,
+       s.tier == ProbeTier::driver ? "; no saved driver answer is read: the kernel probe answers" : "; ignored"},
+  };
+  size_t n = 0;
+  for (const auto &i : ignored) {
+    if (!i.why) continue;
+    Text t;
+    if (!start_line(out + n, cap - n, &t)) break;
+    const char *v = in.get(i.v);
+    t.add(kOptions[i.v].name).add("=").add_quoted(v ? v : "").add(" ").add(i.why).add(i.effect);
+    n += t.end_line();
+  }
+  return n;
+}
+
 size_t format_unknown_line(const Inputs &in, const Settings &s, char *out, size_t cap) {
   Text t;
   if (!in.unknown || in.secure || s.disabled || !start_line(out, cap, &t)) {

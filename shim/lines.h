@@ -33,6 +33,28 @@ void render_reason(const Decided &x, int i, char *out, size_t cap);
 size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_write = nullptr,
                    const char *now = nullptr);
 
+// The debug line when the environment could not be read at all (preload.cc: a setenv ran before
+// the library and another thread runs); the settings came from the exec's environment.
+constexpr char kUnreadLine[] =
+    "ucxtls: skip (UCX_TLS left as it is): a setenv ran before the library and another thread runs, "
+    "which may be changing the environment: nothing is read or written\n";
+
+// One line per setting of ours that is invalid but switches nothing off (its Scope is one command
+// or one tier: UCXTLS_PROBE_TIMEOUT_MS, UCXTLS_CACHE_DIR), named as every invalid setting is:
+// "ucxtls: UCXTLS_PROBE_TIMEOUT_MS="abc" is not ...; ignored here (read by `ucxtls probe`)\n".
+// Returns their length: 0 when there is none, in secure execution, and when the library is off.
+// Not printed beside the error line of an invalid setting: that one line names the first.
+// At most kIgnoredLinesMax bytes with the NUL.
+constexpr size_t kIgnoredLinesMax = 2 * 224;
+size_t format_ignored_lines(const Inputs &in, const Settings &s, char *out, size_t cap);
+
+// One line per process tree: the lines a process prints about its settings (unknown variable,
+// ignored or invalid setting; not the debug line, asked for per process) are marked in the
+// environment by their hash, UCXTLS_SAID, which children inherit; a child whose lines hash the
+// same stays silent. 16 hex digits of FNV-1a 64 and a NUL.
+constexpr size_t kSaidMax = 17;
+void said_mark(const char *a, size_t na, const char *b, size_t nb, char out[kSaidMax]);  // of a, then b
+
 // "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n" for
 // in.unknown. Returns its length: 0 (no line) when there is none, in secure execution, and when
 // the library is off (UCXTLS_DISABLE: off prints nothing).

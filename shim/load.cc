@@ -1,12 +1,10 @@
 // One way in (see load.h).
 #include "load.h"
 
-#include <sys/auxv.h>
-
 namespace ucxtls {
 
-void load(char *const *envp, Inputs *in, Settings *s, const char *tmpl) {
-  in->secure = getauxval(AT_SECURE) != 0;
+void load(char *const *envp, bool secure, Inputs *in, Settings *s, const char *tmpl) {
+  in->secure = secure;
   if (!in->secure) read_inputs(envp, in);
   if (tmpl) {
     in->var[kTemplate] = tmpl;

@@ -7,11 +7,12 @@
 
 namespace ucxtls {
 
-// Secure execution (AT_SECURE: setuid, setgid, file capabilities) is decided before a single
-// variable is read; such a process reads none, and its settings are the defaults. Otherwise
+// Secure execution (AT_SECURE: setuid, setgid, file capabilities) is decided by the caller before
+// a single variable is read (the library from the auxiliary vector: sys.h secure_execution; the
+// command with getauxval); such a process reads none, and its settings are the defaults. Otherwise
 // read_inputs(envp) and parse_settings. tmpl, when not NULL, is decided with instead of the
 // environment's UCXTLS_TEMPLATE, and UCX_TLS and UCXTLS_DERIVED are taken as unset (`ucxtls doctor
 // --template`: what the template composes to on this node).
-void load(char *const *envp, Inputs *in, Settings *s, const char *tmpl = nullptr);
+void load(char *const *envp, bool secure, Inputs *in, Settings *s, const char *tmpl = nullptr);
 
 }  // namespace ucxtls

@@ -120,6 +120,8 @@ const Option kOptions[kVarCount] = {
      kSysrootTooLong.s},
     {"UCXTLS_DERIVED", kDerived, kInput, kEvery, "-",
      "written by the library with UCX_TLS: marks the value as derived, so it is derived again"},
+    {"UCXTLS_SAID", kSaid, kInput, kEvery, "-",
+     "written by the library: the hash of its lines about settings; a child with the same lines stays silent"},
     {"UCX_TLS", kUcxTls, kInput, kEvery, "-",
      "UCX's transport list: kept when set, even empty, unless it equals UCXTLS_DERIVED (then derived again)"},
     {"UCX_CONFIG_DIR", kUcxConfigDir, kInput, kEvery, "-", "UCX's extra ucx.conf directory, checked for a UCX_TLS line"},
@@ -176,7 +178,7 @@ constexpr bool words_ok(const Option &o) {
 constexpr bool row_ok(const Option &o, int v) {
   if (o.var != Var(v) || !o.name || !o.def || !o.meaning) return false;
   if (own_name(o.name) != (v < kOwnVarCount)) return false;
-  if ((o.kind == Kind::input) != (v >= kOwnVarCount || v == kDerived)) return false;
+  if ((o.kind == Kind::input) != (v >= kOwnVarCount || v == kDerived || v == kSaid)) return false;
   if (o.scope != Scope::process && o.kind == Kind::input) return false;
   switch (o.kind) {
     case Kind::word: return o.words && o.why && words_ok(o);
@@ -212,8 +214,11 @@ void read_inputs(char *const *envp, Inputs *in) {
   if (!envp) return;
   unsigned long long first = 0;  // first letters of the names (all ASCII upper case or digits)
   for (int v = 0; v < kVarCount; v++) first |= 1ULL << (kOptions[v].name[0] & 63);
-  for (char *const *e = envp; *e; e++) {
-    const char *entry = *e;
+  // Each slot is loaded once: a thread's unsetenv may be moving the entries down meanwhile (the
+  // library writes nothing then, but it reads first), and a slot read twice may be NULL the second time.
+  for (char *const *e = envp;; e++) {
+    const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);
+    if (!entry) break;
     if (!(first >> (entry[0] & 63) & 1)) continue;
     bool known = false;
     for (int v = 0; v < kVarCount; v++) {
@@ -387,8 +392,8 @@ void parse_settings(const Inputs &in, Settings *s) {
       case Scope::driver_tier: s->cache_dir_why = p.why; break;
     }
   }
-  // Last, so that a bad setting of every process is the one named.
-  if (s->cache_dir_why && s->tier == ProbeTier::driver) mark_invalid(s, kCacheDir, s->cache_dir_why);
+  // A bad UCXTLS_CACHE_DIR with the driver tier switches nothing off either: no saved answer is
+  // read (driver_cache.cc), so the kernel probe answers, as for any other driver-tier failure.
 }
 
 }  // namespace ucxtls

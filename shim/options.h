@@ -28,6 +28,7 @@ enum Var : uint8_t {
   kDebug,
   kSysroot,
   kDerived,
+  kSaid,
   kOwnVarCount,  // the library's own variables end here; below are variables it reads
   kUcxTls = kOwnVarCount,
   kUcxConfigDir,
@@ -116,8 +117,9 @@ struct Settings {
   int probe_timeout_ms = kProbeTimeoutMsDefault;
   const char *timeout_why = nullptr;
   const char *sysroot = nullptr;  // NULL or non-empty
-  // UCXTLS_CACHE_DIR is the driver tier's (and `ucxtls probe --save`'s) alone: a bad one is always
-  // named here, and is an invalid setting only with UCXTLS_PROBE=driver.
+  // UCXTLS_CACHE_DIR is the driver tier's (and `ucxtls probe --save`'s) alone: a bad one is named
+  // here (lines.h format_ignored_lines) and switches nothing off; with UCXTLS_PROBE=driver no saved
+  // answer is read, so the kernel probe answers, as for any other driver-tier failure.
   const char *cache_dir_why = nullptr;
   // First invalid setting: which variable, and why (static text).
   bool invalid = false;

@@ -155,6 +155,17 @@ long parse_sysfs_enum(const char *text, size_t len) {
   return v;
 }
 
+int auxv_secure(const unsigned long *v, size_t words) {
+  constexpr unsigned long kAtNull = 0, kAtSecure = 23, kTypeMax = 255;
+  int secure = -1;
+  for (size_t i = 0; i + 1 < words; i += 2) {
+    if (v[i] == kAtNull) return secure;
+    if (v[i] > kTypeMax) return -1;
+    if (v[i] == kAtSecure) secure = v[i + 1] != 0;
+  }
+  return -1;  // no AT_NULL: cut short
+}
+
 long parse_stat_threads(const char *text, size_t len) {
   size_t i = len;
   while (i && text[i - 1] != ')') i--;  // the last ')': the end of the command name (field 2)

@@ -48,4 +48,9 @@ long parse_sysfs_enum(const char *text, size_t len);
 // closing parenthesis (the name may hold blanks and parentheses). -1 when it is not there.
 long parse_stat_threads(const char *text, size_t len);
 
+// The auxiliary vector (getauxval(3), /proc/self/auxv): (type, value) word pairs up to AT_NULL.
+// AT_SECURE's value as 1 or 0; -1 when it cannot be told: no AT_SECURE, no AT_NULL within
+// `words`, or a type no kernel writes (over 255: the words are not an auxiliary vector).
+int auxv_secure(const unsigned long *v, size_t words);
+
 }  // namespace ucxtls

@@ -5,11 +5,13 @@
 //
 // It runs in every process the library is preloaded into, before main: no stdio (diagnostics are
 // write(2) lines: the unknown-variable line, the debug or error line), no threads, no heap but
-// the one environment array it publishes, errno left as it was found.
+// the one environment array it publishes, and no function of libc or the host: every system call is
+// a raw one (raw_syscall.h), so errno is never touched.
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "load.h"
 #include "parsers.h"
 #include "probe.h"
+#include "raw_syscall.h"
 #include "sys.h"
 
 namespace {
@@ -50,9 +53,16 @@ using namespace ucxtls;
 bool writable_now(int fd) {
   struct pollfd p = {fd, POLLOUT, 0};
   struct timespec zero = {0, 0};
-  long r = syscall(SYS_ppoll, &p, 1UL, &zero, nullptr, 0UL);  // the raw call: no poll import
+  long r = raw_syscall(SYS_ppoll, long(&p), 1, long(&zero), 0, 0);
   return r == 1 && (p.revents & POLLOUT);
 }
+
+// The kernel's signal set (rt_sigprocmask, rt_sigpending, rt_sigtimedwait): _NSIG / 8 = 8 bytes, one
+// bit per signal, on every architecture the library builds for. Not glibc's sigset_t, and none of its
+// functions: a host may define sigprocmask itself (raw_syscall.h).
+typedef unsigned long long KernelSigset;
+constexpr long kSigsetBytes = 8;
+constexpr KernelSigset signal_bit(int sig) { return 1ULL << (sig - 1); }
 
 // The signals a failed write raised, and the errno that says so.
 constexpr int kRaisedBy[][2] = {{SIGPIPE, EPIPE}, {SIGXFSZ, EFBIG}};
@@ -73,81 +83,111 @@ void write_all(const char *p, size_t n, unsigned *raised) {
 }
 
 void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb = 0) {
-  sigset_t guard, host_mask;
-  sigemptyset(&guard);
-  for (int i = 0; i < kRaising; i++) sigaddset(&guard, kRaisedBy[i][0]);
-  sigaddset(&guard, SIGTTOU);
-  if (sigprocmask(SIG_BLOCK, &guard, &host_mask) != 0) return;  // unguarded, the line is not written
+  KernelSigset guard = signal_bit(SIGTTOU), host_mask = 0;
+  for (int i = 0; i < kRaising; i++) guard |= signal_bit(kRaisedBy[i][0]);
+  // unguarded, the line is not written
+  if (raw_syscall(SYS_rt_sigprocmask, SIG_BLOCK, long(&guard), long(&host_mask), kSigsetBytes) != 0) return;
   unsigned pending_before = 0;  // bit i: the host's own kRaisedBy[i] was pending (it had it blocked)
   bool host_blocks = false;
-  for (int i = 0; i < kRaising; i++) host_blocks |= sigismember(&host_mask, kRaisedBy[i][0]) == 1;
+  for (int i = 0; i < kRaising; i++) host_blocks |= (host_mask & signal_bit(kRaisedBy[i][0])) != 0;
   if (host_blocks) {
-    sigset_t pending;
-    const bool known = sigpending(&pending) == 0;
-    for (int i = 0; i < kRaising; i++)
-      if (sigismember(&host_mask, kRaisedBy[i][0]) == 1 && (!known || sigismember(&pending, kRaisedBy[i][0]) == 1))
-        pending_before |= 1u << i;
+    KernelSigset pending = 0;
+    const bool known = raw_syscall(SYS_rt_sigpending, long(&pending), kSigsetBytes) == 0;
+    for (int i = 0; i < kRaising; i++) {
+      const KernelSigset sig = signal_bit(kRaisedBy[i][0]);
+      if ((host_mask & sig) && (!known || (pending & sig))) pending_before |= 1u << i;
+    }
   }
   unsigned raised = 0;
   write_all(a, na, &raised);
   if (!raised) write_all(b, nb, &raised);
   for (int i = 0; i < kRaising; i++) {
     if (!(raised >> i & 1) || (pending_before >> i & 1)) continue;
-    sigset_t only;
-    sigemptyset(&only);
-    sigaddset(&only, kRaisedBy[i][0]);
+    const KernelSigset only = signal_bit(kRaisedBy[i][0]);
     struct timespec zero = {0, 0};
-    // The raw call: glibc's sigtimedwait would be one more import.
-    syscall(SYS_rt_sigtimedwait, &only, nullptr, &zero, 8);  // the kernel's sigset: _NSIG / 8
+    raw_syscall(SYS_rt_sigtimedwait, long(&only), 0, long(&zero), kSigsetBytes);
   }
-  sigprocmask(SIG_SETMASK, &host_mask, nullptr);
+  raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, long(&host_mask), 0, kSigsetBytes);
 }
 
 // Applies a decision that changes the environment (env_needs_write), in target (environ_edit.h):
-// NULL when the host sees it, else why not. A clear is done in place and allocates nothing; a set
-// allocates, and may fail.
-const char *apply(const Inputs &in, const Decision &d, char **target) {
+// NULL when the host sees it, else why not. The exec's array (envp) is edited in place: a clear
+// allocates nothing. Any other array may be read-only (a program or a linked library may point
+// environ at a `static const` array): the edit is made in a copy, published over it.
+const char *apply(const Inputs &in, const Decision &d, char **target, char **envp) {
+  const bool copy = target != envp;
   const char *const names[] = {kOptions[kUcxTls].name, kOptions[kDerived].name};
-  if (d.action == Action::clear) return process_env_remove(target, names, 2);
+  if (d.action == Action::clear) return process_env_remove(&target, copy, names, 2);
   // A repair rewrites the user's value and marks nothing: a child on another node repairs again.
   // A stale marker goes first, so the repaired value is never taken for ours (decide.h).
-  if (repair_drops_marker(in, d)) process_env_remove(target, names + 1, 1);
+  if (repair_drops_marker(in, d)) {
+    const char *why = process_env_remove(&target, copy, names + 1, 1);
+    if (why) return why;
+  }
   const char *const values[] = {d.value, d.value};
-  return process_env_write(target, names, values, d.action == Action::repair ? 1 : 2);
+  return process_env_write(&target, target != envp, names, values, d.action == Action::repair ? 1 : 2);
 }
 
-// The environment may be changing under the library: a setenv ran before it (the array is no
-// longer the exec's, envp: a linked library's constructor, or a thread it started) and the process
-// has another thread, which may be inside setenv now. glibc's lock is not ours to take and glibc
-// before 2.41 frees the arrays setenv replaces, so nothing is written then (the debug line says
-// why). NULL when the library may write: the array is the exec's (no system call), or this is the
-// one thread (/proc/self/stat, 3 system calls, only after a setenv). docs/design.md, "Editing the
-// environment"; tests/hardening/test_limits.py measures it.
-__attribute__((noinline)) const char *environment_shared(char **envp, char **target) {
-  if (envp && target == envp) return nullptr;
-  char stat[512];
-  const ssize_t n = read_small(Path(nullptr, "/proc/self/stat"), stat, sizeof stat);
-  const long threads = n > 0 ? parse_stat_threads(stat, size_t(n)) : -1;
-  if (threads == 1) return nullptr;
-  return threads < 0 ? "a setenv ran before the library, and whether another thread runs cannot be told"
-                     : "a setenv ran before the library and another thread runs: it may be changing the environment";
+// The environment may be changing under the library: a thread started by a linked or co-preloaded
+// library's constructor may be inside setenv, unsetenv or putenv now, which change the array in
+// place without changing __environ (unsetenv moves the later entries down, setenv replaces an
+// entry) or move it (adding one; glibc before 2.41 frees the array it replaced). glibc's lock is
+// not ours to take, and no edit is safe then: one in place races the moving entries (a variable
+// lost, duplicated or brought back, a NULL read in the middle), and a new array loses the
+// thread's later edit of the old one.
+// - Reading: the exec's array (the constructor's envp) is never freed, and each slot is read once
+//   (options.cc read_inputs), so it is read whatever runs. Any other array (a setenv ran before
+//   the library) may be freed while it is read: it is read only while this is the one thread
+//   (one stat of /proc/self/task, only then); else the library does nothing, and says so when
+//   the exec's array asks for the debug line.
+// - Writing: only while this is the one thread (the same stat, asked once: with one thread no
+//   other can appear). The inputs are then read again, since a thread that ran while they were
+//   read (a variable missed while the entries moved) may have ended since: a change means nothing
+//   is written. Else nothing is written, and the debug line says why.
+// docs/design.md, "Editing the environment"; tests/hardening/test_limits.py measures it.
+struct Threads {
+  long count = 0;  // 0: not asked yet; -1: cannot be told
+  long get() { return count ? count : (count = thread_count()); }
+};
+
+// NULL when the library may write the decision it made from `in`, else why not.
+__attribute__((noinline)) const char *environment_shared(const Inputs &in, Threads *threads) {
+  const long n = threads->get();
+  if (n < 0) return "whether another thread runs cannot be told: it may be changing the environment";
+  if (n > 1) return "another thread runs: it may be changing the environment";
+  Inputs now;
+  read_inputs(process_environ(), &now);
+  for (int v = 0; v < kVarCount; v++)
+    if (now.var[v] != in.var[v]) return "the environment changed while the library read it";
+  return nullptr;
 }
 
 // The stderr lines: a misspelt variable of ours (UCXTLS_ACCELL) is named, as UCX names its own
-// (not when the library is off), then the debug or error line. Their text is only on the stack
+// (not when the library is off), then a setting of one command or tier that is invalid (named,
+// nothing switched off), then the debug or error line. Their text is only on the stack
 // while they are printed.
 // A failed write is named as failed, with the UCX_TLS the environment holds afterwards.
-__attribute__((noinline)) void report(const Inputs &in, const Settings &s, const Facts &f, const Decision &d,
-                                      const char *failed) {
-  char unknown[kUnknownLineMax];
-  size_t nu = format_unknown_line(in, s, unknown, sizeof unknown);
+// env is the array the inputs were read from (safe to read again: see above).
+// Without UCXTLS_DEBUG the lines are about settings, the same in every process of a job: they are
+// printed once per process tree (lines.h said_mark). True when they were printed and their mark is
+// to be written (in *mark); a process whose inherited UCXTLS_SAID equals it prints nothing.
+__attribute__((noinline)) bool report(char *const *env, const Inputs &in, const Settings &s, const Facts &f,
+                                      const Decision &d, const char *failed, char *mark) {
+  char first[kUnknownLineMax + kIgnoredLinesMax];  // the unknown-variable line, then the ignored settings'
+  size_t nu = format_unknown_line(in, s, first, kUnknownLineMax);
+  if (!d.error) nu += format_ignored_lines(in, s, first + nu, sizeof first - nu);  // else one line, the first
+  char line[kLineMax];
+  size_t nl = 0;
   if (s.debug || d.error) {
-    char line[kLineMax];
-    const char *now = failed ? env_value(process_environ(), kOptions[kUcxTls].name) : nullptr;
-    write_stderr(unknown, nu, line, format_line(Decided{in, s, f, d}, line, sizeof line, failed, now));
-  } else if (nu) {
-    write_stderr(unknown, nu);
+    const char *now = failed ? env_value(env, kOptions[kUcxTls].name) : nullptr;
+    nl = format_line(Decided{in, s, f, d}, line, sizeof line, failed, now);
   }
+  if (s.debug || !(nu + nl)) return write_stderr(first, nu, line, nl), false;
+  said_mark(first, nu, line, nl, mark);
+  const char *said = in.get(kSaid);
+  if (said && !strcmp(said, mark)) return false;  // a parent printed these lines
+  write_stderr(first, nu, line, nl);
+  return true;
 }
 
 // glibc calls constructors with (argc, argv, envp): envp is the exec's environment array.
@@ -155,10 +195,20 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
   // glibc passes the current __environ to a dlopen'd library's constructor: envp is the exec's
   // array only where it lies right after argv's NULL (the stack the kernel built).
   if ((uintptr_t)envp != (uintptr_t)argv + (uintptr_t(argc) + 1) * sizeof(char *)) envp = nullptr;
-  const int saved_errno = errno;
+  // Ladder step 1, secure execution: decided before reading a single variable.
+  const bool secure = secure_execution(envp);
+  char **const env = process_environ();
+  Threads threads;
   Inputs in;
   Settings s;
-  load(process_environ(), &in, &s);  // ladder step 1, secure execution: decided before reading a single variable
+  if (!secure && env != envp && threads.get() != 1) {  // an array that may be freed meanwhile
+    // The exec's array is stable then (the thread edits the one setenv made): it says whether the
+    // debug line was asked for.
+    load(envp, false, &in, &s);
+    if (envp && s.debug && !s.disabled) write_stderr(kUnreadLine, sizeof kUnreadLine - 1);
+    return;
+  }
+  load(env, secure, &in, &s);
   if (!in.secure) {
     // The facts and the decision (about 6 KiB with the value and the evidence) live in static
     // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
@@ -167,15 +217,21 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
     ProbeOptions o;
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);
-    const char *failed = nullptr;
-    if (env_needs_write(in, d)) {
-      char **const target = process_environ();  // edited, and published over, only if it is safe
-      failed = environment_shared(envp, target);
-      if (!failed) failed = apply(in, d, target);
+    const char *failed = nullptr, *shared = nullptr;
+    const bool writes = env_needs_write(in, d);
+    if (writes) {
+      failed = shared = environment_shared(in, &threads);
+      if (!failed) failed = apply(in, d, process_environ(), envp);  // the one thread: nobody else edits it
     }
-    if (s.debug || d.error || in.unknown) report(in, s, f, d, failed);
+    char mark[kSaidMax];
+    if ((s.debug || d.error || in.unknown || s.timeout_why || s.cache_dir_why) &&
+        report(env, in, s, f, d, failed, mark) && !(writes ? shared : environment_shared(in, &threads))) {
+      // Children see that these lines were printed; nothing is reported if this cannot be written.
+      char **target = process_environ();
+      const char *const name[] = {kOptions[kSaid].name}, *const value[] = {mark};
+      process_env_write(&target, target != envp, name, value, 1);
+    }
   }
-  errno = saved_errno;
 }
 
 }  // namespace

@@ -146,7 +146,10 @@ UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts
       fail.note("read the RDMA device of", Path(nullptr, node), dev.error, o.evidence);
       return true;
     }
-    char *slot = dev.kind != Rdma::none ? (usable++ ? nullptr : first_usable) : (unusable++ ? nullptr : first_unusable);
+    // The evidence names the device that decides {rdma}: the first of the best kind (a ConnectX
+    // after a Broadcom function), and the first unusable one when none is usable.
+    char *slot = dev.kind != Rdma::none ? (usable++, dev.kind > best ? first_usable : nullptr)
+                                        : (unusable++ ? nullptr : first_unusable);
     if (slot && o.evidence) {
       Text t;
       t.init(slot, sizeof first_usable);

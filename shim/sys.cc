@@ -1,9 +1,12 @@
 #include "sys.h"
 
+#include "raw_syscall.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,12 +32,14 @@ Path &Path::operator=(const Path &o) {
   return *this;
 }
 
-// Every call goes through syscall(2): one import instead of access, open, read, readlink, close
-// and write, each of which the loader would bind in every process (docs/design.md, "Build rules"). The *at forms exist
-// on every Linux architecture (aarch64 has no plain open/access/readlink).
-
-// A system call's result as a value or -errno (syscall(2) returns -1 and sets errno).
-static long value_or_errno(long r) { return r < 0 ? -long(errno) : r; }
+// Every call is a raw system call (raw_syscall.h): no import, no errno; the result or -errno. The
+// *at forms exist on every Linux architecture (aarch64 has no plain open/access/readlink).
+#if defined(UCXTLS_LIBC_SYSCALL)
+long raw_syscall(long nr, long a, long b, long c, long d, long e, long f) {
+  const long r = syscall(nr, a, b, c, d, e, f);
+  return r == -1 ? -long(errno) : r;
+}
+#endif
 
 // "Not there" is the only failure that is an answer: no such path, a path through a file, a
 // directory where a file belongs, a symlink loop. Everything else (EMFILE, ENFILE, ENOMEM, EIO,
@@ -43,14 +48,17 @@ bool absent(long err) { return err == -ENOENT || err == -ENOTDIR || err == -EISD
 
 int path_access(const Path &p, int mode) {
   if (!p.ok()) return -ENAMETOOLONG;
-  return int(value_or_errno(syscall(SYS_faccessat, AT_FDCWD, p.buf, mode)));
+  return int(raw_syscall(SYS_faccessat, AT_FDCWD, long(p.buf), mode));
 }
 
 bool path_exists(const Path &p) { return path_access(p, F_OK) == 0; }
 
+// O_LARGEFILE: a 32-bit process opens a file over 2 GiB (a ucx.conf padded with comments) as a
+// 64-bit one does, instead of failing with EOVERFLOW; glibc's open adds it, the raw call must.
+// 64-bit kernels force it for 64-bit processes, where the headers define it as 0.
 static int open_flags(const Path &p, int flags) {
   if (!p.ok()) return -ENAMETOOLONG;
-  return int(value_or_errno(syscall(SYS_openat, AT_FDCWD, p.buf, flags)));
+  return int(raw_syscall(SYS_openat, AT_FDCWD, long(p.buf), flags | O_LARGEFILE));
 }
 
 int open_ro(const Path &p) { return open_flags(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); }
@@ -58,9 +66,9 @@ int open_ro(const Path &p) { return open_flags(p, O_RDONLY | O_CLOEXEC | O_NONBL
 // One read or write, retried when a signal interrupted it.
 static ssize_t read_or_write(long nr, int fd, const char *buf, size_t n) {
   for (;;) {
-    ssize_t r = syscall(nr, fd, buf, n);
-    if (r < 0 && errno == EINTR) continue;
-    return value_or_errno(r);
+    const long r = raw_syscall(nr, fd, long(buf), long(n));
+    if (r == -EINTR) continue;
+    return r;
   }
 }
 
@@ -69,7 +77,7 @@ ssize_t read_some(int fd, char *buf, size_t n) { return read_or_write(SYS_read, 
 ssize_t write_some(int fd, const char *buf, size_t n) { return read_or_write(SYS_write, fd, buf, n); }
 
 void close_fd(int fd) {
-  if (fd >= 0) syscall(SYS_close, fd);
+  if (fd >= 0) raw_syscall(SYS_close, fd);
 }
 
 ssize_t read_small(const Path &p, char *buf, size_t cap) {
@@ -84,7 +92,7 @@ ssize_t read_small(const Path &p, char *buf, size_t cap) {
 ssize_t read_link(const Path &p, char *buf, size_t cap) {
   if (!p.ok()) return -ENAMETOOLONG;
   if (cap < 2) return -EINVAL;
-  ssize_t n = value_or_errno(syscall(SYS_readlinkat, AT_FDCWD, p.buf, buf, cap - 1));
+  ssize_t n = raw_syscall(SYS_readlinkat, AT_FDCWD, long(p.buf), long(buf), long(cap - 1));
   if (n < 0) return n;
   buf[n] = '\0';
   return n;
@@ -134,7 +142,7 @@ const char *DirReader::next() {
   if (fd < 0 || done) return nullptr;
   for (;;) {
     if (pos >= nread) {
-      nread = value_or_errno(syscall(SYS_getdents64, fd, buf, sizeof buf));
+      nread = raw_syscall(SYS_getdents64, fd, long(buf), long(sizeof buf));
       pos = 0;
       if (nread <= 0) {
         if (nread < 0) error = int(nread);  // the listing was cut short
@@ -180,6 +188,7 @@ static const long kNrFstat = SYS_fstat, kNrFstatat = SYS_newfstatat;
 static void facts_of(const KernelStat &st, FileFacts *out) {
   out->dev = (unsigned long long)st.st_dev;
   out->ino = (unsigned long long)st.st_ino;
+  out->nlink = (unsigned long long)st.st_nlink;
   out->uid = unsigned(st.st_uid);
   out->mode = unsigned(st.st_mode);
   out->size = (long long)st.st_size;
@@ -204,10 +213,11 @@ static int stat_at(int dirfd, const char *path, int flags, FileFacts *out) {
     uint64_t spare[14];
   } sx;
   static_assert(sizeof sx == 256, "struct statx is 256 bytes");
-  long r = value_or_errno(syscall(SYS_statx, dirfd, path, flags, 0x7ffu /* STATX_BASIC_STATS */, &sx));
+  long r = raw_syscall(SYS_statx, dirfd, long(path), flags, 0x7ff /* STATX_BASIC_STATS */, long(&sx));
   if (r == 0) {
     out->dev = (uint64_t(sx.dev_major) << 32) | sx.dev_minor;
     out->ino = sx.ino;
+    out->nlink = sx.nlink;
     out->uid = sx.uid;
     out->mode = sx.mode;
     out->size = (long long)sx.size;
@@ -221,8 +231,8 @@ static int stat_at(int dirfd, const char *path, int flags, FileFacts *out) {
 #endif
 #endif
   KernelStat st;
-  long r2 = (flags & AT_EMPTY_PATH) ? value_or_errno(syscall(kNrFstat, dirfd, &st))
-                                    : value_or_errno(syscall(kNrFstatat, dirfd, path, &st, flags));
+  long r2 = (flags & AT_EMPTY_PATH) ? raw_syscall(kNrFstat, dirfd, long(&st))
+                                    : raw_syscall(kNrFstatat, dirfd, long(path), long(&st), flags);
   if (r2 < 0) return int(r2);
   facts_of(st, out);
   return 0;
@@ -266,14 +276,49 @@ int open_regular(const Path &p) {
 int open_dir(const Path &p) { return open_flags(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK); }
 
 int open_file_in(int dirfd, const char *name) {
-  return int(value_or_errno(syscall(SYS_openat, dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)));
+  return int(raw_syscall(SYS_openat, dirfd, long(name), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_LARGEFILE));
+}
+
+bool secure_execution(char *const *stack_envp) {
+  if (stack_envp) {
+    char *const *p = stack_envp;
+    while (*p) p++;
+    while (!*p) p++;  // an unsetenv's leftovers; the vector's first type is never AT_NULL
+    // The vector ends with AT_NULL; 128 pairs is more than any kernel writes (about 25).
+    const int secure = auxv_secure(reinterpret_cast<const unsigned long *>(p), 256);
+    if (secure >= 0) return secure;
+  }
+  alignas(8) unsigned long words[128];  // the kernel's auxv is at most AT_VECTOR_SIZE pairs
+  const ssize_t n = read_small(Path(nullptr, "/proc/self/auxv"), reinterpret_cast<char *>(words), sizeof words);
+  const int secure = n > 0 ? auxv_secure(words, size_t(n) / sizeof(unsigned long)) : -1;
+  return secure != 0;
+}
+
+long thread_count() {
+  FileFacts task;
+  if (stat_path(Path(nullptr, "/proc/self/task"), &task) == 0 && task.nlink >= 3) return long(task.nlink - 2);
+  char stat[512];
+  const ssize_t n = read_small(Path(nullptr, "/proc/self/stat"), stat, sizeof stat);
+  return n > 0 ? parse_stat_threads(stat, size_t(n)) : -1;
+}
+
+void *map_pages(size_t bytes) {
+  const long prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#if defined(__i386__)
+  // i386's old_mmap takes its six arguments in memory (raw_syscall.h: five registers at most).
+  const unsigned long args[6] = {0, bytes, unsigned(prot), unsigned(flags), ~0UL, 0};
+  const long r = raw_syscall(SYS_mmap, long(args));
+#else
+  const long r = raw_syscall(SYS_mmap, 0, long(bytes), prot, flags, -1, 0);
+#endif
+  return r < 0 && r > -4096 ? nullptr : reinterpret_cast<void *>(r);
 }
 
 unsigned effective_uid() {
 #ifdef SYS_geteuid32
-  return unsigned(syscall(SYS_geteuid32));  // 32-bit x86/arm: SYS_geteuid is the 16-bit one
+  return unsigned(raw_syscall(SYS_geteuid32));  // 32-bit x86/arm: SYS_geteuid is the 16-bit one
 #else
-  return unsigned(syscall(SYS_geteuid));
+  return unsigned(raw_syscall(SYS_geteuid));
 #endif
 }
 

@@ -1,9 +1,9 @@
 // The thin system layer under the probes: the only file-system calls the library makes.
 //
-// Every call is a raw syscall(2) (GLIBC_2.2.5): faccessat, openat, read, readlinkat, close,
-// getdents64, write. One import instead of six, since the loader binds each import in every
-// process; never stat/fstatat (GLIBC_2.33 on new glibc), never opendir (it allocates 32 KiB on the
-// heap). Files are opened O_NONBLOCK so that a FIFO planted where a file belongs cannot hang
+// Every call is the architecture's system call instruction (raw_syscall.h): faccessat, openat,
+// read, readlinkat, close, getdents64, write, stat, mmap. No import at all: the loader would bind
+// one to the executable's definition first (a host's own syscall or malloc); never opendir (it
+// allocates 32 KiB on the heap). Files are opened O_NONBLOCK so that a FIFO planted where a file belongs cannot hang
 // the host; reads go into the caller's fixed buffers.
 #pragma once
 
@@ -77,6 +77,24 @@ struct DirReader {
   // Next entry name other than "." and ".."; NULL at the end or on error (then `error` is set).
   const char *next();
 };
+
+// Secure execution (AT_SECURE), without getauxval (a host may define its own: raw_syscall.h).
+// stack_envp is the environment array the kernel built on the stack (the constructor's envp when
+// it lies right after argv), or NULL. The auxiliary vector follows its NULL; an unsetenv before
+// the library shifted the entries down, leaving NULLs before it, which are skipped. Without it, or
+// when the words there are not an auxiliary vector, /proc/self/auxv is read. When neither tells,
+// the answer is true: secure execution reads nothing, the safe side.
+bool secure_execution(char *const *stack_envp);
+
+// How many threads the process has: /proc/self/task's link count less 2 (procfs adds one link per
+// thread: fs/proc/base.c, proc_task_getattr), one stat; where that does not tell (fewer than 3
+// links: another kernel, no /proc), field 20 of /proc/self/stat (3 calls). -1 when neither tells.
+long thread_count();
+
+// Fresh zero-filled pages (mmap), never unmapped: the library's one allocation, the environment
+// strings and array it publishes (environ_edit.cc). Not malloc: a host may define its own, and a
+// preloaded constructor runs before the host's constructors set it up. NULL when there is no memory.
+void *map_pages(size_t bytes);
 
 // --- implementation details of read_chunks
 int open_ro(const Path &p);                              // fd, or -errno

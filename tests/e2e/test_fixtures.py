@@ -81,6 +81,7 @@ ROWS = [
     ("roce-down", {}, ALL),                                     # 64 Broadcom functions, every port DOWN
     ("connectx-two-port", {}, Z),                               # port 2 ACTIVE
     ("broadcom-roce", {}, "rc,cuda_copy"),                      # rc_verbs only: no mlx5 transports
+    ("broadcom-then-connectx", {}, C),                            # the second device, a ConnectX, decides
     ("rxe", {}, "rc,ze_copy"),
     ("omnipath", {}, "rc,rocm_copy"),
     ("container-efa-and-mlx5", {}, C),                          # its one node is a ConnectX
@@ -172,6 +173,14 @@ def debug_words(t):
         t.equal("dgx UCXTLS_DEBUG=%s: set, %d stderr line(s)" % (word, lines), (tls, err.count("\n")), (C, lines), err)
 
 
+@case("a Broadcom function first, a ConnectX second: the ConnectX decides, and the debug line names it")
+def broadcom_then_connectx(t):
+    tls, _, err = sh_value(env_for("broadcom-then-connectx", UCXTLS_DEBUG="1"))
+    t.equal("broadcom-then-connectx: the mlx5 list", tls, C, err)
+    t.check("broadcom-then-connectx: the debug line names the ConnectX that decided, and the other",
+            "rdma: mlx5_1 (mlx5_core): port 1 ACTIVE, uverbs1 and 1 more" in err, err)
+
+
 @case("an invalid toggle's line names the boolean words it takes")
 def invalid_toggle_words(t):
     for var in ("UCXTLS_DISABLE", "UCXTLS_REPAIR", "UCXTLS_DEBUG"):
@@ -198,22 +207,25 @@ def invalid_beside_kept(t):
 @case("a bad UCXTLS_PROBE_TIMEOUT_MS is the command's business, not the library's")
 def timeout_is_the_commands(t):
     # It bounds `ucxtls probe` alone (the library never runs the helper): the library carries on,
-    # silently, and `ucxtls probe` names it (tests/driver).
+    # naming it in one line as any invalid setting, and `ucxtls probe` refuses it (tests/driver).
     tls, derived, err = sh_value(env_for("dgx", UCXTLS_PROBE_TIMEOUT_MS="5s"))
-    t.equal("UCXTLS_PROBE_TIMEOUT_MS=5s: the library still sets UCX_TLS, and says nothing", (tls, err), (C, ""))
+    t.equal("UCXTLS_PROBE_TIMEOUT_MS=5s: the library still sets UCX_TLS, and names it in one line", (tls, err),
+            (C, 'ucxtls: UCXTLS_PROBE_TIMEOUT_MS="5s" is not a whole number of milliseconds from 1 to 600000; '
+                "ignored here (only `ucxtls probe` reads it)\n"))
 
 
 @case("a relative UCXTLS_CACHE_DIR is the driver tier's business, not the kernel tier's")
 def cache_dir_is_the_driver_tiers(t):
-    # Only the driver tier (and `ucxtls probe --save`, tests/driver) reads it: with the default
-    # kernel tier the library carries on, silently; with the driver tier it is an invalid setting.
+    # Only the driver tier (and `ucxtls probe --save`, tests/driver) reads it: the library names it
+    # in one line and carries on; with the driver tier no saved answer is read, so the kernel probe
+    # answers, as for every other driver-tier failure.
     tls, derived, err = sh_value(env_for("dgx", UCXTLS_CACHE_DIR="relative/dir"))
-    t.equal("UCXTLS_CACHE_DIR=relative/dir, kernel tier: the library still sets UCX_TLS, and says nothing",
-            (tls, err), (C, ""))
+    t.equal("UCXTLS_CACHE_DIR=relative/dir, kernel tier: the library still sets UCX_TLS, and names it in one line",
+            (tls, err), (C, 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; ignored\n'))
     tls, derived, err = sh_value(env_for("dgx", UCXTLS_CACHE_DIR="relative/dir", UCXTLS_PROBE="driver"))
-    t.check("UCXTLS_CACHE_DIR=relative/dir, driver tier: UCX_TLS unset and one line naming UCXTLS_CACHE_DIR",
-            tls == UNSET and err == 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; UCX_TLS left unchanged\n',
-            repr(err))
+    t.equal("UCXTLS_CACHE_DIR=relative/dir, driver tier: the kernel probe's value and one line naming it",
+            (tls, err), (C, 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; no saved driver answer '
+                            "is read: the kernel probe answers\n"))
 
 
 @case("invalid setting with a value inherited from another node")

@@ -12,13 +12,14 @@
 #include "core.h"
 #include "load.h"
 #include "probe.h"
+#include "sys.h"
 
 using namespace ucxtls;
 
 int main() {
   Inputs in;
   Settings s;
-  load(environ, &in, &s);
+  load(environ, secure_execution(nullptr), &in, &s);  // as the library, from /proc/self/auxv
   static Facts f;
   static Decision d;
   run_ladder(in, s, ProbeOptions(), &f, &d);

@@ -7,7 +7,8 @@
   runs unaffected (stdout apart from the value it prints, status, stderr) and the value is set.
 - A 32-bit copy of the library, built from the same CMake project with the same flags
   (BUILD_DIR/m32, -m32), passes the same artifact rules as the 64-bit one (NEEDED libc.so.6 alone,
-  nothing exported, GLIBC <= 2.17, no *_chk); a 32-bit program given the 64-bit library gets ld.so's
+  nothing exported, GLIBC <= 2.17, no *_chk, no function imported), sets the value in a 32-bit
+  program, and reads a ucx.conf over 2 GiB as the 64-bit one does (O_LARGEFILE); a 32-bit program given the 64-bit library gets ld.so's
   "wrong ELF class" line and runs unaffected (where the kernel runs 32-bit programs). The `$LIB`
   recipe itself (both copies under 'P/$LIB/libucxtls.so', a 32-bit process getting the value) is
   the `cli_install` test's.
@@ -90,6 +91,9 @@ def artifact_rules(t, lib, label):
     defined = [l for l in subprocess.run(["nm", "-D", "--defined-only", lib], stdout=subprocess.PIPE).stdout.decode().splitlines()
                if l.split()[-2:-1] != ["A"]]
     t.equal(label + ": nothing exported", defined, [])
+    undefined = sorted(re.findall(r"\*UND\*\s+\S+\s+(?:\S+\s+)?(\S+)$", syms, re.M))
+    t.equal(label + ": imports no function (__environ alone: raw system calls, its own pages)", undefined,
+            ["__environ"], syms)
 
 
 def program32(t):
@@ -118,6 +122,30 @@ def library32(t):
     lib32 = os.path.join(m32, os.path.basename(LIB))
     t.check("the 32-bit copy is ELFCLASS32", "ELF32" in subprocess.run(["readelf", "-h", lib32], stdout=subprocess.PIPE).stdout.decode())
     artifact_rules(t, lib32, "32-bit copy")
+    exe32 = program32(t)
+    try:
+        run([exe32], env_for(None, preload=False))
+    except OSError as e:
+        t.skip("32-bit process with the 32-bit copy", "this kernel cannot run 32-bit programs (%s)" % e.strerror)
+        return
+    env = env_for("dgx", preload=False)
+    env["LD_PRELOAD"] = lib32
+    p = run([exe32], env)
+    t.check("32-bit copy in a 32-bit process (int $0x80, old_mmap, the stack's auxv): the value is set",
+            "UCX_TLS=%s\n" % C in p.stdout.decode() and p.returncode == 3, p.stdout.decode() + p.stderr.decode())
+    # A ucx.conf over 2 GiB (sparse; no UCX_TLS line in its first MiB): a 32-bit open without
+    # O_LARGEFILE fails with EOVERFLOW, "cannot tell", where a 64-bit process reads it.
+    home = scratch_dir("ucxtls-bigconf-")
+    with open(os.path.join(home, "ucx.conf"), "wb") as f:
+        f.write(b"# padding\n")
+        f.truncate((2 << 30) + 4096)
+    env["HOME"] = home
+    p32 = run([exe32], env)
+    p64 = run(["/bin/sh", "-c", 'echo "UCX_TLS=${UCX_TLS-<unset>}"'], env_for("dgx", HOME=home))
+    t.equal("a 2 GiB+ ucx.conf: the 64-bit library sets the value", p64.stdout.decode(), "UCX_TLS=%s\n" % C)
+    t.check("a 2 GiB+ ucx.conf: the 32-bit copy does as the 64-bit one (O_LARGEFILE)",
+            "UCX_TLS=%s\n" % C in p32.stdout.decode(), p32.stdout.decode() + p32.stderr.decode())
+    os.unlink(os.path.join(home, "ucx.conf"))
 
 
 @case("32-bit: a 32-bit program given the 64-bit library", tags=("m32_process",))

@@ -3,7 +3,9 @@
 
 1. Threads: a program whose linked library's constructor starts a thread that calls getenv in a
    loop (constructors of linked libraries run before preloaded ones), run hundreds of times with
-   even and odd environment sizes on the set, re-derive and clear paths: no crash. A control
+   even and odd environment sizes on the set, re-derive and clear paths: no crash. The library
+   cannot tell a reading thread from one inside unsetenv, so it writes nothing while another
+   thread runs: main sees the environment as it was, and the debug line says why. A control
    library that makes the two setenv calls the library used to make (tests/perf/setenv_preload.c)
    is run the same way and its crashes are reported (a race: not asserted).
 2. The host's own environment calls after the library: setenv, unsetenv, putenv, clearenv on
@@ -22,6 +24,14 @@
    with the library on every path (set, re-derive, keep, skip, clear, invalid setting, debug line,
    unknown variable, a broken-pipe line).
 5. An unknown UCXTLS_* variable: one stderr line with the closest name; the library carries on.
+6. The host's own functions: the loader binds a library's imports to the executable's definitions
+   first, before the executable's constructors run. A host whose malloc works only after its own
+   constructor set it up, and a host with its own syscall, sigprocmask and getauxval that print
+   on stdout (exported with --export-dynamic): on the set, re-derive and debug-line paths, 20 runs
+   each, none died, stdout holds main's line alone, and main sees the library's value.
+7. A read-only environment array: a linked library's constructor points environ at a copy of
+   the environment in read-only pages (as a `static const` array would be): on the set,
+   re-derive and clear paths, 20 runs each, none died, main sees what the debug line says.
 """
 import json
 import os
@@ -31,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import C, Z, case, compile_c, env_for, have, main, run, scratch_dir
+from common import C, LIB, Z, case, compile_c, env_for, have, main, run, scratch_dir
 
 SETENV_LIB = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 RUNS = 300
@@ -194,6 +204,90 @@ print(json.dumps({"stdout": out.decode(errors="replace"), "tty": tty.decode(erro
 """
 
 
+# A host whose allocator exists only after its own constructor ran (a program with an arena of its
+# own): a malloc before that touches page zero.
+OWN_MALLOC_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static char *arena;
+static size_t used;
+__attribute__((constructor)) static void set_up_arena(void) {
+  static char mem[1 << 22];
+  arena = mem;
+}
+void *malloc(size_t n) {
+  if (!arena) *(volatile char *)0 = 1; /* not set up yet */
+  size_t *p = (size_t *)(arena + used);
+  used += (n + 2 * sizeof(size_t) + 15) & ~(size_t)15;
+  p[0] = n;
+  return p + 2;
+}
+void free(void *p) { (void)p; }
+void *calloc(size_t a, size_t b) { void *p = malloc(a * b); return memset(p, 0, a * b); }
+void *realloc(void *old, size_t n) {
+  void *p = malloc(n);
+  if (old) memcpy(p, old, ((size_t *)old)[-2] < n ? ((size_t *)old)[-2] : n);
+  return p;
+}
+int main(void) {
+  const char *v = getenv("UCX_TLS");
+  printf("main UCX_TLS=%s\n", v ? v : "<unset>");
+  return 0;
+}
+"""
+
+# A host with functions of libc's names of its own, which say on stdout that they were called.
+OWN_FUNCTIONS_HOST = r"""
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void say(const char *what) { write(1, what, __builtin_strlen(what)); }
+long syscall(long nr, ...) { (void)nr; say("host syscall\n"); errno = ENOSYS; return -1; }
+int sigprocmask(int how, const sigset_t *set, sigset_t *old) { (void)how, (void)set, (void)old; say("host sigprocmask\n"); return 0; }
+unsigned long getauxval(unsigned long type) { (void)type; say("host getauxval\n"); return 0; }
+int main(void) {
+  const char *v = getenv("UCX_TLS");
+  printf("main UCX_TLS=%s\n", v ? v : "<unset>");
+  return 0;
+}
+"""
+
+
+# A linked library that points environ at a read-only copy of the environment (what a
+# `static const char *env[]` in .rodata is), holding the inherited pair when there is one.
+RO_ENV_LIB = r"""
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+extern char **environ;
+__attribute__((constructor)) static void read_only_environ(void) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **ro = mmap(0, (n + 1) * sizeof(char *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ro == MAP_FAILED) abort();
+  memcpy(ro, environ, (n + 1) * sizeof(char *));
+  if (mprotect(ro, (n + 1) * sizeof(char *), PROT_READ)) abort();
+  environ = ro;
+}
+void read_only_linked(void) {}
+"""
+RO_ENV_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void read_only_linked(void);
+int main(void) {
+  read_only_linked();
+  const char *t = getenv("UCX_TLS"), *d = getenv("UCXTLS_DERIVED");
+  printf("%s|%s\n", t ? t : "<unset>", d ? d : "<unset>");
+  return 0;
+}
+"""
+
+
 class Programs:
     def __init__(self, t, work):
         self.ok = True
@@ -206,6 +300,11 @@ class Programs:
                                    ["-Wl,--no-as-needed", "-L" + work, "-lerrno_first", "-Wl,-rpath," + work])
         self.env_api_host = self._c(t, "env_api_host", ENV_API_HOST)
         self.plain_writer = self._c(t, "libplain_writer.so", PLAIN_WRITER_LIB, ["-shared", "-fPIC"])
+        self.lib_ro_env = self._c(t, "libro_env.so", RO_ENV_LIB, ["-shared", "-fPIC"])
+        self.ro_env_host = self._c(t, "ro_env_host", RO_ENV_HOST,
+                                   ["-Wl,--no-as-needed", "-L" + work, "-lro_env", "-Wl,-rpath," + work])
+        self.own_malloc_host = self._c(t, "own_malloc_host", OWN_MALLOC_HOST, ["-Wl,--export-dynamic"])
+        self.own_functions_host = self._c(t, "own_functions_host", OWN_FUNCTIONS_HOST, ["-Wl,--export-dynamic"])
 
     def _c(self, t, name, source, flags=()):
         path, err = compile_c(self.work, name, source, flags=flags)
@@ -251,13 +350,16 @@ def crashes(host, lib, machine, inherited, runs):
 @case("threads: a getenv thread in the host while the library edits the environment")
 def threads(t):
     prog = programs(t)
-    for case, machine, inherited, want in [("set", "dgx", {}, C),
-                                           ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, C),
-                                           ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, "<unset>"),
-                                           ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"}, C)]:
+    for case, machine, inherited in [("set", "dgx", {}), ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+                                     ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+                                     ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"})]:
         env = env_for(machine, **inherited)
-        p = run([prog.thread_host], env)
-        t.equal("getenv thread, %s: main sees UCX_TLS" % case, p.stdout.decode().strip(), want, p.stderr.decode())
+        p = run([prog.thread_host], dict(env, UCXTLS_DEBUG="1"))
+        err = p.stderr.decode()
+        t.equal("getenv thread, %s: nothing written, main sees UCX_TLS as it was" % case, p.stdout.decode().strip(),
+                inherited.get("UCX_TLS", "<unset>"), err)
+        t.check("getenv thread, %s: the debug line says failed, another thread runs" % case,
+                err.startswith("ucxtls: failed to ") and "another thread runs" in err, err)
         dead, odd = crashes(prog.thread_host, env["LD_PRELOAD"], machine, inherited, RUNS)
         t.equal("getenv thread, %s: %d runs (even and odd environment sizes), none died by a signal" % (case, RUNS),
                 dead, 0)
@@ -499,6 +601,94 @@ def unknown_variables(t):
     t.check("unknown variable and the debug line: two lines, the unknown one first",
             len(lines) == 2 and lines[0] == "ucxtls: unknown variable UCXTLS_WHATEVER; ignored"
             and lines[1].startswith("ucxtls: set UCX_TLS="), p.stderr.decode())
+
+
+@case("one line per process tree: a child whose parent printed the same lines stays silent")
+def one_line_per_tree(t):
+    tree = "/bin/true; /bin/true; /bin/sh -c '/bin/true; /bin/true'"  # 6 processes with the library
+    for extra, line in [({"UCXTLS_ACCELL": "ze"}, "ucxtls: unknown variable UCXTLS_ACCELL (did you mean UCXTLS_ACCEL?); ignored\n"),
+                        ({"UCXTLS_ACCEL": "foo"}, 'ucxtls: UCXTLS_ACCEL="foo" is not one of auto, cuda, rocm, ze, none; '
+                                                   "UCX_TLS left unchanged\n"),
+                        ({"UCXTLS_PROBE_TIMEOUT_MS": "abc"}, 'ucxtls: UCXTLS_PROBE_TIMEOUT_MS="abc" is not a whole number '
+                         "of milliseconds from 1 to 600000; ignored here (only `ucxtls probe` reads it)\n")]:
+        label = " ".join("%s=%s" % kv for kv in extra.items())
+        p = run(["/bin/sh", "-c", tree], env_for("dgx", **extra))
+        t.equal("%s: a tree of 6 processes prints the line once" % label, p.stderr.decode(), line)
+        p = run(["/bin/sh", "-c", tree], env_for("dgx", UCXTLS_SAID="0123456789abcdef", **extra))
+        t.equal("%s: a mark of other lines inherited: printed once, then silent" % label, p.stderr.decode(), line)
+        p = run(["/bin/sh", "-c", tree], env_for("dgx", UCXTLS_DEBUG="1", **extra))
+        t.equal("%s with UCXTLS_DEBUG=1: asked for in every process, 6 times" % label,
+                p.stderr.decode().count(line), 6, p.stderr.decode())
+
+
+@case("an invalid setting of one command or tier: one line naming it, nothing switched off")
+def ignored_settings(t):
+    cli = os.path.join(os.path.dirname(LIB), "ucxtls")
+    for extra, line in [
+            ({"UCXTLS_PROBE_TIMEOUT_MS": "abc"}, 'ucxtls: UCXTLS_PROBE_TIMEOUT_MS="abc" is not a whole number of '
+             "milliseconds from 1 to 600000; ignored here (only `ucxtls probe` reads it)\n"),
+            ({"UCXTLS_CACHE_DIR": "rel/dir"}, 'ucxtls: UCXTLS_CACHE_DIR="rel/dir" is not an absolute path; ignored\n'),
+            ({"UCXTLS_CACHE_DIR": "rel", "UCXTLS_PROBE": "driver"}, 'ucxtls: UCXTLS_CACHE_DIR="rel" is not an absolute '
+             "path; no saved driver answer is read: the kernel probe answers\n")]:
+        label = " ".join("%s=%s" % kv for kv in sorted(extra.items()))
+        p = run(["/bin/sh", "-c", 'printf %s "$UCX_TLS"'], env_for("dgx", **extra))
+        t.equal("%s: the value is set (the kernel probe answers)" % label, p.stdout.decode(), C, p.stderr.decode())
+        t.equal("%s: one line naming it" % label, p.stderr.decode(), line)
+        p = run(["/bin/sh", "-c", "exit 0"], env_for("dgx", UCXTLS_DEBUG="1", **extra))
+        lines = p.stderr.decode().splitlines(True)
+        t.check("%s with UCXTLS_DEBUG=1: the line, then the debug line saying set" % label,
+                len(lines) == 2 and lines[0] == line and lines[1].startswith("ucxtls: set UCX_TLS=" + C), p.stderr.decode())
+        p = run(["/bin/sh", "-c", "exit 0"], env_for("dgx", UCXTLS_DISABLE="1", **extra))
+        t.equal("%s with UCXTLS_DISABLE=1: nothing printed" % label, p.stderr.decode(), "")
+        if os.path.exists(cli):
+            p = run([cli, "explain"], env_for("dgx", preload=False, **extra))
+            t.check("%s: explain shows the line among the library's lines" % label,
+                    ("library line\n  " + line) in p.stdout.decode(), p.stdout.decode()[-600:])
+
+
+@case("the host's own malloc, syscall, sigprocmask, getauxval: never called by the library")
+def own_functions(t):
+    prog = programs(t)
+    runs = 20
+    for host in (prog.own_malloc_host, prog.own_functions_host):
+        name = os.path.basename(host)
+        plain = run([host], env_for("dgx", preload=False))
+        if not t.equal("%s control: without the library, main's line alone" % name, plain.stdout.decode(),
+                       "main UCX_TLS=<unset>\n", plain.stderr.decode()):
+            continue
+        for case, inherited in [("set", {}), ("re-derive", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}),
+                                ("debug line", {"UCXTLS_DEBUG": "1"})]:
+            dead, wrong = 0, None
+            for _ in range(runs):
+                p = run([host], env_for("dgx", **inherited))
+                dead += p.returncode < 0
+                if wrong is None and (p.returncode != 0 or p.stdout.decode() != "main UCX_TLS=%s\n" % C):
+                    wrong = "status %d, stdout %r, stderr %r" % (p.returncode, p.stdout[:300], p.stderr[:300])
+            t.equal("%s, %s: %d runs, none died by a signal" % (name, case, runs), dead, 0)
+            t.check("%s, %s: stdout is main's line alone, with the library's value" % (name, case), wrong is None,
+                    wrong or "")
+
+
+@case("a read-only environment array (a linked library points environ at one): edited in a copy")
+def read_only_environ(t):
+    prog = programs(t)
+    runs = 20
+    for case, machine, inherited, want in [("set", "dgx", {}, (C, C)),
+                                           ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, (C, C)),
+                                           ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, ("<unset>", "<unset>")),
+                                           ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"}, (C, "<unset>"))]:
+        plain = run([prog.ro_env_host], env_for(machine, preload=False, **inherited))
+        if not t.equal("read-only environ, %s, control without the library: exit 0" % case, plain.returncode, 0,
+                       plain.stderr.decode()):
+            continue
+        outcomes = {}
+        for _ in range(runs):
+            p = run([prog.ro_env_host], env_for(machine, UCXTLS_DEBUG="1", **inherited))
+            got = tuple(p.stdout.decode().strip().split("|")) if p.returncode == 0 else ("status %d" % p.returncode,)
+            key = "ok" if got == want else "%r (line %r)" % (got, p.stderr.decode()[:200])
+            outcomes[key] = outcomes.get(key, 0) + 1
+        t.equal("read-only environ, %s: %d runs, none died, main sees the decided pair %s" % (case, runs, "|".join(want)),
+                outcomes, {"ok": runs})
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core.h"
+#include "probe_shared.h"
 
 using namespace ucxtls;
 
@@ -563,7 +564,10 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"intel gpu, no rdma: all", Env{}, facts(N, N, N, N, Y), Action::set, "all"});
   rows.push_back({"no gpu, no rdma: unset", Env{}, facts(N, N, N, N, N), Action::skip, ""});
   rows.push_back({"ucx.conf beats all", Env{}, facts(N, Y, Y, N, N), Action::keep, ""});
-  rows.push_back({"ucx.conf beats a node without a gpu", Env{}, facts(Y, Y, N, N, N), Action::keep, ""});
+  // No GPU: the answer is "leave unset" whatever ucx.conf says, so it is never asked (a $HOME on a
+  // mount that does not answer is never touched there).
+  rows.push_back({"no gpu: ucx.conf never asked, unset", Env{}, facts(Y, Y, N, N, N), Action::skip, ""});
+  rows.push_back({"no gpu: a ucx.conf that cannot be read does not matter", Env{}, failed(facts(Y, N, N, N, N), Need::ucx_conf), Action::skip, ""});
   rows.push_back({"user template skips the rdma check", Env{{kTemplate, "tcp,{copy}"}}, facts(N, N, Y, N, N), Action::set, "tcp,cuda_copy"});
   rows.push_back({"user sets UCX_TLS", Env{{kUcxTls, "rc,cuda_copy"}}, facts(Y, N, N, N, Y), Action::keep, ""});
   rows.push_back({"user sets UCX_TLS empty", Env{{kUcxTls, ""}}, facts(Y, N, N, N, Y), Action::keep, ""});
@@ -635,7 +639,8 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   Settings s;
   parse_settings(e.in, &s);
   Decision d;
-  // A machine with RDMA, no ucx.conf, no NVIDIA, an AMD GPU (Intel never asked).
+  // A machine with RDMA, no ucx.conf, no NVIDIA, an AMD GPU (Intel never asked). The family comes
+  // before ucx.conf: without a GPU the answer does not depend on it.
   for (int i = 0; i < 10; i++) {
     decide(e.in, s, f, &d);
     if (d.action != Action::need) break;
@@ -648,7 +653,7 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
       default: f.family[int(Family::ze)].value = Y; break;
     }
   }
-  std::vector<Need> want = {Need::ucx_conf, Need::cuda, Need::rocm, Need::rdma};
+  std::vector<Need> want = {Need::cuda, Need::rocm, Need::ucx_conf, Need::rdma};
   CHECK(asked == want);
   CHECK(d.action == Action::set);
   CHECK(std::string(d.value) == "rc,rocm_copy");  // f.rdma_mlx5 was never set: an rc-only device
@@ -689,6 +694,48 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   h.family[int(Family::rocm)].value = N;
   decide(drv.in, s, h, &d);
   CHECK(d.need == Need::ze);  // the ze driver gave no answer: the kernel answer stands
+}
+
+// The quoted values' limits: a value of exactly the limit is shown whole, one byte more as the
+// first `limit` bytes and "...". 60: UCX_TLS in the debug line's reason; 200: the value at the
+// line's head and what the environment holds after a failed write; 40: an evidence value (a
+// visibility variable).
+TEST_CASE("quoted values at their length limits: whole at the limit, cut with ... one byte over") {
+  Inputs in;
+  Settings s;
+  Facts f;
+  // A kept UCX_TLS: the reason quotes it to 60 bytes, the line's head to 200.
+  for (size_t n : {size_t(60), size_t(61), size_t(200), size_t(201)}) {
+    CAPTURE(n);
+    const std::string tls(n, 'a');
+    Env e{{kUcxTls, tls.c_str()}};
+    parse_settings(e.in, &s);
+    Decision d;
+    decide(e.in, s, f, &d);
+    char line[kLineMax];
+    const std::string l(line, format_line(Decided{e.in, s, f, d}, line, sizeof line));
+    const std::string reason = n == 60 ? "\"" + tls + "\"" : "\"" + std::string(60, 'a') + "...\"";
+    const std::string head = n <= 200 ? "\"" + tls + "\"" : "\"" + std::string(200, 'a') + "...\"";
+    CHECK(l == "ucxtls: keep UCX_TLS=" + head + ": UCX_TLS is already set (" + reason + ")\n");
+  }
+  for (size_t n : {size_t(40), size_t(41)}) {
+    const std::string v(n, 'g');
+    char buf[128];
+    Text t;
+    t.init(buf, sizeof buf);
+    probes::describe_variable(t, "CUDA_VISIBLE_DEVICES", v.c_str());
+    CHECK(std::string(buf, t.len) == "CUDA_VISIBLE_DEVICES=\"" + std::string(40, 'g') + (n == 40 ? "\"" : "...\""));
+  }
+  Decision d;
+  d.action = Action::set;
+  strcpy(d.value, "rc,cuda_copy");
+  d.note(Reason::no_gpu_placeholder);
+  for (size_t n : {size_t(200), size_t(201)}) {
+    const std::string now(n, 'n');
+    char line[kLineMax];
+    const std::string l(line, format_line(Decided{in, s, f, d}, line, sizeof line, "no memory", now.c_str()));
+    CHECK(l.find("UCX_TLS is \"" + std::string(200, 'n') + (n == 200 ? "\": " : "...\": ")) != std::string::npos);
+  }
 }
 
 TEST_CASE("the stderr line is one line, names the variable, and never leaks control bytes") {
@@ -774,11 +821,33 @@ TEST_CASE("settings: every row parses by its kind, with the row's words, limits 
   CHECK(s.cache_dir_why != nullptr);
   Env cache{{kProbe, "driver"}, {kCacheDir, "rel"}};
   parse_settings(cache.in, &s);  // a fresh parse: nothing of the last one is kept
-  CHECK(s.invalid_var == kCacheDir);
+  CHECK_FALSE(s.invalid);  // the driver tier falls back to the kernel probe (driver_cache.cc)
+  CHECK(s.cache_dir_why != nullptr);
 }
 
 // /proc/self/stat's thread count (field 20), read only after a setenv ran before the library
 // (preload.cc environment_shared): the command name may hold blanks and parentheses.
+TEST_CASE("auxv_secure: AT_SECURE (23) before AT_NULL; anything else cannot tell") {
+  struct Row {
+    const char *name;
+    unsigned long words[10];
+    size_t n;
+    int want;
+  } rows[] = {
+      {"setuid", {33, 0x7fff0000, 6, 4096, 23, 1, 0, 0}, 8, 1},
+      {"plain", {33, 0x7fff0000, 23, 0, 25, 0x7fff1000, 0, 0}, 8, 0},
+      {"no AT_SECURE", {6, 4096, 0, 0}, 4, -1},
+      {"no AT_NULL within the words", {6, 4096, 23, 0}, 4, -1},
+      {"not a vector: a pointer where a type belongs", {0x7fff1234, 6, 23, 0, 0, 0}, 6, -1},
+      {"an odd word count: the last half pair is not read", {23, 1, 0}, 3, -1},
+      {"empty", {0}, 0, -1},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.name);
+    CHECK(auxv_secure(r.words, r.n) == r.want);
+  }
+}
+
 TEST_CASE("parse_stat_threads: field 20, after the command name's last parenthesis") {
   struct Row {
     const char *text;

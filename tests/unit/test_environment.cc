@@ -257,21 +257,21 @@ TEST_CASE("load: the environment block read once, parsed; a template to decide w
   Block b{"UCXTLS_ACCEL=rocm", "UCX_TLS=tcp", "UCXTLS_DERIVED=tcp", "UCXTLS_TEMPLATE=rc,{copy}", "UCXTLS_ACCEL=ze"};
   Inputs in;
   Settings s;
-  load(b.arr(), &in, &s);
-  CHECK_FALSE(in.secure);  // the unit tests do not run setuid
+  load(b.arr(), false, &in, &s);
+  CHECK_FALSE(in.secure);
   CHECK(std::string(in.get(kUcxTls)) == "tcp");
   CHECK(s.accel_forced);
   CHECK(s.accel == Family::rocm);  // the first occurrence, as getenv
   CHECK(std::string(s.tmpl) == "rc,{copy}");
   Inputs tin;
   Settings ts;
-  load(b.arr(), &tin, &ts, "tcp,{ipc}");
+  load(b.arr(), false, &tin, &ts, "tcp,{ipc}");
   CHECK(std::string(ts.tmpl) == "tcp,{ipc}");
   CHECK(ts.template_from_user);
   CHECK(tin.get(kUcxTls) == nullptr);
   CHECK(tin.get(kDerived) == nullptr);
   Inputs bad;
   Settings bs;
-  load(b.arr(), &bad, &bs, "tcp {copy}");
+  load(b.arr(), false, &bad, &bs, "tcp {copy}");
   CHECK(bs.invalid_var == kTemplate);
 }

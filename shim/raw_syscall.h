@@ -1,0 +1,56 @@
+// System calls made with the architecture's own instruction, not through libc's syscall(3).
+//
+// Why: every function the library imports is looked up by the loader in the executable first, so
+// a host that defines its own `syscall`, `malloc` or `sigprocmask` (a program with its own
+// allocator, a tracer, a test double) would be called before its `main`, and before its own
+// constructors have set it up. The library therefore imports no function at all (checked on the
+// built file: tests/e2e/test_hygiene.py, tests/hardening/test_host_safety.py). The kernel's
+// convention is kept: the result, or -errno (-4095..-1), and errno is never touched.
+//
+// x86_64 (`syscall`: rax = number, rdi rsi rdx r10 r8 r9; rcx and r11 are clobbered), i386
+// (`int $0x80`: eax, ebx ecx edx esi edi; works on every x86 kernel, the vDSO's entry is only
+// faster), aarch64 (`svc 0`: x8, x0..x5). Linux's syscall(2) man page, "Architecture calling
+// conventions". Another architecture falls back to libc's syscall(3), turned into the same -errno
+// convention (then the library imports `syscall` and `__errno_location`: a limit, README).
+#pragma once
+
+namespace ucxtls {
+
+#if defined(__x86_64__)
+inline long raw_syscall(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  long ret;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+#elif defined(__i386__)
+// Five arguments at most (ebp would be the sixth): the library's calls need no more (mmap goes
+// through old_mmap, whose one argument points to the six: sys.cc map_pages).
+inline long raw_syscall(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
+  long ret;
+  __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(a), "c"(b), "d"(c), "S"(d), "D"(e) : "memory");
+  return ret;
+}
+#elif defined(__aarch64__)
+inline long raw_syscall(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+  register long x8 __asm__("x8") = nr;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+  return x0;
+}
+#else
+#define UCXTLS_LIBC_SYSCALL 1
+long raw_syscall(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0);  // sys.cc
+#endif
+
+}  // namespace ucxtls
