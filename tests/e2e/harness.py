@@ -368,6 +368,17 @@ def wheels():
     return venv, None
 
 
+def ucxx_python():
+    """(the python of the UCXX venv beside the wheels' venv, None), or (None, why)."""
+    venv, why = wheels()
+    if not venv:
+        return None, why
+    python = venv + "-ucxx/bin/python"
+    if not os.access(python, os.X_OK):
+        return None, "no UCXX venv beside UCXTLSTEST_WHEELS (%s-ucxx): tests/wheels/install_wheels.sh makes it" % venv
+    return python, None
+
+
 def site_packages(venv):
     lib = os.path.join(venv, "lib")
     return os.path.join(lib, next(d for d in sorted(os.listdir(lib)) if d.startswith("python")), "site-packages")

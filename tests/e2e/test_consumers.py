@@ -27,6 +27,7 @@ import tempfile
 import time
 
 from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run, ucx_build_or_skip
+from harness import ucxx_python
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
 
@@ -302,6 +303,27 @@ def client_server_rapids(t):
             t.check("%s, library: it sets %s and both sides fail at ucp_init: 'no usable transports/devices'" % (what, C),
                     status != 0 and ("ucxtls: set UCX_TLS=%s:" % C) in client and "no usable transports/devices" in client
                     and "failed to ucp_init" in server, client + server)
+
+
+@case("UCXX 0.52 (RAPIDS' UCX 1.21) client and server on a replayed NVIDIA node with ConnectX, UCX_TLS unset: "
+      "works without the library and with its default; the old default (UCXTLS_WRITE=always) leaves it no context",
+      tags=("wheels",))
+def ucxx_echo(t):
+    python, why = ucxx_python()
+    if not python:
+        t.skip("UCXX", why)
+        return
+    echo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ucxx_echo.py")
+    for what, preload, extra, works in (("no library", False, {}, True), ("the library's default", True, {}, True),
+                                        ("UCXTLS_WRITE=always", True, {"UCXTLS_WRITE": "always"}, False)):
+        p = run([python, echo], env_for("dgx", preload=preload, UCXTLS_DEBUG="1", **extra), timeout=120)
+        out = p.stdout.decode() + p.stderr.decode()
+        if works:
+            t.check("%s: UCX_TLS unset, the message echoed" % what,
+                    p.returncode == 0 and "UCX_TLS=<unset> echo=True" in out, out)
+        else:
+            t.check("%s: %s written, and UCXX cannot create its UCX context ('No such device')" % (what, C),
+                    p.returncode != 0 and ("ucxtls: set UCX_TLS=%s:" % C) in out and "UCXXNoDeviceError" in out, out)
 
 
 @case("python: a trainer's setdefault and a subprocess child")

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # tests/wheels/install_wheels.sh: install the UCX builds users load, from PyPI (requirements.txt
 # beside this script: pinned, hash-checked, no dependency resolution), into a venv kept outside
-# the clone, and print the venv's directory on stdout (nothing else goes to stdout).
+# the clone, and print the venv's directory on stdout (nothing else goes to stdout). UCXX
+# (ucxx-requirements.txt), whose pins conflict with those, goes into a second venv beside it,
+# venv-ucxx.
 #
 #   ${UCXTLSTEST_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ucxtls-test}/wheels-<key>/
 #     venv/   python3 -m venv of Debian's /usr/bin/python3 (CPython 3.11: the wheels' tag)
+#     venv-ucxx/  the same for UCXX
 #     .done   written once every wheel installed
 #     install.log
-# <key> is a hash of requirements.txt, so a machine downloads each set once. Concurrent runs wait
+# <key> is a hash of the requirements files, so a machine downloads each set once. Concurrent runs wait
 # on one lock per key.
 #
 # Exit status: 0 installed or cached; 2 cannot be attempted here (no python3 3.11, no venv
@@ -17,13 +20,14 @@ say() { printf 'install_wheels.sh: %s\n' "$*" >&2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 req=$here/requirements.txt
+req_ucxx=$here/ucxx-requirements.txt
 py=${UCXTLSTEST_WHEEL_PYTHON:-/usr/bin/python3}
-key=$(sha256sum "$req" | cut -c1-16)
+key=$(cat "$req" "$req_ucxx" | sha256sum | cut -c1-16)
 cache=${UCXTLSTEST_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ucxtls-test}
 dir=$cache/wheels-$key
 venv=$dir/venv
 
-done_ok() { [ -f "$dir/.done" ] && [ -x "$venv/bin/python" ]; }
+done_ok() { [ -f "$dir/.done" ] && [ -x "$venv/bin/python" ] && [ -x "$venv-ucxx/bin/python" ]; }
 if done_ok; then printf '%s\n' "$venv"; exit 0; fi
 
 [ -x "$py" ] || { say "cannot install the wheels: $py is missing [python3]"; exit 2; }
@@ -41,20 +45,24 @@ if done_ok; then printf '%s\n' "$venv"; exit 0; fi
 rm -rf "$dir"
 mkdir -p "$dir"
 log=$dir/install.log
-say "installing the pinned wheels (about 130 MB from PyPI) into $dir"
-if ! "$py" -m venv "$venv" >>"$log" 2>&1; then
-  tail -n 20 "$log" >&2; say "FAILED: $py -m venv $venv"; exit 1
-fi
-set +e
-"$venv/bin/python" -m pip install --no-input --disable-pip-version-check --no-deps \
-  --only-binary=:all: --require-hashes -r "$req" >>"$log" 2>&1
-rc=$?
-set -e
-if [ "$rc" != 0 ]; then
-  tail -n 20 "$log" >&2
-  why=$(grep -m1 -o -E 'Failed to establish a new connection|Temporary failure in name resolution|Network is unreachable|No matching distribution found for [^ ]*' "$log" || true)
-  if [ -n "$why" ]; then say "cannot install the wheels: PyPI is not reachable from here (pip: $why)"; exit 2; fi
-  say "FAILED: pip install -r $req (log above)"; exit 1
-fi
-cat "$req" >"$dir/.done"
+say "installing the pinned wheels (about 220 MB from PyPI) into $dir"
+install() {  # install VENV REQUIREMENTS
+  if ! "$py" -m venv "$1" >>"$log" 2>&1; then
+    tail -n 20 "$log" >&2; say "FAILED: $py -m venv $1"; exit 1
+  fi
+  set +e
+  "$1/bin/python" -m pip install --no-input --disable-pip-version-check --no-deps \
+    --only-binary=:all: --require-hashes -r "$2" >>"$log" 2>&1
+  local rc=$?
+  set -e
+  if [ "$rc" != 0 ]; then
+    tail -n 20 "$log" >&2
+    why=$(grep -m1 -o -E 'Failed to establish a new connection|Temporary failure in name resolution|Network is unreachable|No matching distribution found for [^ ]*' "$log" || true)
+    if [ -n "$why" ]; then say "cannot install the wheels: PyPI is not reachable from here (pip: $why)"; exit 2; fi
+    say "FAILED: pip install -r $2 (log above)"; exit 1
+  fi
+}
+install "$venv" "$req"
+install "$venv-ucxx" "$req_ucxx"
+cat "$req" "$req_ucxx" >"$dir/.done"
 printf '%s\n' "$venv"
