@@ -20,23 +20,15 @@ serves such a build.
 """
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
-import time
+
+import ucp_example
 
 from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run, ucx_build_or_skip
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 # The UCXes the ucx_info cases run against: (label in the case name, build, tag). build None is
@@ -225,50 +217,17 @@ def ucx_info_accelerator_only(t):
 
 @case("ucp_client_server: UCX's example exchanges a message", tags=("client_server",))
 def client_server(t):
-    example = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
-    if not (os.path.exists(example) and have("gcc")):
-        t.skip("ucp_client_server", "UCX examples not installed (Debian libucx-dev); scripts/test.sh installs them")
+    if ucp_example.missing():
+        t.skip("ucp_client_server", ucp_example.missing())
         return
     with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "ucp_client_server")
-        subprocess.run(["gcc", "-o", exe, example, "-I" + os.path.dirname(example), "-lucp", "-lucs"], check=True)
-        port = str(free_port())
-        env = env_for("no-gpu", UCXTLS_TEMPLATE="tcp,{copy}")
-        server = subprocess.Popen([exe, "-p", port], env=env, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            client = None
-            for _ in range(50):  # wait for the server to listen
-                time.sleep(0.1)
-                client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=d, timeout=30)
-                if client.returncode == 0:
-                    break
-            out = client.stdout.decode()
-            t.check("ucp_client_server exchanges a message over UCX_TLS=tcp written by the library",
-                    client.returncode == 0 and "ABCDEFGHIJKLMNO" in out, out + client.stderr.decode())
-        finally:
-            server.kill()
-            server.wait()
+        exe = ucp_example.build(d)
+        status, client, server = ucp_example.exchange(exe, env_for("no-gpu", UCXTLS_TEMPLATE="tcp,{copy}"), d)
+        t.check("ucp_client_server exchanges a message over UCX_TLS=tcp written by the library",
+                status == 0 and "ABCDEFGHIJKLMNO" in client, client + server)
 
 
 FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda", "lib"))
-
-
-def exchange(exe, env, cwd):
-    """UCX's ucp_client_server example: a server, then a client sending it a message over
-    loopback (each exec'd directly with env). Returns (client status, client output, server output)."""
-    port = str(free_port())
-    server = subprocess.Popen([exe, "-p", port], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        client = None
-        for _ in range(50):  # wait for the server to listen (or to have failed)
-            time.sleep(0.1)
-            client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=cwd, timeout=30)
-            if client.returncode == 0 or server.poll() is not None:
-                break
-    finally:
-        server.kill()
-        out, _ = server.communicate()
-    return client.returncode, client.stdout.decode() + client.stderr.decode(), out.decode()
 
 
 @case("ucp_client_server on RAPIDS' UCX 1.22 wheel (no verbs), a replayed NVIDIA node with ConnectX, UCX_TLS unset: "
@@ -278,27 +237,24 @@ def client_server_rapids(t):
     # default rc_x,rc,dc_x,dc,cuda_copy only cuda_copy remains, and UCX 1.22 refuses a context of
     # accelerator transports alone. Measured with and without a CUDA driver (the fake one of
     # tests/cuda), since cuda_copy is only served where one answers.
-    example = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
     build = ucx_build_or_skip(t, "rapids")
     if not build:
         return
-    if not (os.path.exists(example) and have("gcc")):
-        t.skip("ucp_client_server", "UCX examples not installed (Debian libucx-dev); scripts/test.sh installs them")
+    if ucp_example.missing():
+        t.skip("ucp_client_server", ucp_example.missing())
         return
     with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "ucp_client_server")
-        subprocess.run(["gcc", "-o", exe, example, "-I" + os.path.join(build.prefix, "include"),
-                        "-L" + build.libdir, "-lucp", "-lucs"], check=True)
+        exe = ucp_example.build(d, os.path.join(build.prefix, "include"), build.libdir)
         drivers = [("no CUDA driver", build.libdir)]
         if os.path.exists(os.path.join(FAKE_CUDA_DIR, "libcuda.so.1")):
             drivers.append(("the fake CUDA driver", FAKE_CUDA_DIR + ":" + build.libdir))
         else:
             t.skip("with a CUDA driver", "the fake CUDA driver (tests/cuda) is not built: %s" % FAKE_CUDA_DIR)
         for what, path in drivers:
-            status, client, server = exchange(exe, env_for("dgx", preload=False, LD_LIBRARY_PATH=path), d)
+            status, client, server = ucp_example.exchange(exe, env_for("dgx", preload=False, LD_LIBRARY_PATH=path), d)
             t.check("%s, no library (UCX_TLS unset: UCX's all): the message is exchanged" % what,
                     status == 0 and "ABCDEFGHIJKLMNO" in client, client + server)
-            status, client, server = exchange(exe, env_for("dgx", LD_LIBRARY_PATH=path, UCXTLS_DEBUG="1"), d)
+            status, client, server = ucp_example.exchange(exe, env_for("dgx", LD_LIBRARY_PATH=path, UCXTLS_DEBUG="1"), d)
             t.check("%s, library: it sets %s and both sides fail at ucp_init: 'no usable transports/devices'" % (what, C),
                     status != 0 and ("ucxtls: set UCX_TLS=%s:" % C) in client and "no usable transports/devices" in client
                     and "failed to ucp_init" in server, client + server)
