@@ -26,7 +26,7 @@ import tempfile
 
 import ucp_example
 
-from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run, ucx_build_or_skip
+from harness import ALL, ALWAYS, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run, ucx_build_or_skip
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
 
@@ -68,11 +68,14 @@ def ucx_case(name):
 def ucx_info_config(t, ucx_info, machine, extra, want):
     p = run([ucx_info, "-c"], env_for(machine, **extra))
     lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
-    t.equal("ucx_info -c on %s %s prints the derived UCX_TLS" % (machine, extra or ""), lines, ["UCX_TLS=" + want])
+    t.equal("ucx_info -c on %s %s prints the UCX_TLS the library left (unset: UCX's default, all)" % (machine, extra or ""),
+            lines, ["UCX_TLS=" + want])
 
 
-for _machine, _extra, _want in (("dgx", {}, HARDCODED), ("intel-xe", {}, Z),
-                                ("mi300x", {}, R),
+# UCX's own parser reads what the library left: nothing on dgx (UCX prints its default, all), all
+# on AMD and Intel nodes; the template's values with UCXTLS_WRITE=always.
+for _machine, _extra, _want in (("dgx", {}, ALL), ("intel-xe", {}, ALL), ("mi300x", {}, ALL),
+                                ("dgx", ALWAYS, C), ("intel-xe", ALWAYS, Z), ("mi300x", ALWAYS, R),
                                 ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),
                                 ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
                                 ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, Z)):
@@ -231,11 +234,13 @@ FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DI
 
 
 @case("ucp_client_server on RAPIDS' UCX 1.22 wheel (no verbs), a replayed NVIDIA node with ConnectX, UCX_TLS unset: "
-      "works without the library; with it the default list leaves this build no usable transport", tags=("wheels",))
+      "works without the library and with its default; UCXTLS_WRITE=always's list leaves this build no usable transport",
+      tags=("wheels",))
 def client_server_rapids(t):
     # What a UCXX or Dask-over-UCX process meets on such a node: RAPIDS' UCX has no verbs, so of the
-    # default rc_x,rc,dc_x,dc,cuda_copy only cuda_copy remains, and UCX 1.22 refuses a context of
-    # accelerator transports alone. Measured with and without a CUDA driver (the fake one of
+    # CUDA list rc_x,rc,dc_x,dc,cuda_copy (the default before 0.2.0, UCXTLS_WRITE=always now) only
+    # cuda_copy remains, and UCX 1.22 refuses a context of accelerator transports alone; the
+    # default leaves UCX_TLS unset there. Measured with and without a CUDA driver (the fake one of
     # tests/cuda), since cuda_copy is only served where one answers.
     build = ucx_build_or_skip(t, "rapids")
     if not build:
@@ -255,28 +260,38 @@ def client_server_rapids(t):
             t.check("%s, no library (UCX_TLS unset: UCX's all): the message is exchanged" % what,
                     status == 0 and "ABCDEFGHIJKLMNO" in client, client + server)
             status, client, server = ucp_example.exchange(exe, env_for("dgx", LD_LIBRARY_PATH=path, UCXTLS_DEBUG="1"), d)
-            t.check("%s, library: it sets %s and both sides fail at ucp_init: 'no usable transports/devices'" % (what, C),
+            t.check("%s, library, the default: UCX_TLS left unset, the message is exchanged" % what,
+                    status == 0 and "ABCDEFGHIJKLMNO" in client and "ucxtls: skip (UCX_TLS stays unset)" in client,
+                    client + server)
+            status, client, server = ucp_example.exchange(
+                exe, env_for("dgx", LD_LIBRARY_PATH=path, UCXTLS_DEBUG="1", **ALWAYS), d)
+            t.check("%s, library, UCXTLS_WRITE=always: it sets %s and both sides fail at ucp_init: "
+                    "'no usable transports/devices'" % (what, C),
                     status != 0 and ("ucxtls: set UCX_TLS=%s:" % C) in client and "no usable transports/devices" in client
                     and "failed to ucp_init" in server, client + server)
 
 
 @case("python: a trainer's setdefault and a subprocess child")
 def python(t):
-    # Python: the trainer's setdefault sees the library's value; a child inherits it.
+    # Python: the trainer's setdefault sees the library's value where it wrote one (all where the
+    # trainer's CUDA list would be wrong), and applies its own list, byte-identical, elsewhere; a
+    # child inherits the value.
     py = sys.executable
     trainer = ("import os\n"
                "os.environ.setdefault('UCX_TLS', %r)\n"
                "print(os.environ['UCX_TLS'])\n" % HARDCODED)
-    for machine, want in (("intel-max-i915", Z), ("dgx", C),
-                          ("mi300x", R), ("no-rdma", ALL), ("aws-p5", ALL),
-                          ("no-gpu", HARDCODED)):  # a GPU node without rc: all, a no-op for UCX; a CPU node: untouched
-        p = run([py, "-c", trainer], env_for(machine))
-        t.equal("python setdefault trainer on %s sees" % machine, p.stdout.decode().strip(), want, p.stderr.decode())
+    for machine, extra, want in (("intel-max-i915", {}, ALL), ("dgx", {}, HARDCODED), ("broadcom-roce", {}, HARDCODED),
+                                 ("mi300x", {}, ALL), ("no-rdma", {}, ALL), ("aws-p5", {}, ALL),
+                                 ("no-gpu", {}, HARDCODED),  # a CPU node: untouched
+                                 ("intel-max-i915", ALWAYS, Z), ("dgx", ALWAYS, C), ("mi300x", ALWAYS, R)):
+        p = run([py, "-c", trainer], env_for(machine, **extra))
+        t.equal("python setdefault trainer on %s %s sees" % (machine, extra or ""), p.stdout.decode().strip(), want,
+                p.stderr.decode())
     child = ("import subprocess, sys\n"
              "print(subprocess.run([sys.executable, '-c', 'import os; print(os.environ.get(\"UCX_TLS\"))'],"
              " capture_output=True, text=True).stdout.strip())\n")
     p = run([py, "-c", child], env_for("intel-xe"))
-    t.equal("a python subprocess child inherits the value", p.stdout.decode().strip(), Z,
+    t.equal("a python subprocess child inherits the value", p.stdout.decode().strip(), ALL,
             p.stderr.decode())
 
 
