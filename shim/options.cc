@@ -108,7 +108,7 @@ const Option kOptions[kVarCount] = {
     {"UCXTLS_TEMPLATE", kTemplate, kPattern, kEvery, kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
     {"UCXTLS_WRITE", kWrite, kWord, kEvery, "needed",
-     "where the default template writes: needed (only where a hard-coded rc_x,rc,dc_x,dc,cuda_copy would be wrong for the node: other GPUs than NVIDIA's, or no rc device; all there, UCX's own default) or always (its value on every GPU node, as before 0.2.0)",
+     "where the default template writes: needed (all, UCX's own default, where a hard-coded CUDA rc list would be wrong: other GPUs than NVIDIA's, or no rc device; nothing elsewhere) or always (on every GPU node, as before 0.2.0)",
      kWriteWords, 0, 0, kWriteWhy.s},
     {"UCXTLS_PROBE", kProbe, kWord, kEvery, "kernel",
      "kernel (device files only) or driver (the CUDA/Level Zero answer `ucxtls probe --save` stored)", kProbeWords,
