@@ -138,6 +138,7 @@ void explain_text(const Report &r) {
   const bool composed = r.d.action == Action::set || r.d.action == Action::repair;
   print_line("family    %s (%s)\n", family_name(r.family),
          !r.family_decided ? "what the probe sees; the decision did not need it"
+         : composed && !strcmp(value, "all") ? "all, UCX's own default, is written for its GPUs"
          : composed                     ? "the value is composed for it"
          : r.family == Family::none     ? "no GPU family found: nothing is composed"
                                         : "the decision's; nothing is written");
