@@ -92,6 +92,27 @@ std::string left_out_note(const Report &r) {
          ": fine for a trainer; for inference servers and MPI jobs set UCXTLS_TEMPLATE='{rdma},sm,self,tcp,{ipc},{copy}'";
 }
 
+// One line: what a process started in this environment runs with, and why. Where nothing is
+// written, that is UCX's own default; the why is the ladder's last step in the library's words, or
+// for a composed value the template it comes from.
+std::string summary(const Report &r) {
+  const Decision &d = r.d;
+  const char *value = effective_value(r.in, d);
+  const bool written = d.action == Action::set || d.action == Action::repair;
+  std::string what, why;
+  if (written && !strcmp(value, "all")) what = "UCX_TLS=all, UCX's own default, written by ucxtls";
+  else if (written) what = std::string("UCX_TLS=") + value + (d.action == Action::repair ? ", repaired by ucxtls" : ", written by ucxtls");
+  else if (value) what = "UCX_TLS=" + shell_quote(value) + ", set before ucxtls ran";
+  else if (r.f.ucx_conf.value == Tri::yes) what = std::string("the UCX_TLS of ") + r.f.ucx_conf.evidence;
+  else what = "UCX's own default (UCX_TLS unset: all)";
+  if (d.action == Action::set && strcmp(value, "all"))
+    why = std::string("the template ") + r.s.tmpl + " composed for " + family_name(r.family) +
+          (r.s.template_from_user ? " (UCXTLS_TEMPLATE)" : r.s.write_always ? " (UCXTLS_WRITE=always)" : "");
+  else if (d.nsteps)
+    why = reasons(r)[size_t(d.error ? 0 : d.nsteps - 1)];
+  return "a process here runs with " + what + (why.empty() ? "" : ": " + why);
+}
+
 void explain_text(const Report &r) {
   const Decision &d = r.d;
   const char *value = effective_value(r.in, d);
@@ -109,6 +130,7 @@ void explain_text(const Report &r) {
     print_line("UCX_TLS   unset in the environment (UCX takes it from %s)\n", r.f.ucx_conf.evidence);
   else
     print_line("UCX_TLS   unset (UCX uses its default, all)\n");
+  print_line("summary   %s\n", summary(r).c_str());
   const std::string warning = kept_value_warning(r);
   if (!warning.empty()) print_line("warning   %s\n", warning.c_str());
   const std::string note = left_out_note(r);
@@ -116,6 +138,7 @@ void explain_text(const Report &r) {
   const bool composed = r.d.action == Action::set || r.d.action == Action::repair;
   print_line("family    %s (%s)\n", family_name(r.family),
          !r.family_decided ? "what the probe sees; the decision did not need it"
+         : composed && !strcmp(value, "all") ? "all, UCX's own default, is written for its GPUs"
          : composed                     ? "the value is composed for it"
          : r.family == Family::none     ? "no GPU family found: nothing is composed"
                                         : "the decision's; nothing is written");
@@ -173,7 +196,8 @@ void explain_json(const Report &r) {
   o += ",\"reasons\":[";
   const std::vector<std::string> why = reasons(r);
   for (size_t i = 0; i < why.size(); i++) o += (i ? "," : "") + json_str(why[i].c_str());
-  o += "],\"error\":" + (d.error ? json_str(why[0].c_str()) : std::string("null"));
+  o += "],\"summary\":" + json_str(summary(r).c_str());
+  o += ",\"error\":" + (d.error ? json_str(why[0].c_str()) : std::string("null"));
   const std::string warning = kept_value_warning(r);
   o += ",\"warning\":" + (warning.empty() ? std::string("null") : json_str(warning.c_str()));
   const std::string note = left_out_note(r);

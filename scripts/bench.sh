@@ -67,16 +67,19 @@ BASE_ENV=(PATH=/usr/local/bin:/usr/bin:/bin HOME="$work/home" LANG=C.UTF-8 USER=
 configs=(
   "none|no preload|"
   "empty|empty preload library (the floor)|LD_PRELOAD=$empty"
-  "busy|libucxtls.so, fixture dgx (8 NVIDIA GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx"
-  "busy-amd|libucxtls.so, fixture mi300x (8 AMD GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/mi300x"
-  "busy-intel|libucxtls.so, fixture intel-busy (8 Intel GPUs, 8 HCAs): derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/intel-busy"
+  "busy|libucxtls.so, fixture dgx (8 NVIDIA GPUs, 8 HCAs), UCXTLS_WRITE=always: derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_WRITE=always"
+  "busy-amd|libucxtls.so, fixture mi300x (8 AMD GPUs, 8 HCAs), UCXTLS_WRITE=always: derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/mi300x UCXTLS_WRITE=always"
+  "busy-intel|libucxtls.so, fixture intel-busy (8 Intel GPUs, 8 HCAs), UCXTLS_WRITE=always: derives and sets UCX_TLS|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/intel-busy UCXTLS_WRITE=always"
+  "default-dgx|libucxtls.so, fixture dgx, the default: leaves UCX_TLS unset (the CUDA list fits)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx"
+  "default-amd|libucxtls.so, fixture mi300x, the default: writes UCX_TLS=all (no RDMA probe)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/mi300x"
+  "default-intel|libucxtls.so, fixture intel-busy, the default: writes UCX_TLS=all (no RDMA probe)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/intel-busy"
   "user-set|libucxtls.so, UCX_TLS already set by the user|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy"
   "no-rdma|libucxtls.so, fixture no-rdma (4 GPUs, no HCA): writes UCX_TLS=all|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-rdma"
   "aws-p5|libucxtls.so, fixture aws-p5 (8 GPUs, 32 EFA): writes UCX_TLS=all|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/aws-p5"
   "roce-down|libucxtls.so, fixture roce-down (8 GPUs, 64 RoCE functions, ports DOWN): writes UCX_TLS=all|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/roce-down"
   "no-gpu|libucxtls.so, fixture no-gpu (a CPU node, 1 HCA): leaves UCX_TLS unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-gpu"
   "this-node|libucxtls.so on this machine's own /dev, /sys, /proc|LD_PRELOAD=$lib"
-  "driver|libucxtls.so, UCXTLS_PROBE=driver on fixture dgx: the answer ucxtls probe --save stored (8 CUDA GPUs)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_PROBE=driver UCXTLS_CACHE_DIR=$work/cache"
+  "driver|libucxtls.so, UCXTLS_PROBE=driver on fixture dgx, UCXTLS_WRITE=always: the answer ucxtls probe --save stored (8 CUDA GPUs)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_PROBE=driver UCXTLS_CACHE_DIR=$work/cache UCXTLS_WRITE=always"
 )
 
 echo "bench.sh: $ROUNDS interleaved rounds of ${#configs[@]} configurations, then callgrind and strace" >&2
@@ -163,11 +166,11 @@ def verdict(name, value, limit, unit=""):
     else:
         print("- %s: %s%s (budget ≤ %s%s) %s" % (name, value, unit, limit, unit, "ok" if float(value) <= limit else "OVER BUDGET"))
 have = lambda *k: all(calls.get(x) is not None for x in k)
-for busy in ("busy", "busy-amd", "busy-intel"):
+for busy in ("busy", "busy-amd", "busy-intel", "default-dgx", "default-amd", "default-intel"):
     verdict("syscalls added, %s fixture" % busy, int(calls[busy] - calls["empty"]) if have(busy, "empty") else None, 24)
 verdict("syscalls added, UCX_TLS set", int(calls["user-set"] - calls["empty"]) if have("user-set", "empty") else None, 1)
 verdict("syscalls, driver tier - kernel tier (fixture dgx)", int(calls["driver"] - calls["busy"]) if have("driver", "busy") else None, 6)
-for busy in ("busy", "busy-amd", "busy-intel"):
+for busy in ("busy", "busy-amd", "busy-intel", "default-dgx", "default-amd", "default-intel"):
     verdict("instructions, %s fixture ÷ empty" % busy, ratio(ir[busy], ir["empty"]) if ir[busy] and ir["empty"] else None, 1.25)
 verdict("wall time, busy fixture ÷ empty (median)", ratio(med["busy"], med["empty"]), 1.20)
 EOF

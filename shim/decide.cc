@@ -121,6 +121,13 @@ void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decisi
   d->note(Reason::repaired);
 }
 
+// UCX's own default, written so that a hard-coded list cannot displace it.
+void write_all(Decision *d, Reason why) {
+  memcpy(d->value, kAllTransports, sizeof kAllTransports);
+  d->action = Action::set;
+  d->note(why);
+}
+
 }  // namespace
 
 FamilyAnswer which_family(const Settings &s, const Facts &f) {
@@ -226,9 +233,16 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     return d->note(Reason::ucx_conf);
   }
 
-  // 7. Network: the default template's {rdma} needs a device UCX's rc transport runs on; without
-  // one, a GPU family gets all (UCX's own default), so a hard-coded rc list cannot break the node.
-  // A user's template is applied as written; its {rdma} needs the same fact.
+  // 7. The default template writes where a hard-coded CUDA rc list (rc_x,rc,dc_x,dc,cuda_copy,
+  // the trainers' setdefault) would be wrong for the node, and nothing elsewhere, so that every
+  // program that sets nothing runs as with UCX's own default: another family's GPUs get all (UCX's
+  // default, with their copy transport) whatever the network is; NVIDIA GPUs get all where no
+  // device runs rc, and nothing where one does (the list fits; UCX's default stands for the rest).
+  // UCXTLS_WRITE=always composes the template on every GPU node instead, all without rc.
+  // A user's template is applied as written; its {rdma} needs the network fact.
+  const bool guarded = default_template && !s.write_always && d->family != Family::none;
+  if (default_template && s.write_always) d->note(Reason::write_always);
+  if (guarded && d->family != Family::cuda) return write_all(d, Reason::all_other_family);
   if (default_template || template_uses_rdma(s.tmpl)) {
     switch (fact_state(f.rdma)) {
       case FactState::cannot_tell: return cannot_tell(d, Need::rdma);
@@ -236,10 +250,11 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
       case FactState::known: break;
     }
     d->note(Reason::rdma);
-    if (default_template && f.rdma.value == Tri::no && d->family != Family::none) {
-      memcpy(d->value, kAllTransports, sizeof kAllTransports);
-      d->action = Action::set;
-      return d->note(Reason::all_without_rc);
+    if (default_template && f.rdma.value == Tri::no && d->family != Family::none)
+      return write_all(d, Reason::all_without_rc);
+    if (guarded) {
+      d->action = leave_unset;
+      return d->note(Reason::cuda_list_fits);
     }
   }
 

@@ -133,6 +133,9 @@ enum class Reason : uint8_t {
   no_gpu,             // step 5: no family, default template
   rdma,               // step 7: the RDMA evidence
   all_without_rc,     // step 7: all
+  all_other_family,   // step 7: all: a hard-coded CUDA list names none of this node's GPU transports
+  cuda_list_fits,     // step 7: NVIDIA GPUs and rc: UCX's own default stands, a hard-coded CUDA list too
+  write_always,       // UCXTLS_WRITE=always: the default template on every GPU node
   too_long,           // step 8: the error line
   empty_value,        // step 8
   cannot_tell,        // a fact (arg: its Need) could not be probed

@@ -102,6 +102,15 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
     case Reason::all_without_rc:
       r.add("no RDMA device UCX's rc transport runs on: all (UCX's own default), so a hard-coded rc list cannot break this node");
       break;
+    case Reason::all_other_family:
+      r.add("all (UCX's own default, with ").add(family_name(x.d.family))
+          .add("'s copy transport), so a hard-coded rc_x,rc,dc_x,dc,cuda_copy cannot displace it on these GPUs");
+      break;
+    case Reason::cuda_list_fits:
+      r.add("NVIDIA GPUs and an rc device: UCX's own default stands (all), and a hard-coded rc_x,rc,dc_x,dc,cuda_copy "
+            "fits this node; UCXTLS_WRITE=always writes the template here");
+      break;
+    case Reason::write_always: r.add("UCXTLS_WRITE=always (the default template on every GPU node)"); break;
     case Reason::too_long: {
       static constexpr auto kTooLong =
           lit("UCXTLS_TEMPLATE gives a value longer than ") + decimal<kValueMax - 1>() + lit(" bytes; UCX_TLS left unchanged");

@@ -16,6 +16,7 @@ namespace {
 constexpr char kAccelWords[] = "auto cuda rocm ze none";
 constexpr Family kAccelFamily[] = {Family::none, Family::cuda, Family::rocm, Family::ze, Family::none};
 constexpr char kProbeWords[] = "kernel driver";  // ProbeTier's order
+constexpr char kWriteWords[] = "needed always";  // Settings::write_always: the second
 static_assert(int(ProbeTier::kernel) == 0 && int(ProbeTier::driver) == 1, "UCXTLS_PROBE's words are the tiers in order");
 
 constexpr size_t length(const char *s) {
@@ -76,6 +77,7 @@ constexpr StaticText<sizeof kBoolWhyHead + 2 * (sizeof kOnWords + sizeof kOffWor
 constexpr auto kBoolWhy = bool_why();
 constexpr auto kAccelWhy = not_one_of<kAccelWords>();
 constexpr auto kProbeWhy = not_one_of<kProbeWords>();
+constexpr auto kWriteWhy = not_one_of<kWriteWords>();
 constexpr auto kTimeoutDefault = decimal<kProbeTimeoutMsDefault>();
 constexpr auto kTimeoutRange = decimal<kProbeTimeoutMsMin>() + lit(" to ") + decimal<kProbeTimeoutMsMax>();
 constexpr auto kTimeoutMeaning = lit("bound on `ucxtls probe` (the driver APIs' helper), ") + kTimeoutRange + lit(" ms");
@@ -105,6 +107,9 @@ const Option kOptions[kVarCount] = {
      kOnWords, 0, 0, kBoolWhy.s},
     {"UCXTLS_TEMPLATE", kTemplate, kPattern, kEvery, kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
+    {"UCXTLS_WRITE", kWrite, kWord, kEvery, "needed",
+     "where the default template writes: needed (all, UCX's own default, where a hard-coded CUDA rc list would be wrong: other GPUs than NVIDIA's, or no rc device; nothing elsewhere) or always (on every GPU node, as before 0.2.0)",
+     kWriteWords, 0, 0, kWriteWhy.s},
     {"UCXTLS_PROBE", kProbe, kWord, kEvery, "kernel",
      "kernel (device files only) or driver (the CUDA/Level Zero answer `ucxtls probe --save` stored)", kProbeWords,
      0, 0, kProbeWhy.s},
@@ -361,6 +366,7 @@ void store(Settings *s, Var v, const char *value, const Parsed &p) {
       s->template_from_user = p.set;
       s->tmpl = p.set ? value : kDefaultTemplate;
       break;
+    case kWrite: s->write_always = good && p.number == 1; break;
     case kProbe: s->tier = ProbeTier(good ? p.number : 0); break;
     case kProbeTimeoutMs: s->probe_timeout_ms = good ? int(p.number) : kProbeTimeoutMsDefault; break;
     case kSysroot: s->sysroot = p.set ? value : nullptr; break;

@@ -22,6 +22,7 @@ enum Var : uint8_t {
   kAccel,
   kRepair,
   kTemplate,
+  kWrite,
   kProbe,
   kProbeTimeoutMs,
   kCacheDir,
@@ -111,6 +112,9 @@ struct Settings {
   Family accel = Family::none;
   bool template_from_user = false;
   const char *tmpl = nullptr;  // never NULL after parse_settings
+  // UCXTLS_WRITE=always: the default template is written on every GPU node (the behaviour before
+  // 0.2.0), not only where a hard-coded CUDA list would be wrong for the node.
+  bool write_always = false;
   ProbeTier tier = ProbeTier::kernel;
   // The bound of `ucxtls probe` alone: the library never runs the helper, so a bad value is the
   // command's error (timeout_why), not an invalid setting that would switch the library off.

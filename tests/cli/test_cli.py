@@ -8,7 +8,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import LIB, SOURCE_DIR, Checks, add_case, case, env_for, main, run, sh_value  # noqa: E402
+from harness import ALL, ALWAYS, DEFAULT_ANSWER, LIB, SOURCE_DIR, Checks, add_case, case, env_for, main, run, sh_value  # noqa: E402
 import test_fixtures  # noqa: E402  (its ROWS: the machine/variable table)
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
@@ -79,7 +79,9 @@ ROWS = [(machine, extra) for machine, extra, _ in test_fixtures.ROWS]
 for _machine in ("dgx", "no-rdma", "intel-xe", "no-gpu"):
     _stale = "rc_x,rc,dc_x,dc,rocm_copy"  # written on another node
     ROWS.append((_machine, {"UCX_TLS": _stale, "UCXTLS_DERIVED": _stale}))
+    ROWS.append((_machine, {"UCX_TLS": _stale, "UCXTLS_DERIVED": _stale, **ALWAYS}))
     ROWS.append((_machine, {"UCXTLS_ACCEL": "bogus"}))
+    ROWS.append((_machine, {"UCXTLS_WRITE": "bogus"}))
 _compared = {}
 
 
@@ -169,13 +171,49 @@ def evidence(t):
 
 @case("explain (text): the sections an operator reads")
 def explain_text(t):
-    # Text explain: the sections an operator reads.
-    p = cli(["explain"], env_for("mi300x", preload=False))
+    # Text explain: the sections an operator reads (the template composed: UCXTLS_WRITE=always).
+    p = cli(["explain"], env_for("mi300x", preload=False, **ALWAYS))
     out = p.stdout.decode()
-    t.check("explain (text) on mi300x: action, value, family, evidence, variables, library line",
+    t.check("explain (text) on mi300x: action, value, summary, family, evidence, variables, library line",
             p.returncode == 0 and "action    set" in out and "rc_x,rc,dc_x,dc,rocm_copy" in out
+            and "\nsummary   a process here runs with UCX_TLS=rc_x,rc,dc_x,dc,rocm_copy, written by ucxtls: "
+                "the template {rdma},{copy} composed for rocm (UCXTLS_WRITE=always)\n" in out
             and "family    rocm" in out and "KFD GPU node" in out and "UCXTLS_SYSROOT=" in out
+            and "  UCXTLS_WRITE='always'" in out
             and "ucxtls: set UCX_TLS=rc_x,rc,dc_x,dc,rocm_copy" in out, out + p.stderr.decode())
+
+
+# What a process that sets no UCX_TLS runs with on each node shape, and why, in one line.
+SUMMARY = {
+    "dgx": "UCX's own default (UCX_TLS unset: all): NVIDIA GPUs and an rc device: UCX's own default stands (all), "
+           "and a hard-coded rc_x,rc,dc_x,dc,cuda_copy fits this node; UCXTLS_WRITE=always writes the template here",
+    "broadcom-roce": "UCX's own default (UCX_TLS unset: all): NVIDIA GPUs and an rc device: UCX's own default stands "
+                     "(all), and a hard-coded rc_x,rc,dc_x,dc,cuda_copy fits this node; UCXTLS_WRITE=always writes the "
+                     "template here",
+    "aws-p5": "UCX_TLS=all, UCX's own default, written by ucxtls: no RDMA device UCX's rc transport runs on: all "
+              "(UCX's own default), so a hard-coded rc list cannot break this node",
+    "intel-xe": "UCX_TLS=all, UCX's own default, written by ucxtls: all (UCX's own default, with ze's copy transport), "
+                "so a hard-coded rc_x,rc,dc_x,dc,cuda_copy cannot displace it on these GPUs",
+    "mi300x": "UCX_TLS=all, UCX's own default, written by ucxtls: all (UCX's own default, with rocm's copy transport), "
+              "so a hard-coded rc_x,rc,dc_x,dc,cuda_copy cannot displace it on these GPUs",
+    "no-gpu": "UCX's own default (UCX_TLS unset: all): no GPU family found: nothing to fix here, UCX's default stands",
+}
+
+
+def summary_row(t, machine):
+    p = cli(["explain"], env_for(machine, preload=False))
+    lines = [l for l in p.stdout.decode().splitlines() if l.startswith("summary   ")]
+    want = "summary   a process here runs with " + SUMMARY[machine]
+    t.equal("explain on %s: one summary line, what a process with UCX_TLS unset runs with and why" % machine,
+            lines, [want], p.stdout.decode())
+    j, _ = explain_json(t, machine, env_for(machine, preload=False))
+    t.equal("explain --json on %s: the same summary" % machine, j and j["summary"], want[len("summary   "):])
+    tls, _, err = sh_value(env_for(machine))
+    t.equal("%s: the library leaves UCX_TLS as the summary says" % machine, tls, DEFAULT_ANSWER[machine], err)
+
+
+for _machine in SUMMARY:
+    add_case("explain: the summary line on " + _machine, summary_row, _machine)
 
 
 @case("explain --json: strings escaped")
@@ -213,17 +251,17 @@ def kept_and_unknown(t):
     t.check("intel-xe with UCX_TLS=%s UCXTLS_REPAIR=1: repair, the repaired value, where it came from" % hard,
             j is not None and j["action"] == "repair" and j["value"] == "rc_x,rc,dc_x,dc,ze_copy"
             and j["repaired_from"] == hard and j["warning"] is None and j["family_decided"], json.dumps(j))
-    j, _ = explain_json(t, "dgx, the default list", env_for("dgx", preload=False))
-    t.check("dgx: the default list's note names what it leaves out of UCX's default, in one line",
+    j, _ = explain_json(t, "dgx, the default list", env_for("dgx", preload=False, **ALWAYS))
+    t.check("dgx UCXTLS_WRITE=always: the default list's note names what it leaves out of UCX's default, in one line",
             j is not None and j["left_out"] and "leaves out sm, self, tcp, cuda_ipc, gdr_copy" in j["left_out"]
             and "\n" not in j["left_out"], json.dumps(j))
-    for machine, extra in [("aws-p5", {}), ("dgx", {"UCXTLS_TEMPLATE": "{rdma},sm,self,tcp,{ipc},{copy}"}),
-                           ("dgx", {"UCX_TLS": "tcp"})]:
+    for machine, extra in [("aws-p5", {}), ("intel-xe", {}), ("dgx", {}),
+                           ("dgx", {"UCXTLS_TEMPLATE": "{rdma},sm,self,tcp,{ipc},{copy}"}), ("dgx", {"UCX_TLS": "tcp"})]:
         j, _ = explain_json(t, machine, env_for(machine, preload=False, **extra))
-        t.check("%s %s: no left-out note (all, a user template, a kept value)" % (machine, extra),
+        t.check("%s %s: no left-out note (all, nothing written, a user template, a kept value)" % (machine, extra),
                 j is not None and j["left_out"] is None, json.dumps(j))
-    p = cli(["explain"], env_for("dgx", preload=False))
-    t.check("explain (text): one note line for the default list",
+    p = cli(["explain"], env_for("dgx", preload=False, **ALWAYS))
+    t.check("explain (text), UCXTLS_WRITE=always: one note line for the default list",
             len(re.findall(r"^note      compared with UCX's default \(all\), this value leaves out ", p.stdout.decode(), re.M)) == 1,
             p.stdout.decode())
     j, _ = explain_json(t, "typos", env_for("dgx", preload=False, UCXTLS_ACCELL="ze", UCXTLS_FOO="1"))
@@ -271,8 +309,10 @@ def env_prints(t):
     t.check("env with an invalid setting and an inherited value: unset on stdout (as the library removes it), exit 1",
             p.stdout == b"unset UCX_TLS UCXTLS_DERIVED\n" and p.returncode == 1, repr(p))
     p = cli(["env"], env_for("dgx", preload=False))
+    t.equal("env prints nothing on dgx (UCX's default stands)", (p.stdout, p.returncode), (b"", 0))
+    p = cli(["env"], env_for("dgx", preload=False, **ALWAYS))
     derived = p.stdout.decode().split("'")[1] if "'" in p.stdout.decode() else "?"
-    p = cli(["env"], env_for("dgx", preload=False, UCX_TLS=derived, UCXTLS_DERIVED=derived))
+    p = cli(["env"], env_for("dgx", preload=False, UCX_TLS=derived, UCXTLS_DERIVED=derived, **ALWAYS))
     t.equal("env prints nothing when the shell already has the value it would derive", (p.stdout, p.returncode), (b"", 0))
 
 
@@ -281,7 +321,7 @@ def run_command(t):
     # --- run: the library from beside the command, LD_PRELOAD kept, status passed through.
     p = cli(["run", "sh", "-c", 'printf "%s|%s" "$UCX_TLS" "$LD_PRELOAD"'], env_for("intel-xe", preload=False))
     t.equal("run: the command gets the library's value and LD_PRELOAD", p.stdout.decode(),
-            "rc_x,rc,dc_x,dc,ze_copy|" + os.path.realpath(LIB), p.stderr.decode())
+            ALL + "|" + os.path.realpath(LIB), p.stderr.decode())
     other = "/lib/x86_64-linux-gnu/libm.so.6" if os.path.exists("/lib/x86_64-linux-gnu/libm.so.6") else "libm.so.6"
     p = cli(["run", "--", "sh", "-c", 'printf "%s" "$LD_PRELOAD"; exit 7'], env_for("dgx", preload=False, LD_PRELOAD=other))
     t.equal("run: existing LD_PRELOAD entries kept, first (the library appended); exit status passes through",
@@ -360,7 +400,7 @@ def help_forms(t):
     sp = cli(["env", "--format", "slurm"], env)
     t.check("env --format slurm == env --format=slurm (the export lines, exit 0)",
             eq.returncode == sp.returncode == 0 and eq.stdout == sp.stdout
-            and eq.stdout.startswith(b"export UCX_TLS=rc_x,rc,dc_x,dc,ze_copy\n"), repr((eq, sp)))
+            and eq.stdout.startswith(b"export UCX_TLS=all\n"), repr((eq, sp)))
     p = cli(["env", "--format", "--help"], env)
     t.check("env --format --help: --help is the value of --format (refused as a format, exit 2)",
             p.returncode == 2 and p.stdout == b"" and b"--format=--help" in p.stderr, repr(p))

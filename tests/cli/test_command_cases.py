@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, C, LIB, UNSET, Z, case, env_for, have, main, run  # noqa: E402
+from harness import ALWAYS, BUILD_DIR, C, LIB, UNSET, Z, case, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 FAKES = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
@@ -55,9 +55,10 @@ def value_line(out):
 # 3. doctor --pid judges the process
 @case("doctor --pid: the process's start environment, decided as the library in it decided")
 def pid_judges_the_process(t):
-    caller = env_for("intel-xe", preload=False)  # the caller's own environment derives Z here
+    # UCXTLS_WRITE=always: the template's value, which this build cannot serve, is written.
+    caller = env_for("intel-xe", preload=False, **ALWAYS)  # the caller's own environment derives Z here
     # An inherited pair from a CUDA node, re-derived by the library in the process on this Intel node.
-    h = Holder(env_for("intel-xe", UCX_TLS=C, UCXTLS_DERIVED=C))
+    h = Holder(env_for("intel-xe", UCX_TLS=C, UCXTLS_DERIVED=C, **ALWAYS))
     try:
         rc, out, missing, err = doctor(["--pid", str(h.p.pid)], caller)
     finally:
@@ -72,9 +73,9 @@ def pid_judges_the_process(t):
     # The process's own settings and visibility variables, not the caller's.
     for label, extra in (("UCXTLS_DISABLE=1", {"UCXTLS_DISABLE": "1"}),
                          ("CUDA_VISIBLE_DEVICES=''", {"CUDA_VISIBLE_DEVICES": ""})):
-        h = Holder(env_for("dgx", **extra))
+        h = Holder(env_for("dgx", **ALWAYS, **extra))
         try:
-            rc, out, missing, err = doctor(["--pid", str(h.p.pid)], env_for("dgx", preload=False))
+            rc, out, missing, err = doctor(["--pid", str(h.p.pid)], env_for("dgx", preload=False, **ALWAYS))
         finally:
             h.close()
         t.check("a process started with %s on a DGX: UCX_TLS stays unset in it, nothing judged, exit 0 "
@@ -534,7 +535,7 @@ def run_asan(t):
     p = subprocess.run(["gcc", "-fsanitize=address", "-g", "-o", exe, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if not t.check("compile with gcc -fsanitize=address", p.returncode == 0, p.stdout.decode()):
         return
-    env = env_for("intel-xe", preload=False)
+    env = env_for("intel-xe", preload=False, **ALWAYS)
     p = run([CLI, "run", exe], env)
     t.check("starts under ucxtls run and gets UCX_TLS", p.returncode == 0 and p.stdout.decode() == "UCX_TLS=%s\n" % Z,
             "%d %r %r" % (p.returncode, p.stdout, p.stderr[-600:]))

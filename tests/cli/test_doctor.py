@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, LIB, add_case, case, env_for, have, main, run, ucx_build_or_skip  # noqa: E402
+from harness import ALWAYS, BUILD_DIR, LIB, add_case, case, env_for, have, main, run, ucx_build_or_skip  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
@@ -150,7 +150,7 @@ def option_named_and_sysroot(t):
             p.returncode == 1 and p.stderr.decode().startswith('ucxtls: UCXTLS_TEMPLATE="{rdam}"'), repr(p.stderr))
     note = "ucxtls: doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info -d) is this machine's, not the replayed machine's\n"
     for args in ([], ["--value", "tcp"], ["--template", "tcp,{copy}"]):
-        p, _, _ = doctor(args, env_for("dgx", preload=False))
+        p, _, _ = doctor(args, env_for("dgx", preload=False, **ALWAYS))  # a value in effect to check
         t.check("doctor %s under UCXTLS_SYSROOT: says the UCX checked is this machine's" % (" ".join(args) or "(the value in effect)"),
                 p.stderr.decode().startswith(note), repr(p.stderr))
     p, _, _ = doctor(["--value", "tcp"], HERE_ENV)

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, HELPER_DIR, LIB, add_case, case, env_for, have, main, run  # noqa: E402
+from harness import ALWAYS, BUILD_DIR, HELPER_DIR, LIB, add_case, case, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 FAKES = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
@@ -230,8 +230,8 @@ def copy_pid(t, libs):
 @case("copy: on a replayed Intel node, ze_copy is MISSING and the missing Level Zero support named", tags=("nixl_copy",))
 @needs_copy
 def copy_intel(t, libs):
-    p, out, missing, err = doctor(["--ucx", libs], env_for("intel-xe", preload=False))
-    t.check("intel-xe: the derived value names ze_copy, and the copy lacks it: MISSING ze_copy, exit 1",
+    p, out, missing, err = doctor(["--ucx", libs], env_for("intel-xe", preload=False, **ALWAYS))
+    t.check("intel-xe, UCXTLS_WRITE=always: the derived value names ze_copy, and the copy lacks it: MISSING ze_copy, exit 1",
             "(derived by ucxtls)" in out and "ze_copy" in missing and p.returncode == 1, out + err)
     t.check("... and the build problem in words",
             "build       this UCX was built without Level Zero (ze) support: NIXL cannot register Intel GPU "
@@ -313,15 +313,21 @@ def hang_and_crash(t):
 
 @case("builds that cannot exist here: NIXL's without DC, RAPIDS' without verbs, a CUDA module without libcuda.so.1")
 def fake_builds(t):
-    dgx = env_for("dgx", preload=False)
+    # The CUDA list (what trainers hard-code; the library's with UCXTLS_WRITE=always) judged against
+    # each build; the default leaves UCX_TLS unset on a DGX, which every build serves.
+    p, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "rapids")], env_for("dgx", preload=False))
+    t.check("RAPIDS-like on a DGX, the default (UCX_TLS unset): no value to judge, nothing MISSING; the build "
+            "without verbs still named (exit 1)", p.returncode == 1 and not missing and "UCX_TLS stays unset here (skip)" in out
+            and "this UCX was built without verbs" in out, out + err)
+    dgx = env_for("dgx", preload=False, **ALWAYS)
     p, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "nixl")], dgx)
-    t.check("NIXL-like on a DGX: the default value is served (dc_x, dc as ud_mlx5 auxiliaries, as UCX counts "
+    t.check("NIXL-like on a DGX: the CUDA list is served (dc_x, dc as ud_mlx5 auxiliaries, as UCX counts "
             "them), exit 0", p.returncode == 0 and not missing
             and re.search(r"^ok +dc_x -> ud_mlx5:aux$", out, re.M), out + err)
     t.check("... and the missing DC is named, with what to do",
             "this UCX was built without DC (no dc_mlx5)" in out and "UCXTLS_TEMPLATE=rc_x,rc,{copy}" in out, out)
     p, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "rapids")], dgx)
-    t.check("RAPIDS-like on a DGX: rc_x, rc, dc_x, dc MISSING, and 'built without verbs', exit 1",
+    t.check("RAPIDS-like on a DGX, the CUDA list: rc_x, rc, dc_x, dc MISSING, and 'built without verbs', exit 1",
             missing == {"rc_x", "rc", "dc_x", "dc"} and p.returncode == 1
             and "this UCX was built without verbs: no rc transport, although this node's RDMA runs rc" in out, out + err)
     p, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "rapids"), "--value", "tcp,cuda_copy"],
@@ -336,8 +342,8 @@ def fake_builds(t):
     t.check("... cuda_copy MISSING, and the problem named as the module, not as a build without CUDA",
             "cuda_copy" in missing and "this UCX has CUDA support (libuct_cuda.so.0), but the module does not load here"
             in out and "built without CUDA" not in out and p.returncode == 1, out + err)
-    p, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "nixl")], env_for("mi300x", preload=False))
-    t.check("NIXL-like on an MI300X: rocm_copy MISSING and 'built without ROCm support ... --with-rocm'",
+    p, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "nixl")], env_for("mi300x", preload=False, **ALWAYS))
+    t.check("NIXL-like on an MI300X, UCXTLS_WRITE=always: rocm_copy MISSING and 'built without ROCm support ... --with-rocm'",
             "rocm_copy" in missing and "built without ROCm support: NIXL cannot register AMD GPU memory" in out
             and "--with-rocm" in out, out + err)
 

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
+from harness import ALWAYS, BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
@@ -22,7 +22,7 @@ SHOW = 'printf "%s|%s" "${UCX_TLS-<unset>}" "${LD_PRELOAD-<unset>}"'
 
 def run_from(t, label, cli, lib):
     """`cli run sh` on the intel-xe fixture must see the ze value and `lib` preloaded."""
-    p = run([cli, "run", "sh", "-c", SHOW], env_for("intel-xe", preload=False))
+    p = run([cli, "run", "sh", "-c", SHOW], env_for("intel-xe", preload=False, **ALWAYS))
     t.equal(label, (p.stdout.decode(), p.returncode), ("%s|%s" % (Z, os.path.realpath(lib)), 0), p.stderr.decode())
 
 
@@ -71,7 +71,7 @@ def install_tree(t):
         return
     lib = libs[0]
     run_from(t, "P/bin/ucxtls run finds P's library", cli, lib)
-    p = run([cli, "explain", "--json"], env_for("intel-xe", preload=False))
+    p = run([cli, "explain", "--json"], env_for("intel-xe", preload=False, **ALWAYS))
     t.check("P/bin/ucxtls explain works from the install tree", p.returncode == 0 and Z in p.stdout.decode(),
             p.stdout.decode() + p.stderr.decode())
     helpers_in(t, "cmake --install", os.path.dirname(os.path.dirname(cli)), os.path.dirname(lib))
@@ -212,7 +212,7 @@ def deb(t):
 # system-specific (Debian lib/x86_64-linux-gnu, RHEL lib64): the library is placed in each
 # candidate and /proc/self/maps of the preloaded process shows the one ld.so chose.
 TREE = os.path.join(SCRATCH, "opt-ucxtls")
-LIB_ENV = env_for("intel-xe", preload=False, LD_PRELOAD=TREE + "/$LIB/libucxtls.so")
+LIB_ENV = env_for("intel-xe", preload=False, **ALWAYS, LD_PRELOAD=TREE + "/$LIB/libucxtls.so")
 
 
 @case("$LIB: a 64-bit process under LD_PRELOAD='P/$LIB/libucxtls.so'")

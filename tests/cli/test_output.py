@@ -15,8 +15,9 @@ from harness import LIB, EMPTY_HOME, add_case, env_for, have, main  # noqa: E402
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 
 # (label, arguments, extra variables, what it needs); each prints on this fixture machine.
-PRINTING = [("env", ["env"], {}, None),
-            ("env --format=slurm", ["env", "--format=slurm"], {}, None),
+# The dgx writes with UCXTLS_WRITE=always (the default leaves UCX_TLS unset there: nothing to print).
+PRINTING = [("env", ["env"], {"UCXTLS_WRITE": "always"}, None),
+            ("env --format=slurm", ["env", "--format=slurm"], {"UCXTLS_WRITE": "always"}, None),
             ("env (unset lines)", ["env"], {"UCX_TLS": "a", "UCXTLS_DERIVED": "a", "UCXTLS_ACCEL": "none"}, None),
             ("explain", ["explain"], {}, None),
             ("explain --json", ["explain", "--json"], {}, None),

@@ -68,8 +68,11 @@ def without_sysroot_note(err):
 
 
 def host_env(name, cache, **extra):
-    """A host's environment: the library, the driver tier, the debug line, the saved answer in cache."""
+    """A host's environment: the library, the driver tier, the debug line, the saved answer in cache;
+    UCXTLS_WRITE=always, so that the value names the family the tier found (the default writes
+    nothing beside NVIDIA GPUs and rc, all beside others)."""
     extra.setdefault("UCXTLS_PROBE", "driver")
+    extra.setdefault("UCXTLS_WRITE", "always")
     extra.setdefault("UCXTLS_DEBUG", "1")
     machine(name)
     return env_for(name, UCXTLS_CACHE_DIR=cache, **extra)

@@ -57,6 +57,13 @@ Z = RDMA + ",ze_copy"  # Intel (Level Zero)
 NONE = RDMA  # no GPU family (UCXTLS_ACCEL=none)
 ALL = "all"
 UNSET = "<unset>"  # how SHOW and the C hosts print a variable that is not set
+# The values above are the default template's, composed on every GPU node with UCXTLS_WRITE=always
+# (the default before 0.2.0): the tests of the mechanism (families, visibility, {rdma}, re-derive)
+# set it. The default (UCXTLS_WRITE=needed) writes all only where a hard-coded CUDA rc list would
+# be wrong for the node (GPUs of another family; NVIDIA GPUs without an rc device), nothing
+# elsewhere: its answer on the node shapes the tests name most.
+ALWAYS = {"UCXTLS_WRITE": "always"}
+DEFAULT_ANSWER = {"dgx": UNSET, "broadcom-roce": UNSET, "aws-p5": ALL, "intel-xe": ALL, "mi300x": ALL, "no-gpu": UNSET}
 
 # The programs only the command runs, and where an install puts them (UCXTLS_INSTALL_HELPERDIR,
 # below the prefix); a build tree and the wheel's ucxtls/_bin keep them beside the command.

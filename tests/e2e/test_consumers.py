@@ -20,24 +20,16 @@ serves such a build.
 """
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-from harness import ALL, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run, ucx_build_or_skip
+import ucp_example
+
+from harness import ALL, ALWAYS, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run, ucx_build_or_skip
 from harness import ucxx_python
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 # The UCXes the ucx_info cases run against: (label in the case name, build, tag). build None is
@@ -77,11 +69,14 @@ def ucx_case(name):
 def ucx_info_config(t, ucx_info, machine, extra, want):
     p = run([ucx_info, "-c"], env_for(machine, **extra))
     lines = [l for l in p.stdout.decode().splitlines() if l.startswith("UCX_TLS=")]
-    t.equal("ucx_info -c on %s %s prints the derived UCX_TLS" % (machine, extra or ""), lines, ["UCX_TLS=" + want])
+    t.equal("ucx_info -c on %s %s prints the UCX_TLS the library left (unset: UCX's default, all)" % (machine, extra or ""),
+            lines, ["UCX_TLS=" + want])
 
 
-for _machine, _extra, _want in (("dgx", {}, HARDCODED), ("intel-xe", {}, Z),
-                                ("mi300x", {}, R),
+# UCX's own parser reads what the library left: nothing on dgx (UCX prints its default, all), all
+# on AMD and Intel nodes; the template's values with UCXTLS_WRITE=always.
+for _machine, _extra, _want in (("dgx", {}, ALL), ("intel-xe", {}, ALL), ("mi300x", {}, ALL),
+                                ("dgx", ALWAYS, C), ("intel-xe", ALWAYS, Z), ("mi300x", ALWAYS, R),
                                 ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),
                                 ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
                                 ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, Z)):
@@ -226,81 +221,53 @@ def ucx_info_accelerator_only(t):
 
 @case("ucp_client_server: UCX's example exchanges a message", tags=("client_server",))
 def client_server(t):
-    example = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
-    if not (os.path.exists(example) and have("gcc")):
-        t.skip("ucp_client_server", "UCX examples not installed (Debian libucx-dev); scripts/test.sh installs them")
+    if ucp_example.missing():
+        t.skip("ucp_client_server", ucp_example.missing())
         return
     with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "ucp_client_server")
-        subprocess.run(["gcc", "-o", exe, example, "-I" + os.path.dirname(example), "-lucp", "-lucs"], check=True)
-        port = str(free_port())
-        env = env_for("no-gpu", UCXTLS_TEMPLATE="tcp,{copy}")
-        server = subprocess.Popen([exe, "-p", port], env=env, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            client = None
-            for _ in range(50):  # wait for the server to listen
-                time.sleep(0.1)
-                client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=d, timeout=30)
-                if client.returncode == 0:
-                    break
-            out = client.stdout.decode()
-            t.check("ucp_client_server exchanges a message over UCX_TLS=tcp written by the library",
-                    client.returncode == 0 and "ABCDEFGHIJKLMNO" in out, out + client.stderr.decode())
-        finally:
-            server.kill()
-            server.wait()
+        exe = ucp_example.build(d)
+        status, client, server = ucp_example.exchange(exe, env_for("no-gpu", UCXTLS_TEMPLATE="tcp,{copy}"), d)
+        t.check("ucp_client_server exchanges a message over UCX_TLS=tcp written by the library",
+                status == 0 and "ABCDEFGHIJKLMNO" in client, client + server)
 
 
 FAKE_CUDA_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda", "lib"))
 
 
-def exchange(exe, env, cwd):
-    """UCX's ucp_client_server example: a server, then a client sending it a message over
-    loopback (each exec'd directly with env). Returns (client status, client output, server output)."""
-    port = str(free_port())
-    server = subprocess.Popen([exe, "-p", port], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        client = None
-        for _ in range(50):  # wait for the server to listen (or to have failed)
-            time.sleep(0.1)
-            client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=cwd, timeout=30)
-            if client.returncode == 0 or server.poll() is not None:
-                break
-    finally:
-        server.kill()
-        out, _ = server.communicate()
-    return client.returncode, client.stdout.decode() + client.stderr.decode(), out.decode()
-
-
 @case("ucp_client_server on RAPIDS' UCX 1.22 wheel (no verbs), a replayed NVIDIA node with ConnectX, UCX_TLS unset: "
-      "works without the library; with it the default list leaves this build no usable transport", tags=("wheels",))
+      "works without the library and with its default; UCXTLS_WRITE=always's list leaves this build no usable transport",
+      tags=("wheels",))
 def client_server_rapids(t):
     # What a UCXX or Dask-over-UCX process meets on such a node: RAPIDS' UCX has no verbs, so of the
-    # default rc_x,rc,dc_x,dc,cuda_copy only cuda_copy remains, and UCX 1.22 refuses a context of
-    # accelerator transports alone. Measured with and without a CUDA driver (the fake one of
+    # CUDA list rc_x,rc,dc_x,dc,cuda_copy (the default before 0.2.0, UCXTLS_WRITE=always now) only
+    # cuda_copy remains, and UCX 1.22 refuses a context of accelerator transports alone; the
+    # default leaves UCX_TLS unset there. Measured with and without a CUDA driver (the fake one of
     # tests/cuda), since cuda_copy is only served where one answers.
-    example = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
     build = ucx_build_or_skip(t, "rapids")
     if not build:
         return
-    if not (os.path.exists(example) and have("gcc")):
-        t.skip("ucp_client_server", "UCX examples not installed (Debian libucx-dev); scripts/test.sh installs them")
+    if ucp_example.missing():
+        t.skip("ucp_client_server", ucp_example.missing())
         return
     with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "ucp_client_server")
-        subprocess.run(["gcc", "-o", exe, example, "-I" + os.path.join(build.prefix, "include"),
-                        "-L" + build.libdir, "-lucp", "-lucs"], check=True)
+        exe = ucp_example.build(d, os.path.join(build.prefix, "include"), build.libdir)
         drivers = [("no CUDA driver", build.libdir)]
         if os.path.exists(os.path.join(FAKE_CUDA_DIR, "libcuda.so.1")):
             drivers.append(("the fake CUDA driver", FAKE_CUDA_DIR + ":" + build.libdir))
         else:
             t.skip("with a CUDA driver", "the fake CUDA driver (tests/cuda) is not built: %s" % FAKE_CUDA_DIR)
         for what, path in drivers:
-            status, client, server = exchange(exe, env_for("dgx", preload=False, LD_LIBRARY_PATH=path), d)
+            status, client, server = ucp_example.exchange(exe, env_for("dgx", preload=False, LD_LIBRARY_PATH=path), d)
             t.check("%s, no library (UCX_TLS unset: UCX's all): the message is exchanged" % what,
                     status == 0 and "ABCDEFGHIJKLMNO" in client, client + server)
-            status, client, server = exchange(exe, env_for("dgx", LD_LIBRARY_PATH=path, UCXTLS_DEBUG="1"), d)
-            t.check("%s, library: it sets %s and both sides fail at ucp_init: 'no usable transports/devices'" % (what, C),
+            status, client, server = ucp_example.exchange(exe, env_for("dgx", LD_LIBRARY_PATH=path, UCXTLS_DEBUG="1"), d)
+            t.check("%s, library, the default: UCX_TLS left unset, the message is exchanged" % what,
+                    status == 0 and "ABCDEFGHIJKLMNO" in client and "ucxtls: skip (UCX_TLS stays unset)" in client,
+                    client + server)
+            status, client, server = ucp_example.exchange(
+                exe, env_for("dgx", LD_LIBRARY_PATH=path, UCXTLS_DEBUG="1", **ALWAYS), d)
+            t.check("%s, library, UCXTLS_WRITE=always: it sets %s and both sides fail at ucp_init: "
+                    "'no usable transports/devices'" % (what, C),
                     status != 0 and ("ucxtls: set UCX_TLS=%s:" % C) in client and "no usable transports/devices" in client
                     and "failed to ucp_init" in server, client + server)
 
@@ -328,21 +295,25 @@ def ucxx_echo(t):
 
 @case("python: a trainer's setdefault and a subprocess child")
 def python(t):
-    # Python: the trainer's setdefault sees the library's value; a child inherits it.
+    # Python: the trainer's setdefault sees the library's value where it wrote one (all where the
+    # trainer's CUDA list would be wrong), and applies its own list, byte-identical, elsewhere; a
+    # child inherits the value.
     py = sys.executable
     trainer = ("import os\n"
                "os.environ.setdefault('UCX_TLS', %r)\n"
                "print(os.environ['UCX_TLS'])\n" % HARDCODED)
-    for machine, want in (("intel-max-i915", Z), ("dgx", C),
-                          ("mi300x", R), ("no-rdma", ALL), ("aws-p5", ALL),
-                          ("no-gpu", HARDCODED)):  # a GPU node without rc: all, a no-op for UCX; a CPU node: untouched
-        p = run([py, "-c", trainer], env_for(machine))
-        t.equal("python setdefault trainer on %s sees" % machine, p.stdout.decode().strip(), want, p.stderr.decode())
+    for machine, extra, want in (("intel-max-i915", {}, ALL), ("dgx", {}, HARDCODED), ("broadcom-roce", {}, HARDCODED),
+                                 ("mi300x", {}, ALL), ("no-rdma", {}, ALL), ("aws-p5", {}, ALL),
+                                 ("no-gpu", {}, HARDCODED),  # a CPU node: untouched
+                                 ("intel-max-i915", ALWAYS, Z), ("dgx", ALWAYS, C), ("mi300x", ALWAYS, R)):
+        p = run([py, "-c", trainer], env_for(machine, **extra))
+        t.equal("python setdefault trainer on %s %s sees" % (machine, extra or ""), p.stdout.decode().strip(), want,
+                p.stderr.decode())
     child = ("import subprocess, sys\n"
              "print(subprocess.run([sys.executable, '-c', 'import os; print(os.environ.get(\"UCX_TLS\"))'],"
              " capture_output=True, text=True).stdout.strip())\n")
     p = run([py, "-c", child], env_for("intel-xe"))
-    t.equal("a python subprocess child inherits the value", p.stdout.decode().strip(), Z,
+    t.equal("a python subprocess child inherits the value", p.stdout.decode().strip(), ALL,
             p.stderr.decode())
 
 

@@ -8,84 +8,86 @@ import os
 import shutil
 import tempfile
 
-from harness import ALL, C, NONE, R, UNSET, Z, add_case, case, env_for, fixture, have, main, run, sh_value
+from harness import ALL, ALWAYS, C, NONE, R, UNSET, Z, add_case, case, env_for, fixture, have, main, run, sh_value
 
 PORTABLE = "{rdma},sm,self,{ipc},{copy}"
 
 ROWS = [
-    # machine, variables, expected UCX_TLS
-    ("dgx", {}, C),
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "7"}, C),
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "8"}, UNSET),              # out of range: no GPU, nothing to fix
-    ("dgx", {"CUDA_VISIBLE_DEVICES": ""}, UNSET),               # empty: none
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "-1"}, UNSET),
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, UNSET),     # Slurm without a GPU
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c05"}, C),       # unique UUID prefix
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c0"}, UNSET),    # ambiguous prefix
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"}, UNSET),   # no such UUID
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "MIG-GPU-5c3f4c00-1a2b/1/0"}, C),
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "0,9,1"}, C),             # the list ends at 9: device 0 stays
-    ("dgx", {"CUDA_VISIBLE_DEVICES": "9,0"}, UNSET),            # ends before its first entry: none
-    ("dgx", {"NVIDIA_VISIBLE_DEVICES": "none"}, C),             # ignored: CUDA does not read it
-    ("container-one-of-eight", {}, C),
-    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "0"}, C),
-    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "3"}, UNSET),  # the container has 1 GPU
-    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c03"}, C),
-    ("container-one-of-eight", {"CUDA_VISIBLE_DEVICES": "GPU-5c3f4c00"}, UNSET),  # not its GPU
-    ("nvidia-vfio", {}, UNSET),                                 # sysfs alone never counts
-    ("intel-max-i915", {}, Z),
-    ("intel-max-i915", {"ZE_AFFINITY_MASK": ""}, Z),            # empty = all
-    ("intel-max-i915", {"ZE_AFFINITY_MASK": "0.1"}, Z),
-    ("intel-max-i915", {"ZE_AFFINITY_MASK": "bogus"}, UNSET),
-    ("intel-max-i915", {"CUDA_VISIBLE_DEVICES": ""}, Z),        # CUDA's variable: not Intel's
-    ("intel-xe", {}, Z),
-    ("mi300x", {}, R),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": ""}, UNSET),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "-1"}, UNSET),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "7"}, R),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "8"}, UNSET),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, UNSET),
-    ("mi300x", {"HIP_VISIBLE_DEVICES": "3"}, R),
-    ("mi300x", {"CUDA_VISIBLE_DEVICES": ""}, UNSET),            # HIP reads CUDA's when its own is unset
-    ("mi300x", {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, R),
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-505ff276f021952c"}, R),  # unique_id 5791614238470542636 in hex
-    ("mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-ffff"}, UNSET),
+    # machine, variables, expected UCX_TLS. **ALWAYS (UCXTLS_WRITE=always): the default template
+    # composed on every GPU node, for the rows about what it is composed from; the default's own
+    # answers follow them.
+    ("dgx", {**ALWAYS}, C),
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "7"}, C),
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "8"}, UNSET),              # out of range: no GPU, nothing to fix
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": ""}, UNSET),               # empty: none
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "-1"}, UNSET),
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "NoDevFiles"}, UNSET),     # Slurm without a GPU
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "GPU-5c3f4c05"}, C),       # unique UUID prefix
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "GPU-5c3f4c0"}, UNSET),    # ambiguous prefix
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "GPU-deadbeef"}, UNSET),   # no such UUID
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "MIG-GPU-5c3f4c00-1a2b/1/0"}, C),
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "0,9,1"}, C),             # the list ends at 9: device 0 stays
+    ("dgx", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "9,0"}, UNSET),            # ends before its first entry: none
+    ("dgx", {**ALWAYS, "NVIDIA_VISIBLE_DEVICES": "none"}, C),             # ignored: CUDA does not read it
+    ("container-one-of-eight", {**ALWAYS}, C),
+    ("container-one-of-eight", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "0"}, C),
+    ("container-one-of-eight", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "3"}, UNSET),  # the container has 1 GPU
+    ("container-one-of-eight", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "GPU-5c3f4c03"}, C),
+    ("container-one-of-eight", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "GPU-5c3f4c00"}, UNSET),  # not its GPU
+    ("nvidia-vfio", {**ALWAYS}, UNSET),                                 # sysfs alone never counts
+    ("intel-max-i915", {**ALWAYS}, Z),
+    ("intel-max-i915", {**ALWAYS, "ZE_AFFINITY_MASK": ""}, Z),            # empty = all
+    ("intel-max-i915", {**ALWAYS, "ZE_AFFINITY_MASK": "0.1"}, Z),
+    ("intel-max-i915", {**ALWAYS, "ZE_AFFINITY_MASK": "bogus"}, UNSET),
+    ("intel-max-i915", {**ALWAYS, "CUDA_VISIBLE_DEVICES": ""}, Z),        # CUDA's variable: not Intel's
+    ("intel-xe", {**ALWAYS}, Z),
+    ("mi300x", {**ALWAYS}, R),
+    ("mi300x", {**ALWAYS, "ROCR_VISIBLE_DEVICES": ""}, UNSET),
+    ("mi300x", {**ALWAYS, "ROCR_VISIBLE_DEVICES": "-1"}, UNSET),
+    ("mi300x", {**ALWAYS, "ROCR_VISIBLE_DEVICES": "7"}, R),
+    ("mi300x", {**ALWAYS, "ROCR_VISIBLE_DEVICES": "8"}, UNSET),
+    ("mi300x", {**ALWAYS, "ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, UNSET),
+    ("mi300x", {**ALWAYS, "HIP_VISIBLE_DEVICES": "3"}, R),
+    ("mi300x", {**ALWAYS, "CUDA_VISIBLE_DEVICES": ""}, UNSET),            # HIP reads CUDA's when its own is unset
+    ("mi300x", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, R),
+    ("mi300x", {**ALWAYS, "ROCR_VISIBLE_DEVICES": "GPU-505ff276f021952c"}, R),  # unique_id 5791614238470542636 in hex
+    ("mi300x", {**ALWAYS, "ROCR_VISIBLE_DEVICES": "GPU-ffff"}, UNSET),
     ("hybrid-laptop", {}, ALL),                                 # GPUs, no RDMA: UCX's default, written
     ("hybrid-laptop", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp,cuda_copy"),  # NVIDIA beats the iGPU
     ("hybrid-laptop", {"UCXTLS_TEMPLATE": "tcp,{copy}", "CUDA_VISIBLE_DEVICES": ""}, "tcp,ze_copy"),
-    ("gaudi", {}, UNSET),                                       # habanalabs is not ze
+    ("gaudi", {**ALWAYS}, UNSET),                                       # habanalabs is not ze
     ("no-gpu", {}, UNSET),                                      # a CPU node on InfiniBand: MPI keeps sm, self
     ("no-rdma", {}, ALL),                                       # a TCP-only GPU node
     ("no-rdma", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp,cuda_copy"),
     ("rdma-sysfs-only", {}, ALL),
-    ("broken", {}, UNSET),
-    ("dgx-excluded", {}, UNSET),
-    ("masked-proc", {}, C),
-    ("masked-proc", {"CUDA_VISIBLE_DEVICES": "1"}, C),
-    ("masked-proc", {"CUDA_VISIBLE_DEVICES": "2"}, UNSET),
-    ("nvidia-and-amd", {}, C),
-    ("nvidia-and-amd", {"CUDA_VISIBLE_DEVICES": ""}, UNSET),    # hides NVIDIA and (via HIP) AMD
-    ("nvidia-and-amd", {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, R),
-    ("amd-and-intel", {}, R),
-    ("amd-and-intel", {"ROCR_VISIBLE_DEVICES": ""}, Z),
+    ("broken", {**ALWAYS}, UNSET),
+    ("dgx-excluded", {**ALWAYS}, UNSET),
+    ("masked-proc", {**ALWAYS}, C),
+    ("masked-proc", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "1"}, C),
+    ("masked-proc", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "2"}, UNSET),
+    ("nvidia-and-amd", {**ALWAYS}, C),
+    ("nvidia-and-amd", {**ALWAYS, "CUDA_VISIBLE_DEVICES": ""}, UNSET),    # hides NVIDIA and (via HIP) AMD
+    ("nvidia-and-amd", {**ALWAYS, "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, R),
+    ("amd-and-intel", {**ALWAYS}, R),
+    ("amd-and-intel", {**ALWAYS, "ROCR_VISIBLE_DEVICES": ""}, Z),
     ("empty", {}, UNSET),
     ("empty", {"UCXTLS_TEMPLATE": "tcp,{copy}"}, "tcp"),
     # RDMA as UCX's rc transport sees it: the default value only where rc can run
     ("aws-p5", {}, ALL),                                        # EFA has no RC: all, not the trainer's rc list
     ("aws-p5", {"UCXTLS_TEMPLATE": "{rdma},tcp,{copy}"}, "tcp,cuda_copy"),  # a user template as written
-    ("aws-p6-b200", {}, C),                                     # EFA first, then a ConnectX
+    ("aws-p6-b200", {**ALWAYS}, C),                                     # EFA first, then a ConnectX
     ("iwarp", {}, ALL),                                         # cxgb4, irdma in iWARP mode
     ("siw", {}, ALL),
     ("connectx-down", {}, ALL),                                 # every port DOWN
     ("connectx-init", {}, ALL),                                 # no subnet manager
     ("roce-down", {}, ALL),                                     # 64 Broadcom functions, every port DOWN
-    ("connectx-two-port", {}, Z),                               # port 2 ACTIVE
-    ("broadcom-roce", {}, "rc,cuda_copy"),                      # rc_verbs only: no mlx5 transports
-    ("broadcom-then-connectx", {}, C),                            # the second device, a ConnectX, decides
-    ("rxe", {}, "rc,ze_copy"),
-    ("omnipath", {}, "rc,rocm_copy"),
-    ("container-efa-and-mlx5", {}, C),                          # its one node is a ConnectX
-    ("kfd-without-topology", {}, Z),                            # no KFD topology: no ROCm GPU
+    ("connectx-two-port", {**ALWAYS}, Z),                               # port 2 ACTIVE
+    ("broadcom-roce", {**ALWAYS}, "rc,cuda_copy"),                      # rc_verbs only: no mlx5 transports
+    ("broadcom-then-connectx", {**ALWAYS}, C),                          # the second device, a ConnectX, decides
+    ("rxe", {**ALWAYS}, "rc,ze_copy"),
+    ("omnipath", {**ALWAYS}, "rc,rocm_copy"),
+    ("container-efa-and-mlx5", {**ALWAYS}, C),                          # its one node is a ConnectX
+    ("kfd-without-topology", {**ALWAYS}, Z),                            # no KFD topology: no ROCm GPU
     ("container-one-of-eight", {"UCXTLS_TEMPLATE": "{rdma},{copy}"}, C),
     # The portable intra-node template: {ipc} is cuda_ipc / rocm_ipc, nothing on Intel
     ("dgx", {"UCXTLS_TEMPLATE": PORTABLE}, "rc_x,rc,dc_x,dc,sm,self,cuda_ipc,cuda_copy"),
@@ -95,23 +97,23 @@ ROWS = [
     ("hybrid-laptop", {"UCXTLS_TEMPLATE": PORTABLE}, "sm,self,cuda_ipc,cuda_copy"),
     ("aws-p5", {"UCXTLS_TEMPLATE": PORTABLE}, "sm,self,cuda_ipc,cuda_copy"),
     # Forcing a family, disabling, templates
-    ("dgx", {"UCXTLS_ACCEL": "ze"}, Z),
+    ("dgx", {**ALWAYS, "UCXTLS_ACCEL": "ze"}, Z),
     ("dgx", {"UCXTLS_ACCEL": "none"}, NONE),                   # a GPU node told it has none: {rdma}
-    ("no-gpu", {"UCXTLS_ACCEL": "rocm"}, R),
-    ("dgx", {"UCXTLS_ACCEL": "auto"}, C),
+    ("no-gpu", {**ALWAYS, "UCXTLS_ACCEL": "rocm"}, R),
+    ("dgx", {**ALWAYS, "UCXTLS_ACCEL": "auto"}, C),
     ("no-rdma", {"UCXTLS_ACCEL": "cuda"}, ALL),                 # forcing a family keeps the RDMA rule
     ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),                 # none, as asked: the template without {copy}
     ("no-rdma", {"UCXTLS_ACCEL": "none"}, UNSET),               # none and no RDMA: an empty value is never written
     ("aws-p5", {"UCXTLS_ACCEL": "ze"}, ALL),
-    ("dgx", {"UCXTLS_DISABLE": "1"}, UNSET),
-    ("dgx", {"UCXTLS_DISABLE": "0"}, C),
-    ("dgx", {"UCXTLS_DISABLE": ""}, C),
+    ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "1"}, UNSET),
+    ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "0"}, C),
+    ("dgx", {**ALWAYS, "UCXTLS_DISABLE": ""}, C),
     # The toggles' boolean words, any case (DESIGN.md step 2, 2026-12-01b)
-    ("dgx", {"UCXTLS_DISABLE": "false"}, C),
-    ("dgx", {"UCXTLS_DISABLE": "No"}, C),
-    ("dgx", {"UCXTLS_DISABLE": "OFF"}, C),
-    ("dgx", {"UCXTLS_DISABLE": "TRUE"}, UNSET),
-    ("dgx", {"UCXTLS_DISABLE": "y"}, UNSET),
+    ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "false"}, C),
+    ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "No"}, C),
+    ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "OFF"}, C),
+    ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "TRUE"}, UNSET),
+    ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "y"}, UNSET),
     ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "false"}, C),
     ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "n"}, C),
     ("dgx", {"UCXTLS_TEMPLATE": "{copy},rc"}, "cuda_copy,rc"),
@@ -119,6 +121,35 @@ ROWS = [
     ("no-gpu", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,tcp"),
     ("no-gpu", {"UCXTLS_TEMPLATE": "{copy}"}, UNSET),           # an empty result is never written
     ("dgx", {"UCXTLS_TEMPLATE": "^cuda_ipc"}, "^cuda_ipc"),
+    # The default (UCXTLS_WRITE unset): all where a hard-coded rc_x,rc,dc_x,dc,cuda_copy would be
+    # wrong for the node (other GPUs than NVIDIA's, or no rc device), nothing elsewhere
+    ("dgx", {}, UNSET),                                         # NVIDIA and rc: UCX's default stands
+    ("dgx", {"UCXTLS_WRITE": "needed"}, UNSET),
+    ("dgx", {"CUDA_VISIBLE_DEVICES": "7"}, UNSET),
+    ("dgx", {"UCXTLS_ACCEL": "cuda"}, UNSET),
+    ("dgx", {"UCXTLS_ACCEL": "ze"}, ALL),                       # told its GPUs are Intel's: all
+    ("container-one-of-eight", {}, UNSET),
+    ("container-efa-and-mlx5", {}, UNSET),
+    ("masked-proc", {}, UNSET),
+    ("aws-p6-b200", {}, UNSET),
+    ("broadcom-roce", {}, UNSET),                               # rc_verbs: the CUDA list runs
+    ("nvidia-and-amd", {}, UNSET),
+    ("nvidia-and-amd", {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "0"}, ALL),
+    ("intel-xe", {}, ALL),                                      # ze GPUs: all whatever the network
+    ("intel-max-i915", {}, ALL),
+    ("intel-max-i915", {"ZE_AFFINITY_MASK": "bogus"}, UNSET),   # no visible GPU: nothing to fix
+    ("mi300x", {}, ALL),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": "7"}, ALL),
+    ("mi300x", {"ROCR_VISIBLE_DEVICES": ""}, UNSET),
+    ("amd-and-intel", {}, ALL),
+    ("connectx-two-port", {}, ALL),
+    ("rxe", {}, ALL),
+    ("omnipath", {}, ALL),
+    ("kfd-without-topology", {}, ALL),
+    ("no-gpu", {"UCXTLS_ACCEL": "rocm"}, ALL),
+    ("intel-xe", {"UCXTLS_DISABLE": "1"}, UNSET),
+    ("intel-xe", {"UCXTLS_DISABLE": "false"}, ALL),
+    ("nvidia-vfio", {}, UNSET),
     # The user's own value always stands
     ("dgx", {"UCX_TLS": "tcp"}, "tcp"),
     ("dgx", {"UCX_TLS": ""}, ""),
@@ -146,7 +177,7 @@ for _machine, _extra, _want in ROWS:
 
 # Invalid settings: one line on stderr naming the variable; nothing written.
 def invalid(t, var, value):
-    tls, derived, err = sh_value(env_for("dgx", **{var: value}))
+    tls, derived, err = sh_value(env_for("intel-xe", **{var: value}))  # valid, it would write all
     t.equal("invalid %s=%r leaves UCX_TLS unset" % (var, value), tls, UNSET)
     lines = err.splitlines()
     t.check("invalid %s=%r: one stderr line naming it" % (var, value),
@@ -155,7 +186,8 @@ def invalid(t, var, value):
 
 for _var, _value in [("UCXTLS_ACCEL", "foo"), ("UCXTLS_TEMPLATE", "rc, {copy}"), ("UCXTLS_TEMPLATE", "all,{copy}"),
                      ("UCXTLS_PROBE", "nvml"), ("UCXTLS_TEMPLATE", "rc,,tcp"), ("UCXTLS_DISABLE", "maybe"),
-                     ("UCXTLS_DISABLE", "00"), ("UCXTLS_REPAIR", "always"), ("UCXTLS_DEBUG", "2")]:
+                     ("UCXTLS_DISABLE", "00"), ("UCXTLS_REPAIR", "always"), ("UCXTLS_DEBUG", "2"),
+                     ("UCXTLS_WRITE", "bogus"), ("UCXTLS_WRITE", "Always")]:
     add_case("invalid %s=%r" % (_var, _value), invalid, _var, _value)
 
 
@@ -169,8 +201,8 @@ def repair_words(t):
 @case("UCXTLS_DEBUG takes boolean words: off and No print nothing, ON prints the line")
 def debug_words(t):
     for word, lines in (("off", 0), ("No", 0), ("ON", 1)):
-        tls, _, err = sh_value(env_for("dgx", UCXTLS_DEBUG=word))
-        t.equal("dgx UCXTLS_DEBUG=%s: set, %d stderr line(s)" % (word, lines), (tls, err.count("\n")), (C, lines), err)
+        tls, _, err = sh_value(env_for("intel-xe", UCXTLS_DEBUG=word))
+        t.equal("intel-xe UCXTLS_DEBUG=%s: set, %d stderr line(s)" % (word, lines), (tls, err.count("\n")), (ALL, lines), err)
 
 
 @case("a Broadcom function first, a ConnectX second: the ConnectX decides, and the debug line names it")
@@ -208,10 +240,10 @@ def invalid_beside_kept(t):
 def timeout_is_the_commands(t):
     # It bounds `ucxtls probe` alone (the library never runs the helper): the library carries on,
     # naming it in one line as any invalid setting, and `ucxtls probe` refuses it (tests/driver).
-    tls, derived, err = sh_value(env_for("dgx", UCXTLS_PROBE_TIMEOUT_MS="5s"))
+    tls, derived, err = sh_value(env_for("intel-xe", UCXTLS_PROBE_TIMEOUT_MS="5s"))
     t.equal("UCXTLS_PROBE_TIMEOUT_MS=5s: the library still sets UCX_TLS, and names it in one line", (tls, err),
-            (C, 'ucxtls: UCXTLS_PROBE_TIMEOUT_MS="5s" is not a whole number of milliseconds from 1 to 600000; '
-                "ignored here (only `ucxtls probe` reads it)\n"))
+            (ALL, 'ucxtls: UCXTLS_PROBE_TIMEOUT_MS="5s" is not a whole number of milliseconds from 1 to 600000; '
+                  "ignored here (only `ucxtls probe` reads it)\n"))
 
 
 @case("a relative UCXTLS_CACHE_DIR is the driver tier's business, not the kernel tier's")
@@ -219,12 +251,12 @@ def cache_dir_is_the_driver_tiers(t):
     # Only the driver tier (and `ucxtls probe --save`, tests/driver) reads it: the library names it
     # in one line and carries on; with the driver tier no saved answer is read, so the kernel probe
     # answers, as for every other driver-tier failure.
-    tls, derived, err = sh_value(env_for("dgx", UCXTLS_CACHE_DIR="relative/dir"))
+    tls, derived, err = sh_value(env_for("intel-xe", UCXTLS_CACHE_DIR="relative/dir"))
     t.equal("UCXTLS_CACHE_DIR=relative/dir, kernel tier: the library still sets UCX_TLS, and names it in one line",
-            (tls, err), (C, 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; ignored\n'))
-    tls, derived, err = sh_value(env_for("dgx", UCXTLS_CACHE_DIR="relative/dir", UCXTLS_PROBE="driver"))
+            (tls, err), (ALL, 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; ignored\n'))
+    tls, derived, err = sh_value(env_for("intel-xe", UCXTLS_CACHE_DIR="relative/dir", UCXTLS_PROBE="driver"))
     t.equal("UCXTLS_CACHE_DIR=relative/dir, driver tier: the kernel probe's value and one line naming it",
-            (tls, err), (C, 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; no saved driver answer '
+            (tls, err), (ALL, 'ucxtls: UCXTLS_CACHE_DIR="relative/dir" is not an absolute path; no saved driver answer '
                             "is read: the kernel probe answers\n"))
 
 
@@ -255,7 +287,12 @@ def debug_sysroot(t):
 
 # Why the value is all, or why UCX_TLS stays unset, in a user's words.
 def says_why(t, machine, action, words):
-    _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1"))
+    # On AMD and Intel nodes the default writes all without reading the network: UCXTLS_WRITE=always
+    # reads it, for the RDMA rows.
+    rdma_words = action == "set UCX_TLS=all" and "FAMILY" not in words
+    extra = ALWAYS if rdma_words and machine in ("connectx-init", "iwarp") else {}
+    _, _, err = sh_value(env_for(machine, UCXTLS_DEBUG="1", **extra))
+    words = words.replace("FAMILY", machine == "mi300x" and "rocm" or "ze")
     t.check("UCXTLS_DEBUG=1 on %s says why: %r" % (machine, words),
             err.count("\n") == 1 and err.startswith("ucxtls: " + action) and words in err, err)
 
@@ -267,7 +304,13 @@ for _machine, _action, _words in [
         ("iwarp", "set UCX_TLS=all", "iWARP"),
         ("no-rdma", "set UCX_TLS=all", "no /dev/infiniband/uverbs* node"),
         ("no-rdma", "set UCX_TLS=all", "a hard-coded rc list cannot break this node"),
-        ("no-gpu", "skip (UCX_TLS stays unset)", "no GPU family found")]:
+        ("no-gpu", "skip (UCX_TLS stays unset)", "no GPU family found"),
+        ("dgx", "skip (UCX_TLS stays unset)", "NVIDIA GPUs and an rc device: UCX's own default stands (all), and a "
+         "hard-coded rc_x,rc,dc_x,dc,cuda_copy fits this node"),
+        ("broadcom-roce", "skip (UCX_TLS stays unset)", "UCX's own default stands"),
+        ("intel-xe", "set UCX_TLS=all", "all (UCX's own default, with FAMILY's copy transport), so a hard-coded "
+         "rc_x,rc,dc_x,dc,cuda_copy cannot displace it"),
+        ("mi300x", "set UCX_TLS=all", "all (UCX's own default, with FAMILY's copy transport)")]:
     add_case("debug line on %s says why: %s" % (_machine, _words), says_why, _machine, _action, _words)
 
 
@@ -279,7 +322,8 @@ def debug_line(t, machine, extra, action):
             len(lines) == 1 and lines[0].startswith("ucxtls: " + action), repr(err))
 
 
-for _machine, _extra, _action in [("dgx", {}, "set UCX_TLS=" + C), ("no-rdma", {}, "set UCX_TLS=all"), ("no-gpu", {}, "skip"),
+for _machine, _extra, _action in [("dgx", ALWAYS, "set UCX_TLS=" + C), ("dgx", {}, "skip"),
+                                  ("intel-xe", {}, "set UCX_TLS=all"), ("no-rdma", {}, "set UCX_TLS=all"), ("no-gpu", {}, "skip"),
                                   ("dgx", {"UCX_TLS": "tcp"}, "keep"), ("dgx", {"UCXTLS_DISABLE": "1"}, "skip")]:
     add_case("debug line: %s: one line, '%s'" % (label_of(_machine, _extra), _action.split("=")[0]), debug_line,
              _machine, _extra, _action)
@@ -305,7 +349,7 @@ def ucx_conf(t, label):
         }[label]
         with open(path, "w") as f:
             f.write(line)
-        env = env_for(None, UCXTLS_SYSROOT=root, **extra)
+        env = env_for(None, UCXTLS_SYSROOT=root, **ALWAYS, **extra)  # the template written on this dgx
         tls, _, err = sh_value(env, cwd=cwd)
         t.equal("ucx.conf at %s assigning UCX_TLS: left unset" % label, tls, UNSET, err)
         with open(path, "w") as f:
@@ -331,13 +375,13 @@ def ucx_conf_links(t):
             if os.path.lexists(link):
                 os.unlink(link)
             os.symlink(target, link)
-            p = run(["strace", "-f", "-e", "trace=openat,open", "/bin/true"], env_for("dgx"), cwd=cwd)
+            p = run(["strace", "-f", "-e", "trace=openat,open", "/bin/true"], env_for("dgx", **ALWAYS), cwd=cwd)
             trace = p.stderr.decode()
             # O_PATH names the file without opening it (no driver's open runs); anything else is an open.
             looked = [l for l in trace.splitlines() if "ucx.conf" in l or target in l]
             opened = [l for l in looked if "O_PATH" not in l]
             t.check("./ucx.conf -> %s: never opened (strace: O_PATH only), the value still written" % target,
-                    p.returncode == 0 and looked and not opened and sh_value(env_for("dgx"), cwd=cwd)[0] == C,
+                    p.returncode == 0 and looked and not opened and sh_value(env_for("dgx", **ALWAYS), cwd=cwd)[0] == C,
                     "\n".join(looked))
 
 
@@ -359,17 +403,27 @@ def machines_list(t):
 
 @case("a value exported to another node is derived again")
 def across_nodes(t):
-    # Across nodes: a value derived on an NVIDIA node, exported to an Intel node, is derived again.
-    tls, derived, _ = sh_value(env_for("dgx"))
+    # Across nodes: a value derived on an NVIDIA node (UCXTLS_WRITE=always writes it there), exported
+    # to another node, is derived again there, by that node's UCXTLS_WRITE.
+    tls, derived, _ = sh_value(env_for("dgx", **ALWAYS))
+    t.equal("dgx, UCXTLS_WRITE=always: the CUDA list, marked", (tls, derived), (C, C))
     exported = {"UCX_TLS": tls, "UCXTLS_DERIVED": derived}
-    t.equal("exported NVIDIA value re-derived on an Intel node", sh_value(env_for("intel-xe", **exported))[0], Z)
+    t.equal("exported NVIDIA value re-derived on an Intel node, UCXTLS_WRITE=always",
+            sh_value(env_for("intel-xe", **ALWAYS, **exported))[0], Z)
+    t.equal("exported NVIDIA value re-derived on an Intel node, the default: all",
+            sh_value(env_for("intel-xe", **exported))[:2], (ALL, ALL))
     t.equal("exported value re-derived on a GPU node without RDMA: all",
             sh_value(env_for("no-rdma", **exported))[:2], (ALL, ALL))
     t.equal("exported value re-derived on a CPU node: removed",
             sh_value(env_for("no-gpu", **exported))[:2], (UNSET, UNSET))
-    t.equal("all exported from an EFA node, re-derived on a ConnectX node",
-            sh_value(env_for("dgx", UCX_TLS=ALL, UCXTLS_DERIVED=ALL))[:2], (C, C))
-    t.equal("exported value on the same kind of node: unchanged", sh_value(env_for("dgx", **exported))[:2], (C, C))
+    t.equal("exported value on an NVIDIA node with rc, the default: removed (UCX's default stands)",
+            sh_value(env_for("dgx", **exported))[:2], (UNSET, UNSET))
+    t.equal("all exported from an EFA node, re-derived on a ConnectX node, UCXTLS_WRITE=always",
+            sh_value(env_for("dgx", UCX_TLS=ALL, UCXTLS_DERIVED=ALL, **ALWAYS))[:2], (C, C))
+    t.equal("all exported from an EFA node, re-derived on a ConnectX node, the default: removed",
+            sh_value(env_for("dgx", UCX_TLS=ALL, UCXTLS_DERIVED=ALL))[:2], (UNSET, UNSET))
+    t.equal("exported value on the same kind of node, UCXTLS_WRITE=always: unchanged",
+            sh_value(env_for("dgx", **ALWAYS, **exported))[:2], (C, C))
     t.equal("a user value that differs from the marker is kept",
             sh_value(env_for("intel-xe", UCX_TLS="tcp", UCXTLS_DERIVED=C))[0], "tcp")
 

@@ -23,9 +23,12 @@ import os
 import resource
 import subprocess
 
-from harness import C, EMPTY_HOME, LIB, R, UNSET, Z, add_case, case, env_for, have, main
+from harness import ALL, ALWAYS, C, EMPTY_HOME, LIB, R, UNSET, Z, add_case, case, env_for, have, main
 
-MACHINES = [("dgx", C), ("mi300x", R), ("intel-xe", Z)]
+# (machine, variables, the value when every fact was read). UCXTLS_WRITE=always reads every fact
+# (the network too) and writes the template; the default on an Intel node writes all without the
+# network fact.
+MACHINES = [("dgx", ALWAYS, C), ("mi300x", ALWAYS, R), ("intel-xe", ALWAYS, Z), ("intel-xe", {}, ALL)]
 SHOW = 'printf "%s" "${UCX_TLS-<unset>}"'
 
 
@@ -49,7 +52,7 @@ def run_starved(env, free, limit, leak):
     return p.stdout.decode(), p.stderr.decode()
 
 
-def starved_machine(t, machine, want):
+def starved_machine(t, machine, extra, want):
     unknown_seen = right_seen = 0
     # A leaked fd table with 1..6 free slots under a limit of 64; then ulimit -n 5..11. (ld.so
     # itself needs one free fd to load the library and libc: with none, no program starts; the
@@ -57,7 +60,7 @@ def starved_machine(t, machine, want):
     cases = [(free, 64, True) for free in range(1, 7)] + [(0, limit, False) for limit in range(5, 12)]
     for free, limit, leak in cases:
         label = "%s, %s" % (machine, "%d free fd(s) of 64" % free if leak else "ulimit -n %d" % limit)
-        tls, err = run_starved(env_for(machine, UCXTLS_DEBUG="1"), free, limit, leak)
+        tls, err = run_starved(env_for(machine, UCXTLS_DEBUG="1", **extra), free, limit, leak)
         if tls == want:
             right_seen += 1
             t.check(label + ": the right value", err.startswith("ucxtls: set"), err)
@@ -70,13 +73,14 @@ def starved_machine(t, machine, want):
     t.check("%s: some starved starts could not tell (%d) and some got the value (%d)" % (
         machine, unknown_seen, right_seen), unknown_seen > 0 and right_seen > 0)
     # An inherited value of ours stays when a fact is unknown (removing it would be a guess too).
-    tls, err = run_starved(env_for(machine, UCXTLS_DEBUG="1", UCX_TLS="tcp", UCXTLS_DERIVED="tcp"), 1, 64, True)
+    tls, err = run_starved(env_for(machine, UCXTLS_DEBUG="1", UCX_TLS="tcp", UCXTLS_DERIVED="tcp", **extra), 1, 64, True)
     t.check("%s, one free fd, inherited derived value: it stays" % machine,
             tls == "tcp" and "cannot tell" in err, err)
 
 
-for _machine, _want in MACHINES:
-    add_case("starved fd tables on " + _machine, starved_machine, _machine, _want)
+for _machine, _extra, _want in MACHINES:
+    add_case("starved fd tables on %s%s" % (_machine, " UCXTLS_WRITE=always" if _extra else ", the default"),
+             starved_machine, _machine, _extra, _want)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,8 +123,9 @@ def run_data_limited(argv, env, kib):
 
 
 # (label, machine, inherited variables, the value when the write succeeds, when it fails)
-WRITES = [("set", "dgx", {}, C, UNSET),
-          ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, C, Z),
+WRITES = [("set", "dgx", ALWAYS, C, UNSET),
+          ("set all, the default", "intel-xe", {}, ALL, UNSET),
+          ("re-derive", "dgx", dict(ALWAYS, UCX_TLS=Z, UCXTLS_DERIVED=Z), C, Z),
           ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, UNSET, None)]
 
 
@@ -167,7 +172,7 @@ def starved_explain(t):
         return
     outcomes, wrong = {}, []
     for kib in range(96, 1024, 8):
-        rc, out, err = run_data_limited([cli, "explain"], env_for("dgx", preload=False), kib)
+        rc, out, err = run_data_limited([cli, "explain"], env_for("dgx", preload=False, **ALWAYS), kib)
         if rc == 0 and out.startswith("action    set\nUCX_TLS   rc_x,rc,dc_x,dc,cuda_copy "):
             outcomes["answered"] = outcomes.get("answered", 0) + 1
         elif rc == 2 and out == "" and err == "ucxtls: out of memory\n":

@@ -10,8 +10,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 
-from harness import (ALL, BASE_ENV, BUILD_DIR, C, EMPTY_HOME, LIB, NONE, R, SOURCE_DIR, UNSET, Z, ARGS, Checks,  # noqa: E402,F401
-                     add_case, case, env_for, fixture, have, machines, main, run)
+import harness  # noqa: E402
+from harness import (ALL, ALWAYS, BASE_ENV, BUILD_DIR, C, EMPTY_HOME, LIB, NONE, R, SOURCE_DIR, UNSET, Z, ARGS, Checks,  # noqa: E402,F401
+                     add_case, case, fixture, have, machines, main, run)
+
+
+def env_for(machine=None, preload=True, **extra):
+    """harness.env_for with UCXTLS_WRITE=always: these tests are about how a write (set, re-derive,
+    clear, repair) reaches hostile hosts, so their NVIDIA node writes the CUDA list C there; the
+    default's own answers per node are tests/e2e/test_fixtures.py's. UCXTLS_WRITE=None leaves it out."""
+    return harness.env_for(machine, preload, **dict(ALWAYS, **extra))
 
 SAN_DIR = os.path.join(BUILD_DIR, "sanitize")
 SAN_SKIP = os.path.join(SAN_DIR, "SKIPPED")

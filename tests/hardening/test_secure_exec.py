@@ -87,6 +87,7 @@ class Setup:
         for p in (os.path.dirname(self.machine), os.path.dirname(os.path.dirname(self.machine))):
             os.chmod(p, 0o755)  # nobody must be able to reach the fixture in the control run
         self.preload_env = ["LD_PRELOAD=" + self.name, "UCXTLS_DEBUG=1", "UCXTLS_SYSROOT=" + self.machine,
+                            "UCXTLS_WRITE=always",  # the control run writes the CUDA list on this dgx
                             "HOME=/nonexistent"]
         return self
 

@@ -32,8 +32,10 @@ esac
 eval "override=\${UCXTLSTEST_MACHINE_$SLURMD_NODENAME-}"
 [ -n "$override" ] && root=$override
 echo "export UCXTLS_SYSROOT=$root"
+# The template on every GPU node (UCXTLS_WRITE=always), so that each node's value names its family.
+echo "export UCXTLS_WRITE=always"
 if [ -e %(dir)s/site-prolog-on ]; then
-  UCXTLS_SYSROOT=$root exec /bin/sh %(dir)s/site-prolog.sh
+  UCXTLS_SYSROOT=$root UCXTLS_WRITE=always exec /bin/sh %(dir)s/site-prolog.sh
 fi
 """
 

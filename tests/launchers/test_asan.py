@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
-from harness import BUILD_DIR, LIB, Z, case, env_for, have, main, run  # noqa: E402
+from harness import ALL, BUILD_DIR, LIB, case, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 LMOD_INIT = os.environ.get("UCXTLSTEST_LMOD_INIT", "/usr/share/lmod/lmod/init/profile")
@@ -129,7 +129,7 @@ def asan_channels(t):
             b["job"] = job
         else:
             t.ns = False
-    want = "UCX_TLS=%s\n" % Z
+    want = "UCX_TLS=%s\n" % ALL  # the default on an Intel node
     asan = b["libasan"]
     for channel, prefix in channels(t, b):
         cwd = b.get("job") if "recipe" in channel else None
@@ -187,7 +187,7 @@ def controls(t):
         p = run(["/bin/sh", "-c", 'printf "%s|%s" "$UCX_TLS" "$UCXTLS_DERIVED"'], env)
         seen[order] = (p.returncode, p.stdout.decode(), p.stderr.decode())
     t.check("the library last, first or alone in LD_PRELOAD: the same value, derived marker and debug line",
-            len(set(seen.values())) == 1 and seen[LIB][1] == "%s|%s" % (Z, Z), repr(seen))
+            len(set(seen.values())) == 1 and seen[LIB][1] == "%s|%s" % (ALL, ALL), repr(seen))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
-from harness import SOURCE_DIR, C, Z, case, fixture, main  # noqa: E402
+from harness import ALL, SOURCE_DIR, C, UNSET, case, fixture, main  # noqa: E402
 
 IMAGE_PATH = "/usr/local/bin:/usr/bin:/bin"
 # The trainer of the motivating failure: it hard-codes the CUDA list with setdefault.
@@ -237,11 +237,11 @@ def containerfile(t):
     t.equal("the image's ENV: LD_PRELOAD is the layer's library", env.get("LD_PRELOAD"), lib)
     report = 'printf "%s|" "${UCX_TLS-<unset>}"; grep -q /libucxtls.so /proc/$$/maps && echo mapped || echo not-mapped'
     p = container(["/bin/sh", "-c", report], env, "intel-xe", mounts)
-    t.equal("the image on the Intel machine: /bin/sh gets the ze value, the library mapped, nothing on stderr",
-            (p.stdout, p.stderr), ("%s|mapped\n" % Z, ""))
+    t.equal("the image on the Intel machine: /bin/sh gets all (the default there), the library mapped, nothing on stderr",
+            (p.stdout, p.stderr), ("%s|mapped\n" % ALL, ""))
     p = container(["python3", "-c", TRAINER], env, "intel-xe", mounts)
-    t.equal("the image on the Intel machine: the trainer's setdefault(CUDA list) finds the ze value",
-            p.stdout, "TRAINER %s\n" % Z, p.stderr)
+    t.equal("the image on the Intel machine: the trainer's setdefault(CUDA list) finds all (UCX's default)",
+            p.stdout, "TRAINER %s\n" % ALL, p.stderr)
     p = container(["python3", "-c", TRAINER], base, "intel-xe", mounts)
     t.equal("the same image without the ENV line: the trainer keeps the CUDA list (the failure)",
             p.stdout, "TRAINER %s\n" % C, p.stderr)
@@ -251,9 +251,9 @@ def containerfile(t):
         mounts2 = mounts + [(os.path.dirname(other), "/opt/other", True)]
         p = container(["/bin/sh", "-c", R.REPORT_SH], env2, "intel-xe", mounts2)
         r = R.reports(p.stdout).get("local")
-        t.check("a base image's own LD_PRELOAD is kept after ours: both mapped, the ze value",
+        t.check("a base image's own LD_PRELOAD is kept after ours: both mapped, all (the default there)",
                 env2.get("LD_PRELOAD") == lib + ":/opt/other/libother-preload.so" and r and r["loaded"] and r["other"]
-                and r["shell"] == "%s|%s" % (Z, Z), p.stdout + p.stderr + repr(env2))
+                and r["shell"] == "%s|%s" % (ALL, ALL), p.stdout + p.stderr + repr(env2))
     # The container's own /dev decides: without the GPU nodes it is a node without GPUs, where the
     # library leaves UCX_TLS unset (docs/how-it-decides.md); explain in the same container agrees.
     nodes = device_nodes("intel-xe", without=("dri",))
@@ -272,8 +272,8 @@ def containerfile(t):
         j = json.loads(p.stdout)
     except ValueError:
         j = {}
-    t.check("the layer's ucxtls explain --json runs in the image: set, ze, the ze value",
-            (j.get("action"), j.get("family"), j.get("value")) == ("set", "ze", Z), p.stdout + p.stderr)
+    t.check("the layer's ucxtls explain --json runs in the image: set, ze, all",
+            (j.get("action"), j.get("family"), j.get("value")) == ("set", "ze", ALL), p.stdout + p.stderr)
 
 
 # --- Kubernetes -------------------------------------------------------------------------------
@@ -312,8 +312,9 @@ def pod_case(t, name):
     cenv = dict({"PATH": IMAGE_PATH, "HOME": "/root"}, **env)
     p = container(c["command"] + c.get("args", []), cenv, "container-one-of-eight", mounts)
     r = R.reports(p.stdout).get("local")
-    t.check("%s: on a node of eight GPUs and eight HCAs, the pod given GPU 3 and uverbs3 gets %s, library mapped"
-            % (name, C), p.returncode == 0 and r and r["loaded"] and r["shell"] == "%s|%s" % (C, C),
+    # NVIDIA GPUs beside an rc device: the default leaves UCX_TLS unset (UCX's own default stands).
+    t.check("%s: on a node of eight GPUs and eight HCAs, the pod given GPU 3 and uverbs3: library mapped, UCX_TLS "
+            "unset (the default there)" % name, p.returncode == 0 and r and r["loaded"] and r["shell"] == "%s|%s" % (UNSET, UNSET),
             p.stdout + p.stderr)
 
 
@@ -415,13 +416,13 @@ def apptainer_case(t, name, want_preload, layout):
                       cenv, "container-one-of-eight", binds)
         r = R.reports(q.stdout).get("local")
         mapped = [l[7:] for l in q.stdout.splitlines() if l.startswith("MAPPED ")]
-        t.check("%s: in the container on the CUDA machine: %s, library mapped from %s, nothing on stderr"
-                % (line[:70], C, mapped), r and r["loaded"] and r["shell"] == "%s|%s" % (C, C)
+        t.check("%s: in the container on the CUDA machine: UCX_TLS unset (the default there), library mapped from %s, "
+                "nothing on stderr" % (line[:70], mapped), r and r["loaded"] and r["shell"] == "%s|%s" % (UNSET, UNSET)
                 and q.stderr == "", q.stdout + q.stderr)
         q = container(command, cenv, "container-one-of-eight", binds)
         r = R.reports(q.stdout).get("local")
-        t.check("%s: python3 train.py sees %s" % (line[:70], C),
-                r and r["loaded"] and r["shell"] == "%s|%s" % (C, C), q.stdout + q.stderr)
+        t.check("%s: python3 train.py sees UCX_TLS unset, the library mapped" % line[:70],
+                r and r["loaded"] and r["shell"] == "%s|%s" % (UNSET, UNSET), q.stdout + q.stderr)
 
 
 @case("apptainer: --env and APPTAINERENV_ with a bind mount")

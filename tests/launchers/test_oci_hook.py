@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
-from harness import C, Z, case, fixture, main  # noqa: E402
+from harness import ALL, C, case, fixture, main  # noqa: E402
 
 TAG = "ucxtls-hooktest-%d" % os.getpid()
 IMAGE_BASE, IMAGE_OWN, IMAGE_LINK_ETC, IMAGE_LINK_LIB = ("localhost/%s:%s" % (TAG, n) for n in (
@@ -244,11 +244,12 @@ def hooks_d(t):
         return
     rep, p = trainer(t, "one GPU of eight", gpu_args("container-one-of-eight"))
     t.check("a container given GPU 3 of eight and its HCA (container-one-of-eight): the library mapped from %s, "
-            "listed in /etc/ld.so.preload, %s, no LD_PRELOAD set" % (TARGET, C),
+            "listed in /etc/ld.so.preload, the trainer's own %s (the default writes nothing beside NVIDIA GPUs and rc), "
+            "no LD_PRELOAD set" % (TARGET, C),
             rep.get("mapped") == "1" and rep.get("ucx_tls") == C and rep.get("preload_file") == TARGET + ";"
             and rep.get("ld_preload") == "<unset>" and p.stderr == "", p.stdout + p.stderr)
     q = podman(RUN + gpu_args("container-one-of-eight") + [IMAGE_BASE, "/bin/sh", "-c", 'echo "SH ${UCX_TLS-<unset>}"'])
-    t.equal("its /bin/sh sees the same value", q.stdout, "SH %s\n" % C, q.stderr)
+    t.equal("its /bin/sh sees UCX_TLS unset (UCX's own default)", q.stdout, "SH <unset>\n", q.stderr)
     # Podman's own validation of hooks.d is live: a file it rejects stops `podman run`.
     bad = os.path.join(_state["dir"], "bad-hooks.d")
     os.makedirs(bad, exist_ok=True)
@@ -259,21 +260,21 @@ def hooks_d(t):
             q.returncode != 0 and "createRuntme" in q.stderr, q.stderr)
 
 
-@case("the CUDA-list trainer on a replayed Intel node gets the ze value; without the hook it keeps the CUDA list")
+@case("the CUDA-list trainer on a replayed Intel node gets all (UCX's default, ze_copy in it); without the hook it keeps the CUDA list")
 def intel_trainer(t):
     setup(t)
     if not installed_hook(t):
         return
     rep, p = trainer(t, "intel-xe", gpu_args("intel-xe"))
-    t.check("intel-xe: the trainer's setenv(CUDA list, 0) finds %s, library mapped" % Z,
-            rep.get("ucx_tls") == Z and rep.get("mapped") == "1", p.stdout + p.stderr)
+    t.check("intel-xe: the trainer's setenv(CUDA list, 0) finds %s, library mapped" % ALL,
+            rep.get("ucx_tls") == ALL and rep.get("mapped") == "1", p.stdout + p.stderr)
     rep, p = trainer(t, "intel-xe without the hook", ["--hooks-dir", _state["empty_hooks"]] + gpu_args("intel-xe"))
     t.check("control, no hook (an empty hooks.d): the trainer keeps the CUDA list, no library (the failure)",
             rep.get("ucx_tls") == C and rep.get("mapped") == "0" and rep.get("preload_file") == "<absent>",
             p.stdout + p.stderr)
     rep, p = trainer(t, "read-only root", ["--read-only"] + gpu_args("intel-xe"))
-    t.check("--read-only: the library still loads (written before the root is made read-only), %s" % Z,
-            rep.get("ucx_tls") == Z and rep.get("mapped") == "1" and rep.get("preload_file") == TARGET + ";",
+    t.check("--read-only: the library still loads (written before the root is made read-only), %s" % ALL,
+            rep.get("ucx_tls") == ALL and rep.get("mapped") == "1" and rep.get("preload_file") == TARGET + ";",
             p.stdout + p.stderr)
     rep, p = trainer(t, "pod env", ["-e", "UCX_TLS=tcp,self"] + gpu_args("intel-xe"))
     t.check("a pod-style -e UCX_TLS=tcp,self is kept (the library loaded, the value not touched)",
@@ -287,9 +288,9 @@ def image_own(t):
         return
     rep, p = trainer(t, "own preload", gpu_args("intel-xe"), IMAGE_OWN)
     t.check("GPU container of an image with ENV LD_PRELOAD and its own ld.so.preload line: both its libraries "
-            "mapped, both constructors ran, LD_PRELOAD unchanged, its line kept first, ours appended, %s" % Z,
+            "mapped, both constructors ran, LD_PRELOAD unchanged, its line kept first, ours appended, %s" % ALL,
             rep.get("imgenv") == "1" and rep.get("imgfile") == "1" and rep.get("mapped") == "1"
-            and rep.get("ld_preload") == "/opt/img/libimgenv.so" and rep.get("ucx_tls") == Z
+            and rep.get("ld_preload") == "/opt/img/libimgenv.so" and rep.get("ucx_tls") == ALL
             and rep.get("preload_file") == "%s;%s;" % (OWN_FILE_LINE, TARGET)
             and "CTOR imgenv" in p.stderr and "CTOR imgfile" in p.stderr, p.stdout + p.stderr)
     rep, p = trainer(t, "no GPU", gpu_args("intel-xe", without=("dri",)), IMAGE_OWN)
@@ -370,8 +371,8 @@ def cdi(t):
             return
     no_hooks_d = ["--hooks-dir", _state["empty_hooks"]]
     rep, p = trainer(t, "CDI", no_hooks_d + ["--device", "ucxtls.io/hook=preload"] + gpu_args("intel-xe"))
-    t.check("no hooks.d, --device ucxtls.io/hook=preload with the GPU nodes: the library, %s" % Z,
-            rep.get("mapped") == "1" and rep.get("ucx_tls") == Z and rep.get("preload_file") == TARGET + ";",
+    t.check("no hooks.d, --device ucxtls.io/hook=preload with the GPU nodes: the library, %s" % ALL,
+            rep.get("mapped") == "1" and rep.get("ucx_tls") == ALL and rep.get("preload_file") == TARGET + ";",
             p.stdout + p.stderr)
     rep, p = trainer(t, "CDI not asked", no_hooks_d + gpu_args("intel-xe"))
     t.check("control: the same container without the CDI device gets no library", rep.get("mapped") == "0"

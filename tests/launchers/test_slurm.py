@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The README's Slurm recipes, run as printed on a real Slurm cluster started by this test: munged,
 slurmctld and two slurmd on this machine (slurm_cluster.py), node n1 replaying a DGX (CUDA) and n2
-an Intel xe node, both with ConnectX HCAs, through a TaskProlog that exports UCXTLS_SYSROOT. The
+an Intel xe node, both with ConnectX HCAs, through a TaskProlog that exports UCXTLS_SYSROOT and
+UCXTLS_WRITE=always (the template written on every GPU node, so that each node's value names its
+family; the default leaves UCX_TLS unset on n1 and writes all on n2: tests/e2e/test_fixtures.py). The
 submit host is this machine (no RDMA: the library leaves UCX_TLS unset here).
 
 Every task runs the test's `./train.sh`, a bash script that reports what its own shell sees, what
@@ -23,7 +25,7 @@ import time
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
 import slurm_cluster  # noqa: E402
-from harness import C, Z, case, env_for, fixture, main  # noqa: E402
+from harness import ALL, ALWAYS, C, Z, case, env_for, fixture, main  # noqa: E402
 
 NODE_MACHINE = {"n1": "dgx", "n2": "intel-xe"}
 WANT = {"n1": C, "n2": Z}
@@ -117,7 +119,7 @@ def leftover_processes():
 def format_checks(t):
     """`ucxtls env --format=slurm` itself, on fixture machines (no cluster needed)."""
     def env_out(machine, **extra):
-        env = env_for(machine, preload=False, **extra)
+        env = env_for(machine, preload=False, **dict(ALWAYS, **extra))
         p = subprocess.run([R.OPT_CLI, "env", "--format=slurm"], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
         return p.returncode, p.stdout.decode(), p.stderr.decode()
@@ -129,6 +131,10 @@ def format_checks(t):
             env_out("no-rdma", **PAIR_FROM_CUDA_HOST), (0, "export UCX_TLS=all\nexport UCXTLS_DERIVED=all\n", ""))
     t.equal("env --format=slurm, the pair already right for this node: nothing", env_out("dgx", **PAIR_FROM_CUDA_HOST),
             (0, "", ""))
+    t.equal("env --format=slurm on intel-xe, the default: all", env_out("intel-xe", UCXTLS_WRITE=None),
+            (0, "export UCX_TLS=%s\nexport UCXTLS_DERIVED=%s\n" % (ALL, ALL), ""))
+    t.equal("env --format=slurm, the default: the CUDA pair forwarded to a DGX goes (UCX's default stands)",
+            env_out("dgx", UCXTLS_WRITE=None, **PAIR_FROM_CUDA_HOST), (0, "unset UCX_TLS\nunset UCXTLS_DERIVED\n", ""))
     rc, out, err = env_out("dgx", UCXTLS_ACCEL="foo", **PAIR_FROM_CUDA_HOST)
     t.check("env --format=slurm, invalid setting: unset lines, one stderr line, exit 1",
             rc == 1 and out == "unset UCX_TLS\nunset UCXTLS_DERIVED\n" and err.count("\n") == 1

@@ -31,7 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 import harness  # noqa: E402
-from harness import C, add_case, case, env_for  # noqa: E402
+from harness import ALWAYS, C, add_case, case, env_for  # noqa: E402
 
 sys.path.insert(0, os.path.join(harness.TESTS_DIR, "ze"))
 import datapath  # noqa: E402
@@ -98,8 +98,8 @@ def kept_other_family(t):
 # --------------------------------------------------------------------------- NIXL on every value the library writes
 # (machine, settings, the value the library writes there, what it stands for, whether it moves bytes here)
 VALUES = [
-    ("dgx", {}, C, "the default on a ConnectX node", False),
-    ("broadcom-roce", {}, "rc,cuda_copy", "the default on another rc node", False),
+    ("dgx", ALWAYS, C, "UCXTLS_WRITE=always on a ConnectX node", False),
+    ("broadcom-roce", ALWAYS, "rc,cuda_copy", "UCXTLS_WRITE=always on another rc node", False),
     ("aws-p5", {}, "all", "the default on a GPU node without rc (EFA)", True),
     ("dgx", {"UCXTLS_TEMPLATE": "{rdma},sm,self,tcp,{ipc},{copy}"}, "rc_x,rc,dc_x,dc,sm,self,tcp,cuda_ipc,cuda_copy",
      "the inference-server and MPI template", True),
@@ -125,6 +125,24 @@ def nixl_on_value(t, machine, settings, value, what, moves):
 for _m, _s, _v, _what, _moves in VALUES:
     add_case("NIXL on the library's value on %s: %s" % (_m, _what), nixl_on_value, _m, _s, _v, _what, _moves,
              tags=("wheels",))
+
+
+def nixl_default_unset(t, machine):
+    # NVIDIA GPUs beside an rc device: the default writes nothing, so the trainer's hard-coded list
+    # applies byte-identical, as without the library (only the missing RDMA device stops it here).
+    res = run_pair(t, machine, C, preload=True, UCXTLS_DEBUG="1")
+    out = res["initiator"][1] + res["target"][1]
+    t.check("the default on %s: the library writes nothing (its debug line says skip)" % machine,
+            "ucxtls: skip (UCX_TLS stays unset)" in out and "ucxtls: set" not in out, out)
+    t.equal("the trainer's own %s applies, byte-identical" % C, seen(res), C)
+    plain = run_pair(t, machine, C, preload=False)
+    t.equal("... and NIXL ends as without the library (%s)" % outcome(plain), outcome(res), outcome(plain))
+    record("library on %s, the default (nothing written)" % machine, res)
+
+
+for _m in ("dgx", "broadcom-roce"):
+    add_case("NIXL on %s with the library's default: nothing written, the trainer's list applies" % _m,
+             nixl_default_unset, _m, tags=("wheels",))
 
 
 @case("aws-p5 (NVIDIA, EFA, no rc): the trainer's literal CUDA list fails without the library, works with it",
@@ -198,9 +216,9 @@ def debian_ucx(t):
                 and datapath.NIXL_WORDS in out and "memory type host" in out, out)
         MATRIX.append(("Debian's UCX 1.13, library on %s (NIXL-like consumer)" % machine, value,
                        "refused: " + datapath.NIXL_WORDS, datapath.ucx_words(out)))
-    d = harness.run([CLI, "doctor", "--ucx", "/usr"], env_for("dgx", preload=False))
+    d = harness.run([CLI, "doctor", "--ucx", "/usr"], env_for("dgx", preload=False, **ALWAYS))
     out = d.stdout.decode()
-    t.check("doctor --ucx /usr on dgx: MISSING cuda_copy, and the build named as the cause, exit 1",
+    t.check("doctor --ucx /usr on dgx, UCXTLS_WRITE=always (the CUDA list): MISSING cuda_copy, and the build named as the cause, exit 1",
             d.returncode == 1 and re.search(r"^MISSING +cuda_copy$", out, re.M) is not None
             and "this UCX was built without CUDA support: NIXL cannot register NVIDIA GPU memory whatever UCX_TLS says" in out,
             out + d.stderr.decode())

@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, Z, case, env_for, have, main  # noqa: E402
+from harness import ALL, BUILD_DIR, case, env_for, have, main  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
@@ -142,7 +142,7 @@ def load_unload_case(t, scratch, modules, lib, label, preload):
     t.check("%s: the shell itself gets no UCX_TLS (it is not a preloaded process)" % label,
             "UCX_TLS" not in loaded and "UCXTLS_DERIVED" not in loaded, repr(loaded.get("UCX_TLS")))
     t.equal("%s: a program started after the load gets UCX_TLS on the intel-xe machine" % label,
-            shown.get("loaded"), "%s|%s" % (Z, want_preload))
+            shown.get("loaded"), "%s|%s" % (ALL, want_preload))
     return before, after
 
 
@@ -235,7 +235,7 @@ def modulefile(t):
         envs, shown, log = session(scratch, modules, steps, env)
         t.equal("with another module: both loaded, then ucxtls unloaded",
                 (shown.get("both"), shown.get("other")),
-                ("%s|%s:%s:%s" % (Z, others[1], others[0], lib), "<unset>|%s:%s" % (others[1], others[0])), log)
+                ("%s|%s:%s:%s" % (ALL, others[1], others[0], lib), "<unset>|%s:%s" % (others[1], others[0])), log)
         if "after" in envs:
             accepted, rest = lmod_leftovers(envs["used"], envs["after"])
             t.equal("with another module: unloading both gives back the same environment", rest, [])

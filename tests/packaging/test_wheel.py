@@ -3,7 +3,7 @@
 does: the README's `wheel` block run as printed in a copy of the checkout (offline: Debian's
 python3-setuptools and python3-wheel, no build isolation), installed into a fresh venv with
 `pip install --no-index`, then `ucxtls run` and `python -m ucxtls run` on a replayed Intel node
-(the ze value), through a symlink from another directory, and the other commands.
+(all, the default there), through a symlink from another directory, and the other commands.
 
 The tag is checked the way auditwheel checks it, independently of the code that chose it: every
 ELF file of the wheel, read with binutils' objdump, may need only the libraries every manylinux
@@ -24,7 +24,7 @@ import tempfile
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
+from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, ALL, case, env_for, have, main, run  # noqa: E402
 from recipes import commands  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
@@ -245,8 +245,8 @@ def wheel_commands(t):
             ("ucxtls run through a symlink in another directory, venv not on PATH",
              [os.path.join(link_dir, "ucxtls"), "run"], link_dir)):
         p = run(argv + ["/bin/sh", "-c", show], env_for("intel-xe", preload=False, PATH=path + ":/usr/bin:/bin"))
-        t.equal("%s on the intel-xe machine: the ze value, LD_PRELOAD the wheel's library, mapped, "
-                "signals as a shell starts them" % label, p.stdout.decode(), "%s|%s|mapped\n%s" % (Z, lib, direct),
+        t.equal("%s on the intel-xe machine: all (the default there), LD_PRELOAD the wheel's library, mapped, "
+                "signals as a shell starts them" % label, p.stdout.decode(), "%s|%s|mapped\n%s" % (ALL, lib, direct),
                 p.stderr.decode())
     env = env_for("intel-xe", preload=False, PATH=bindir + ":/usr/bin:/bin")
     p = run(["ucxtls", "lib"], env)
@@ -254,10 +254,11 @@ def wheel_commands(t):
     t.equal("ucxtls lib and ucxtls.library_path() print the wheel's library", (p.stdout.decode(), q.stdout.decode()),
             (lib + "\n", lib + "\n"), p.stderr.decode() + q.stderr.decode())
     p = run(["ucxtls", "explain"], env)
-    t.check("ucxtls explain: exit 0, the ze value", p.returncode == 0 and Z in p.stdout.decode(), repr(p))
+    t.check("ucxtls explain: exit 0, all written (the default on intel-xe)",
+            p.returncode == 0 and "\nUCX_TLS   all (written with UCXTLS_DERIVED)\n" in p.stdout.decode(), repr(p))
     p = run(["ucxtls", "env"], env)
     t.equal("ucxtls env: the export lines", (p.stdout.decode(), p.returncode),
-            ("export UCX_TLS='%s'\nexport UCXTLS_DERIVED='%s'\n" % (Z, Z), 0), p.stderr.decode())
+            ("export UCX_TLS='%s'\nexport UCXTLS_DERIVED='%s'\n" % (ALL, ALL), 0), p.stderr.decode())
     p = run(["python", "-m", "ucxtls", "run", "--help"], env)
     t.check("python -m ucxtls run --help: usage on stdout, exit 0",
             p.returncode == 0 and p.stdout.startswith(b"usage: ucxtls run"), repr(p))
@@ -299,7 +300,7 @@ def wheel_isolated(t):
             and re.search(r"Successfully installed ucxtls-", out), out[-3000:])
     p = run([os.path.join(venv, "bin", "ucxtls"), "run", "/bin/sh", "-c", 'printf %s "$UCX_TLS"'],
             env_for("intel-xe", preload=False))
-    t.equal("the installed command: ucxtls run on the intel-xe machine gives the ze value", p.stdout.decode(), Z,
+    t.equal("the installed command: ucxtls run on the intel-xe machine gives all (the default there)", p.stdout.decode(), ALL,
             p.stderr.decode())
 
 

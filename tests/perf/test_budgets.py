@@ -23,21 +23,31 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import C, LIB, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run, sh_value  # noqa: E402
+from harness import ALL, ALWAYS, C, LIB, R, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run, sh_value  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLSTEST_EMPTY_LIB", "")
 SETENV = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 # The instruction budget is for an optimised build; -O0 code is not what ships.
 OPTIMISED = os.environ.get("UCXTLSTEST_BUILD_TYPE", "RelWithDebInfo") not in ("Debug", "")
 
-# name, machine, variables, expected UCX_TLS, syscall budget (added by the constructor)
+# name, machine, variables, expected UCX_TLS, syscall budget (added by the constructor). The
+# default (UCX_TLS unset on NVIDIA nodes with rc, all on AMD and Intel nodes without reading the
+# network) and UCXTLS_WRITE=always (the template composed on every GPU node, the default before
+# 0.2.0: every fact read) are measured on the same busy nodes.
+BUSY = "busy node, UCXTLS_WRITE=always: derive and set"
 SYSCALL_ROWS = [
-    ("busy node: derive and set", "dgx", {}, C, 24),
-    ("busy AMD node (8 GPUs, 8 HCAs): derive and set", "mi300x", {}, "rc_x,rc,dc_x,dc,rocm_copy", 24),
-    ("busy Intel node (8 GPUs, 8 HCAs): derive and set", "intel-busy", {}, "rc_x,rc,dc_x,dc,ze_copy", 24),
+    ("busy node, the default: unset (the CUDA list fits)", "dgx", {}, UNSET, 24),
+    (BUSY, "dgx", ALWAYS, C, 24),
+    ("busy AMD node (8 GPUs, 8 HCAs), the default: all", "mi300x", {}, ALL, 24),
+    ("busy AMD node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "mi300x", ALWAYS, R, 24),
+    ("busy Intel node (8 GPUs, 8 HCAs), the default: all", "intel-busy", {}, ALL, 24),
+    ("busy Intel node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "intel-busy", ALWAYS, Z, 24),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "rc,cuda_copy", 1),
-    ("UCX_TLS inherited from ucxtls: derived again", "dgx", {"UCX_TLS": C, "UCXTLS_DERIVED": C}, C, 24),
-    ("UCXTLS_DISABLE=1", "dgx", {"UCXTLS_DISABLE": "1"}, UNSET, 1),
+    ("UCX_TLS inherited from ucxtls, UCXTLS_WRITE=always: derived again", "dgx",
+     dict(ALWAYS, UCX_TLS=C, UCXTLS_DERIVED=C), C, 24),
+    ("UCX_TLS inherited from ucxtls, the default: removed (the CUDA list fits)", "dgx",
+     {"UCX_TLS": C, "UCXTLS_DERIVED": C}, UNSET, 24),
+    ("UCXTLS_DISABLE=1", "dgx", dict(ALWAYS, UCXTLS_DISABLE="1"), UNSET, 1),
     # A GPU node without RDMA: UCX's default written, within the busy node's budget.
     ("GPU node without RDMA: all", "no-rdma", {}, "all", 24),
     # No GPU: the three families' first files (and the sysroot check the replay adds); nothing
@@ -49,8 +59,15 @@ SYSCALL_ROWS = [
     ("AWS p5 (8 GPUs, 32 EFA): all", "aws-p5", {}, "all", 24 + 31 + 2),
     ("64 RoCE functions, every port DOWN: all", "roce-down", {}, "all", 540),
     # No uverbs0: /dev/infiniband is listed to find uverbs3 (4 calls more than a full node).
-    ("container given one GPU and one HCA (uverbs3)", "container-one-of-eight", {}, C, 28),
+    ("container given one GPU and one HCA (uverbs3), UCXTLS_WRITE=always", "container-one-of-eight", ALWAYS, C, 28),
+    ("container given one GPU and one HCA (uverbs3), the default: unset", "container-one-of-eight", {}, UNSET, 28),
 ]
+
+# The default reads no network on AMD and Intel nodes: fewer syscalls than UCXTLS_WRITE=always there.
+CHEAPER_ROWS = [("busy AMD node (8 GPUs, 8 HCAs), the default: all",
+                 "busy AMD node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set"),
+                ("busy Intel node (8 GPUs, 8 HCAs), the default: all",
+                 "busy Intel node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set")]
 
 # The driver tier (docs/driver-probe.md) reads the answer `ucxtls probe --save` stored for the node: at most
 # this many syscalls more than the kernel tier on the same machine, and no process.
@@ -58,9 +75,12 @@ DRIVER_TIER_EXTRA = 6
 
 # name, machine, variables, budget (instructions ÷ the empty library's)
 INSTRUCTION_ROWS = [
-    ("busy node: derive and set", "dgx", {}, 1.25),
-    ("busy AMD node (8 GPUs, 8 HCAs): derive and set", "mi300x", {}, 1.25),
-    ("busy Intel node (8 GPUs, 8 HCAs): derive and set", "intel-busy", {}, 1.25),
+    ("busy node, the default: unset (the CUDA list fits)", "dgx", {}, 1.25),
+    (BUSY, "dgx", ALWAYS, 1.25),
+    ("busy AMD node (8 GPUs, 8 HCAs), the default: all", "mi300x", {}, 1.25),
+    ("busy AMD node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "mi300x", ALWAYS, 1.25),
+    ("busy Intel node (8 GPUs, 8 HCAs), the default: all", "intel-busy", {}, 1.25),
+    ("busy Intel node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "intel-busy", ALWAYS, 1.25),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, 1.25),
 ]
 
@@ -73,9 +93,11 @@ IMPORT_BUDGET = 1
 
 # name, machine, variables, the floor: "setenv" (at most its heap use) or "empty" (none at all)
 HEAP_ROWS = [
-    ("busy node: derive and set", "dgx", {}, "setenv"),
-    ("UCX_TLS inherited from ucxtls: derived again", "dgx",
-     {"UCX_TLS": "rc_x,rc,dc_x,dc,ze_copy", "UCXTLS_DERIVED": "rc_x,rc,dc_x,dc,ze_copy"}, "setenv"),
+    ("busy node, the default: nothing written", "dgx", {}, "empty"),
+    (BUSY, "dgx", ALWAYS, "setenv"),
+    ("busy AMD node, the default: all", "mi300x", {}, "setenv"),
+    ("UCX_TLS inherited from ucxtls, UCXTLS_WRITE=always: derived again", "dgx",
+     dict(ALWAYS, UCX_TLS="rc_x,rc,dc_x,dc,ze_copy", UCXTLS_DERIVED="rc_x,rc,dc_x,dc,ze_copy"), "setenv"),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "empty"),
     ("GPU node without RDMA: all", "no-rdma", {}, "setenv"),
     ("node without a GPU", "no-gpu", {}, "empty"),
@@ -175,7 +197,7 @@ def row_env(t, name, extra):
     return dict(extra, UCXTLS_CACHE_DIR=_saved[0])
 
 
-DRIVER = {"UCXTLS_PROBE": "driver"}
+DRIVER = dict(ALWAYS, UCXTLS_PROBE="driver")  # against the kernel tier's BUSY row
 SYSCALL_ROWS.append((DRIVER_ROW, "dgx", DRIVER, Z, 24 + DRIVER_TIER_EXTRA))
 INSTRUCTION_ROWS.append((DRIVER_ROW, "dgx", DRIVER, 1.25))
 
@@ -288,7 +310,7 @@ def driver_tier_extra(t):
     if no_strace(t):
         return
     rows = {r[0]: r for r in SYSCALL_ROWS}
-    kernel_row, driver_env = rows["busy node: derive and set"], row_env(t, DRIVER_ROW, DRIVER)
+    kernel_row, driver_env = rows[BUSY], row_env(t, DRIVER_ROW, DRIVER)
     if driver_env is None:
         return
     kernel = syscalls_added(*kernel_row[:3])[0]
@@ -296,6 +318,19 @@ def driver_tier_extra(t):
     if t.check("strace measured both tiers", kernel is not None and drv is not None):
         t.check("driver tier: %d syscalls more than the kernel tier on the same node (budget <= %d)"
                 % (drv - kernel, DRIVER_TIER_EXTRA), drv - kernel <= DRIVER_TIER_EXTRA)
+
+
+def cheaper(t, default, always):
+    if no_strace(t):
+        return
+    rows = {r[0]: r for r in SYSCALL_ROWS}
+    a, b = syscalls_added(*rows[default][:3])[0], syscalls_added(*rows[always][:3])[0]
+    if t.check("strace measured both", a is not None and b is not None):
+        t.check("%s: %d syscalls, fewer than UCXTLS_WRITE=always's %d (no RDMA probe)" % (default, a, b), a < b)
+
+
+for _default, _always in CHEAPER_ROWS:
+    add_case("strace: syscalls: the default reads no network: " + _default, cheaper, _default, _always, tags=("strace",))
 
 
 def no_valgrind(t, what):

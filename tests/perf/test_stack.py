@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, C, LIB, SOURCE_DIR, Checks, case, env_for, have, main  # noqa: E402
+from harness import ALL, ALWAYS, BUILD_DIR, C, LIB, SOURCE_DIR, Checks, case, env_for, have, main  # noqa: E402
 
 EMPTY = os.environ.get("UCXTLSTEST_EMPTY_LIB", "")
 BUDGET = 8192
@@ -54,25 +54,29 @@ int main(void) {
 }
 """
 
-# name, machine, variables, expected UCX_TLS
+# name, machine, variables, expected UCX_TLS. The "set" paths compose the template with
+# UCXTLS_WRITE=always (every fact read, the longest value written); the default's own paths follow.
+A = ALWAYS
 PATHS = [
-    ("set, busy NVIDIA node", "dgx", {}, C),
-    ("set, busy AMD node", "mi300x", {}, "rc_x,rc,dc_x,dc,rocm_copy"),
-    ("set, busy Intel node", "intel-busy", {}, "rc_x,rc,dc_x,dc,ze_copy"),
-    ("set with the debug line", "dgx", {"UCXTLS_DEBUG": "1"}, C),
-    ("set, container given uverbs3", "container-one-of-eight", {}, C),
+    ("set, busy NVIDIA node", "dgx", A, C),
+    ("set, busy AMD node", "mi300x", A, "rc_x,rc,dc_x,dc,rocm_copy"),
+    ("set, busy Intel node", "intel-busy", A, "rc_x,rc,dc_x,dc,ze_copy"),
+    ("set with the debug line", "dgx", dict(A, UCXTLS_DEBUG="1"), C),
+    ("set, container given uverbs3", "container-one-of-eight", A, C),
+    ("the default, busy NVIDIA node: unset, with the debug line", "dgx", {"UCXTLS_DEBUG": "1"}, "<unset>"),
+    ("the default, busy AMD node: all, with the debug line", "mi300x", {"UCXTLS_DEBUG": "1"}, ALL),
     ("keep: UCX_TLS set by the user", "dgx", {"UCX_TLS": "tcp"}, "tcp"),
-    ("skip: disabled", "dgx", {"UCXTLS_DISABLE": "1"}, "<unset>"),
+    ("skip: disabled", "dgx", dict(A, UCXTLS_DISABLE="1"), "<unset>"),
     ("skip: no GPU, with the debug line", "no-gpu", {"UCXTLS_DEBUG": "1"}, "<unset>"),
     ("clear: an inherited value on a node without a GPU", "no-gpu", {"UCX_TLS": C, "UCXTLS_DERIVED": C}, "<unset>"),
     ("set all: a GPU node without RDMA (32 EFA), with the debug line", "aws-p5", {"UCXTLS_DEBUG": "1"}, "all"),
     ("repair a kept value, with the debug line", "intel-busy", {"UCX_TLS": C, "UCXTLS_REPAIR": "1", "UCXTLS_DEBUG": "1"},
      "rc_x,rc,dc_x,dc,ze_copy"),
-    ("invalid setting: the error line", "dgx", {"UCXTLS_ACCEL": "bogus"}, "<unset>"),
-    ("unknown variable and debug lines", "intel-busy", {"UCXTLS_ACCELL": "ze", "UCXTLS_DEBUG": "1"}, "rc_x,rc,dc_x,dc,ze_copy"),
-    ("explain-sized evidence: AMD with a GPU- list", "mi300x", {"ROCR_VISIBLE_DEVICES": "GPU-505ff276f021952c", "UCXTLS_DEBUG": "1"}, "rc_x,rc,dc_x,dc,rocm_copy"),
+    ("invalid setting: the error line", "dgx", dict(A, UCXTLS_ACCEL="bogus"), "<unset>"),
+    ("unknown variable and debug lines", "intel-busy", dict(A, UCXTLS_ACCELL="ze", UCXTLS_DEBUG="1"), "rc_x,rc,dc_x,dc,ze_copy"),
+    ("explain-sized evidence: AMD with a GPU- list", "mi300x",
+     dict(A, ROCR_VISIBLE_DEVICES="GPU-505ff276f021952c", UCXTLS_DEBUG="1"), "rc_x,rc,dc_x,dc,rocm_copy"),
 ]
-
 
 def build(scratch):
     paint = os.path.join(scratch, "libpaint.so")
@@ -132,9 +136,9 @@ def painted_stack(t):
                 saved.stdout.decode())
         paths = PATHS + [
             ("driver tier: the saved answer, with the debug line", "dgx",
-             {"UCXTLS_PROBE": "driver", "UCXTLS_CACHE_DIR": cache, "UCXTLS_DEBUG": "1"}, C),
+             dict(A, UCXTLS_PROBE="driver", UCXTLS_CACHE_DIR=cache, UCXTLS_DEBUG="1"), C),
             ("driver tier: no saved answer (the kernel answer stands)", "dgx",
-             {"UCXTLS_PROBE": "driver", "UCXTLS_CACHE_DIR": empty_cache, "UCXTLS_DEBUG": "1"}, C),
+             dict(A, UCXTLS_PROBE="driver", UCXTLS_CACHE_DIR=empty_cache, UCXTLS_DEBUG="1"), C),
         ]
         # The driver rows took the path they name (the debug line says which).
         said = {True: "driver API: 8 device(s)", False: "no saved answer at"}
@@ -156,9 +160,10 @@ def small_stacks(t):
     # A host under `ulimit -s 24` (an empty preload needs about 14 KiB): every run survives.
     def small_stack():
         resource.setrlimit(resource.RLIMIT_STACK, (24 * 1024, 24 * 1024))
-    for machine, extra, want in [("dgx", {}, C), ("mi300x", {}, "rc_x,rc,dc_x,dc,rocm_copy"),
-                                 ("intel-busy", {"UCXTLS_DEBUG": "1"}, "rc_x,rc,dc_x,dc,ze_copy"),
-                                 ("dgx", {"UCXTLS_ACCEL": "bogus"}, "<unset>")]:
+    for machine, extra, want in [("dgx", A, C), ("mi300x", A, "rc_x,rc,dc_x,dc,rocm_copy"),
+                                 ("intel-busy", dict(A, UCXTLS_DEBUG="1"), "rc_x,rc,dc_x,dc,ze_copy"),
+                                 ("mi300x", {"UCXTLS_DEBUG": "1"}, ALL),
+                                 ("dgx", dict(A, UCXTLS_ACCEL="bogus"), "<unset>")]:
         for lib, label in ((EMPTY, "the empty library"), (LIB, "libucxtls.so")):
             env = env_for(machine, LD_PRELOAD=lib, **extra)
             runs = [subprocess.run(["/bin/sh", "-c", 'printf "%s" "${UCX_TLS-<unset>}"'], env=env,

@@ -461,8 +461,9 @@ TEST_CASE("settings: the toggles take boolean words, in any case; another word i
       CHECK_FALSE(is_on(s));
     }
   }
-  // The ladder: UCXTLS_DISABLE=false does not turn the library off; a bad word is step 4's error.
-  Facts f = facts(Tri::yes, Tri::no, Tri::yes, Tri::no, Tri::no);
+  // The ladder: UCXTLS_DISABLE=false does not turn the library off (on an Intel node the default
+  // writes all); a bad word is step 4's error.
+  Facts f = facts(Tri::yes, Tri::no, Tri::no, Tri::no, Tri::yes);
   Decision d;
   Env off_word{{kDisable, "false"}};
   Settings s;
@@ -492,6 +493,9 @@ TEST_CASE("settings: invalid values") {
       {kAccel, "cuda12", true},        {kAccel, "zee", true},        {kAccel, "autox", true},
       {kAccel, "cud", true},           {kProbe, "drivers", true},    {kProbe, "kernel2", true},
       {kProbe, "driver ", true},       {kProbe, "drive", true},
+      {kWrite, "needed", false},       {kWrite, "always", false},    {kWrite, "", false},
+      {kWrite, "bogus", true},         {kWrite, "Always", true},     {kWrite, "alway", true},
+      {kWrite, "always ", true},
   };
   for (const Row &r : rows) {
     CAPTURE(kOptions[r.var].name);
@@ -554,40 +558,60 @@ TEST_CASE("the decision ladder") {
     const char *value;
   };
   std::vector<Row> rows;
-  rows.push_back({"nvidia node", Env{}, facts(Y, N, Y, N, N), Action::set, D});
-  rows.push_back({"amd node", Env{}, facts(Y, N, N, Y, N), Action::set, "rc_x,rc,dc_x,dc,rocm_copy"});
-  rows.push_back({"intel node", Env{}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  // The default (UCXTLS_WRITE=needed) writes all where a hard-coded CUDA list would be wrong for
+  // the node, nothing on NVIDIA GPUs with an rc device; UCXTLS_WRITE=always (W below) composes the
+  // template on every GPU node, the mechanism most rows here are about.
+  const std::pair<Var, const char *> W{kWrite, "always"};
+  rows.push_back({"nvidia node: UCX's default stands, the CUDA list fits", Env{}, facts(Y, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"amd node: all", Env{}, facts(Y, N, N, Y, N), Action::set, "all"});
+  rows.push_back({"intel node: all", Env{}, facts(Y, N, N, N, Y), Action::set, "all"});
+  rows.push_back({"nvidia node, always", Env{W}, facts(Y, N, Y, N, N), Action::set, D});
+  rows.push_back({"amd node, always", Env{W}, facts(Y, N, N, Y, N), Action::set, "rc_x,rc,dc_x,dc,rocm_copy"});
+  rows.push_back({"intel node, always", Env{W}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
   rows.push_back({"no gpu: nothing to fix, UCX's default stands", Env{}, facts(Y, N, N, N, N), Action::skip, ""});
-  rows.push_back({"cuda beats rocm and ze", Env{}, facts(Y, N, Y, Y, Y), Action::set, D});
-  rows.push_back({"rocm beats ze", Env{}, facts(Y, N, N, Y, Y), Action::set, "rc_x,rc,dc_x,dc,rocm_copy"});
+  rows.push_back({"no gpu, always: nothing to fix", Env{W}, facts(Y, N, N, N, N), Action::skip, ""});
+  rows.push_back({"cuda beats rocm and ze", Env{W}, facts(Y, N, Y, Y, Y), Action::set, D});
+  rows.push_back({"cuda beats rocm and ze: the CUDA list fits", Env{}, facts(Y, N, Y, Y, Y), Action::skip, ""});
+  rows.push_back({"rocm beats ze", Env{W}, facts(Y, N, N, Y, Y), Action::set, "rc_x,rc,dc_x,dc,rocm_copy"});
   rows.push_back({"gpu, no rdma: all, so a hard-coded rc list cannot break the node", Env{}, facts(N, N, Y, N, N), Action::set, "all"});
+  rows.push_back({"gpu, no rdma, always: all", Env{W}, facts(N, N, Y, N, N), Action::set, "all"});
   rows.push_back({"intel gpu, no rdma: all", Env{}, facts(N, N, N, N, Y), Action::set, "all"});
+  rows.push_back({"intel gpu, no rdma, always: all", Env{W}, facts(N, N, N, N, Y), Action::set, "all"});
   rows.push_back({"no gpu, no rdma: unset", Env{}, facts(N, N, N, N, N), Action::skip, ""});
   rows.push_back({"ucx.conf beats all", Env{}, facts(N, Y, Y, N, N), Action::keep, ""});
   // No GPU: the answer is "leave unset" whatever ucx.conf says, so it is never asked (a $HOME on a
   // mount that does not answer is never touched there).
   rows.push_back({"no gpu: ucx.conf never asked, unset", Env{}, facts(Y, Y, N, N, N), Action::skip, ""});
   rows.push_back({"no gpu: a ucx.conf that cannot be read does not matter", Env{}, failed(facts(Y, N, N, N, N), Need::ucx_conf), Action::skip, ""});
+  rows.push_back({"ucx.conf beats all, always", Env{W}, facts(Y, Y, Y, N, N), Action::keep, ""});
   rows.push_back({"user template skips the rdma check", Env{{kTemplate, "tcp,{copy}"}}, facts(N, N, Y, N, N), Action::set, "tcp,cuda_copy"});
+  rows.push_back({"user template on an nvidia node with rc: written as written", Env{{kTemplate, "{rdma},{copy}"}}, facts(Y, N, Y, N, N), Action::set, D});
   rows.push_back({"user sets UCX_TLS", Env{{kUcxTls, "rc,cuda_copy"}}, facts(Y, N, N, N, Y), Action::keep, ""});
   rows.push_back({"user sets UCX_TLS empty", Env{{kUcxTls, ""}}, facts(Y, N, N, N, Y), Action::keep, ""});
   rows.push_back({"ucx.conf assigns", Env{}, facts(Y, Y, Y, N, N), Action::keep, ""});
   rows.push_back({"disabled", Env{{kDisable, "1"}}, facts(Y, N, Y, N, N), Action::skip, ""});
-  rows.push_back({"disable=0 is off", Env{{kDisable, "0"}}, facts(Y, N, Y, N, N), Action::set, D});
-  rows.push_back({"forced ze", Env{{kAccel, "ze"}}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"disabled, always", Env{{kDisable, "1"}, W}, facts(Y, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"disable=0 is off", Env{{kDisable, "0"}, W}, facts(Y, N, Y, N, N), Action::set, D});
+  rows.push_back({"forced ze: all", Env{{kAccel, "ze"}}, facts(Y, N, Y, N, N), Action::set, "all"});
+  rows.push_back({"forced ze, always", Env{{kAccel, "ze"}, W}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"forced cuda on an nvidia node with rc: the CUDA list fits", Env{{kAccel, "cuda"}}, facts(Y, N, Y, N, N), Action::skip, ""});
   rows.push_back({"forced none", Env{{kAccel, "none"}}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc"});
   rows.push_back({"forced cuda without rdma: all", Env{{kAccel, "cuda"}}, facts(N, N, N, N, N), Action::set, "all"});
   rows.push_back({"forced none without rdma: an empty value, not written", Env{{kAccel, "none"}}, facts(N, N, Y, N, N), Action::skip, ""});
   rows.push_back({"forced none on a node without a gpu: {rdma}", Env{{kAccel, "none"}}, facts(Y, N, N, N, N), Action::set, "rc_x,rc,dc_x,dc"});
   rows.push_back({"invalid accel", Env{{kAccel, "foo"}}, facts(Y, N, Y, N, N), Action::skip, ""});
   rows.push_back({"invalid template", Env{{kTemplate, "rc, cuda"}}, facts(Y, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"invalid write word", Env{{kWrite, "bogus"}}, facts(Y, N, N, N, Y), Action::skip, ""});
   rows.push_back({"user UCX_TLS wins over invalid settings", Env{{kUcxTls, "tcp"}, {kAccel, "foo"}}, facts(Y, N, Y, N, N), Action::keep, ""});
   rows.push_back({"empty result never written", Env{{kTemplate, "{copy}"}}, facts(Y, N, N, N, N), Action::skip, ""});
-  rows.push_back({"re-derive: same machine", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::set, D});
-  rows.push_back({"re-derive: other family", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"re-derive: same machine", Env{{kUcxTls, D}, {kDerived, D}, W}, facts(Y, N, Y, N, N), Action::set, D});
+  rows.push_back({"re-derive: our list on an nvidia node with rc is cleared (UCX's default stands)", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::clear, ""});
+  rows.push_back({"re-derive: other family", Env{{kUcxTls, D}, {kDerived, D}, W}, facts(Y, N, N, N, Y), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"re-derive: other family gets all", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, N, N, Y), Action::set, "all"});
   rows.push_back({"re-derive: no rdma gives all", Env{{kUcxTls, D}, {kDerived, D}}, facts(N, N, Y, N, N), Action::set, "all"});
   rows.push_back({"re-derive: no gpu clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, N, N, N, N), Action::clear, ""});
-  rows.push_back({"re-derive: all inherited on a node with rdma", Env{{kUcxTls, "all"}, {kDerived, "all"}}, facts(Y, N, Y, N, N), Action::set, D});
+  rows.push_back({"re-derive: all inherited on a node with rdma", Env{{kUcxTls, "all"}, {kDerived, "all"}, W}, facts(Y, N, Y, N, N), Action::set, D});
+  rows.push_back({"re-derive: all inherited on an nvidia node with rc is cleared", Env{{kUcxTls, "all"}, {kDerived, "all"}}, facts(Y, N, Y, N, N), Action::clear, ""});
   rows.push_back({"re-derive: ucx.conf clears", Env{{kUcxTls, D}, {kDerived, D}}, facts(Y, Y, Y, N, N), Action::clear, ""});
   rows.push_back({"re-derive: empty result clears", Env{{kUcxTls, "cuda_copy"}, {kDerived, "cuda_copy"}, {kTemplate, "{copy}"}}, facts(Y, N, N, N, N), Action::clear, ""});
   rows.push_back({"re-derive + invalid setting: the inherited value is removed", Env{{kUcxTls, D}, {kDerived, D}, {kAccel, "bad"}}, facts(Y, N, Y, N, N), Action::clear, ""});
@@ -595,8 +619,10 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"marker differs: the user's value", Env{{kUcxTls, "tcp"}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::keep, ""});
   rows.push_back({"template without {copy} probes nothing", Env{{kTemplate, "tcp,self"}}, facts(Y, N, U, U, U), Action::set, "tcp,self"});
   // RDMA that runs rc_verbs alone (Broadcom, Intel RoCE, rxe, Omni-Path): {rdma} is rc.
-  rows.push_back({"rc-only RDMA, nvidia", Env{}, rc_only(facts(Y, N, Y, N, N)), Action::set, "rc,cuda_copy"});
-  rows.push_back({"rc-only RDMA, intel", Env{}, rc_only(facts(Y, N, N, N, Y)), Action::set, "rc,ze_copy"});
+  rows.push_back({"rc-only RDMA, nvidia", Env{W}, rc_only(facts(Y, N, Y, N, N)), Action::set, "rc,cuda_copy"});
+  rows.push_back({"rc-only RDMA, nvidia: the CUDA list fits (rc)", Env{}, rc_only(facts(Y, N, Y, N, N)), Action::skip, ""});
+  rows.push_back({"rc-only RDMA, intel", Env{W}, rc_only(facts(Y, N, N, N, Y)), Action::set, "rc,ze_copy"});
+  rows.push_back({"rc-only RDMA, intel: all", Env{}, rc_only(facts(Y, N, N, N, Y)), Action::set, "all"});
   rows.push_back({"rc-only RDMA, no gpu", Env{}, rc_only(facts(Y, N, N, N, N)), Action::skip, ""});
   // User templates are applied as written; {rdma} is empty without a usable device.
   rows.push_back({"user {rdma} template without RDMA", Env{{kTemplate, "{rdma},tcp,{copy}"}}, facts(N, N, Y, N, N), Action::set, "tcp,cuda_copy"});
@@ -606,14 +632,16 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"user {copy} template needs no rdma fact", Env{{kTemplate, "tcp,{copy}"}}, failed(facts(U, N, Y, N, N), Need::rdma), Action::set, "tcp,cuda_copy"});
   // A fact that could not be probed: nothing is written, an inherited value stays.
   rows.push_back({"rdma unknown", Env{}, failed(facts(Y, N, Y, N, N), Need::rdma), Action::skip, ""});
+  rows.push_back({"rdma unknown, always", Env{W}, failed(facts(Y, N, Y, N, N), Need::rdma), Action::skip, ""});
+  rows.push_back({"rdma not needed on an intel node: all", Env{}, failed(facts(Y, N, N, N, Y), Need::rdma), Action::set, "all"});
   rows.push_back({"rdma unknown, user {rdma} template", Env{{kTemplate, "{rdma},{copy}"}}, failed(facts(Y, N, Y, N, N), Need::rdma), Action::skip, ""});
   rows.push_back({"ucx.conf unknown", Env{}, failed(facts(Y, N, Y, N, N), Need::ucx_conf), Action::skip, ""});
   rows.push_back({"cuda unknown", Env{}, failed(facts(Y, N, Y, N, N), Need::cuda), Action::skip, ""});
   rows.push_back({"cuda no, rocm unknown", Env{}, failed(facts(Y, N, N, Y, N), Need::rocm), Action::skip, ""});
   rows.push_back({"cuda no, rocm no, ze unknown", Env{}, failed(facts(Y, N, N, N, Y), Need::ze), Action::skip, ""});
-  rows.push_back({"cuda visible: a failed ze probe does not matter", Env{}, failed(facts(Y, N, Y, N, N), Need::ze), Action::set, D});
+  rows.push_back({"cuda visible: a failed ze probe does not matter", Env{W}, failed(facts(Y, N, Y, N, N), Need::ze), Action::set, D});
   rows.push_back({"re-derive with an unknown fact: the inherited value stays", Env{{kUcxTls, D}, {kDerived, D}}, failed(facts(Y, N, N, N, Y), Need::cuda), Action::skip, ""});
-  rows.push_back({"forced family: an unknown cuda probe is never asked", Env{{kAccel, "ze"}}, failed(facts(Y, N, U, N, N), Need::cuda), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
+  rows.push_back({"forced family: an unknown cuda probe is never asked", Env{{kAccel, "ze"}, W}, failed(facts(Y, N, U, N, N), Need::cuda), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
 
   for (Row &r : rows) {
     CAPTURE(r.name);
@@ -633,7 +661,9 @@ TEST_CASE("the decision ladder") {
 }
 
 TEST_CASE("decide asks for facts in cost order and stops at the first visible family") {
-  Env e{};
+  // UCXTLS_WRITE=always: the template is composed, so the RDMA fact is asked (the default's own
+  // order, which asks it only for NVIDIA GPUs, is in test_default_write.cc).
+  Env e{{kWrite, "always"}};
   Facts f;
   std::vector<Need> asked;
   Settings s;
@@ -674,9 +704,18 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   Facts g = facts(U, N, N, N, N);
   decide(e.in, s, g, &d);
   CHECK(d.action == Action::skip);
-  // With a GPU, it is asked last.
+  // With a GPU, it is asked last; with the default, for NVIDIA GPUs alone.
   g.family[int(Family::ze)].value = Y;
   decide(e.in, s, g, &d);
+  CHECK(d.need == Need::rdma);
+  Env plain{};
+  Settings ps;
+  parse_settings(plain.in, &ps);
+  decide(plain.in, ps, g, &d);
+  CHECK(d.action == Action::set);
+  CHECK(std::string(d.value) == "all");
+  g.family[int(Family::cuda)].value = Y;
+  decide(plain.in, ps, g, &d);
   CHECK(d.need == Need::rdma);
 
   // The driver tier is asked before the kernel families, and its answer wins for CUDA.

@@ -485,7 +485,10 @@ TEST_CASE("decide(): the driver's answer wins for CUDA and ze, the kernel's stan
     const Made m = decide_with(c);
     const Decision &d = m.d;
     CAPTURE(m.line());
-    CHECK(d.action == (c.want == Family::none ? Action::skip : Action::set));  // no GPU: UCX's default
+    // No GPU, or NVIDIA GPUs beside the rc device here: UCX's default stands; other GPUs: all.
+    const bool unset = c.want == Family::none || c.want == Family::cuda;
+    CHECK(d.action == (unset ? Action::skip : Action::set));
+    if (!unset) CHECK(std::string(d.value) == "all");
     CHECK(d.family == c.want);
   }
 }

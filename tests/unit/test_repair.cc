@@ -222,10 +222,14 @@ TEST_CASE("step 3: a kept value of another family is named, and repaired only wh
   CHECK(forced.value == "rc_x,rc,dc_x,dc,rocm_copy");
   CHECK(forced.asked.empty());
 
-  // Our own inherited value is derived again, not repaired (step 3's first rule).
+  // Our own inherited value is derived again, not repaired (step 3's first rule): the default
+  // writes all on Intel GPUs, UCXTLS_WRITE=always the template's value.
   Result ours = decide_keep(Env{{kUcxTls, kCudaList}, {kDerived, kCudaList}, {kRepair, "1"}}, Family::ze, true);
   CHECK(ours.action == Action::set);
-  CHECK(ours.value == "rc_x,rc,dc_x,dc,ze_copy");
+  CHECK(ours.value == "all");
+  Result always = decide_keep(Env{{kUcxTls, kCudaList}, {kDerived, kCudaList}, {kRepair, "1"}, {kWrite, "always"}}, Family::ze, true);
+  CHECK(always.action == Action::set);
+  CHECK(always.value == "rc_x,rc,dc_x,dc,ze_copy");
 }
 
 // Repair never adopts the marker (issue 26 item 3): a stale UCXTLS_DERIVED beside a kept value is

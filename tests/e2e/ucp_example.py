@@ -1,0 +1,53 @@
+"""UCX's own ucp_client_server example (Debian's libucx-dev ships its source), compiled against a
+UCX build and run as a server and a client exchanging a message over loopback: the consumers and
+no-harm tests' UCP program."""
+import os
+import socket
+import subprocess
+import time
+
+from harness import have, run
+
+EXAMPLE = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
+
+
+def missing():
+    """Why the example cannot be built here, or None."""
+    if not (os.path.exists(EXAMPLE) and have("gcc")):
+        return "UCX examples not installed (Debian libucx-dev); scripts/test.sh installs them"
+    return None
+
+
+def build(out_dir, include=None, libdir=None):
+    """The example compiled into out_dir against the UCX whose headers and libraries are given
+    (default: the system's); its path."""
+    exe = os.path.join(out_dir, "ucp_client_server")
+    argv = ["gcc", "-o", exe, EXAMPLE, "-I" + (include or os.path.dirname(EXAMPLE))]
+    subprocess.run(argv + (["-L" + libdir] if libdir else []) + ["-lucp", "-lucs"], check=True)
+    return exe
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def exchange(exe, env, cwd):
+    """A server, then a client sending it a message over
+    loopback (each exec'd directly with env). Returns (client status, client output, server output)."""
+    port = str(free_port())
+    server = subprocess.Popen([exe, "-p", port], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        client = None
+        for _ in range(50):  # wait for the server to listen (or to have failed)
+            time.sleep(0.1)
+            client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=cwd, timeout=30)
+            if client.returncode == 0 or server.poll() is not None:
+                break
+    finally:
+        server.kill()
+        out, _ = server.communicate()
+    return client.returncode, client.stdout.decode() + client.stderr.decode(), out.decode()
