@@ -207,8 +207,8 @@ def debug_words(t):
 
 @case("a Broadcom function first, a ConnectX second: the ConnectX decides, and the debug line names it")
 def broadcom_then_connectx(t):
-    tls, _, err = sh_value(env_for("broadcom-then-connectx", UCXTLS_DEBUG="1"))
-    t.equal("broadcom-then-connectx: the mlx5 list", tls, C, err)
+    tls, _, err = sh_value(env_for("broadcom-then-connectx", UCXTLS_DEBUG="1", **ALWAYS))
+    t.equal("broadcom-then-connectx: the mlx5 list (UCXTLS_WRITE=always)", tls, C, err)
     t.check("broadcom-then-connectx: the debug line names the ConnectX that decided, and the other",
             "rdma: mlx5_1 (mlx5_core): port 1 ACTIVE, uverbs1 and 1 more" in err, err)
 

@@ -186,12 +186,14 @@ def intel_node(t):
         t.check("%s (UCX_TLS=%s): register_memory of Level Zero memory refused in NIXL's words (%r)"
                 % (what, seen(res), datapath.NIXL_WORDS), both(res, REGISTER) and datapath.NIXL_WORDS in out, outcome(res))
         record("intel-xe, NIXL's UCX, Level Zero memory: " + what, res)
-    d = harness.run([CLI, "doctor", "--ucx", os.path.dirname(harness.ucx_build("nixl")[0].libucp)],
-                    env_for("intel-xe", preload=False))
-    out = d.stdout.decode()
-    t.check("doctor --ucx on NIXL's UCX, intel-xe: MISSING ze_copy, the build named as the cause, exit 1",
-            d.returncode == 1 and re.search(r"^MISSING +ze_copy$", out, re.M) is not None
-            and "this UCX was built without Level Zero (ze) support" in out, out + d.stderr.decode())
+    nixl_ucx = os.path.dirname(harness.ucx_build("nixl")[0].libucp)
+    for extra, named in (([], "ok          all"), (["--template", "sm,self,tcp,{copy}"], "MISSING     ze_copy")):
+        d = harness.run([CLI, "doctor", "--ucx", nixl_ucx] + extra, env_for("intel-xe", preload=False))
+        out = d.stdout.decode()
+        t.check("doctor --ucx on NIXL's UCX, intel-xe%s: '%s', the build named as the cause, exit 1"
+                % (" " + " ".join(extra) if extra else " (the default's all)", named),
+                d.returncode == 1 and ("\n%s\n" % named) in out
+                and "this UCX was built without Level Zero (ze) support" in out, out + d.stderr.decode())
 
 
 @case("Debian's UCX 1.13 (no CUDA module) on dgx: the device memory is host to it whatever the value; doctor says why",

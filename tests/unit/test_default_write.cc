@@ -110,14 +110,15 @@ TEST_CASE("step 7: each family x network x UCXTLS_WRITE x template") {
 TEST_CASE("step 7: the default asks the RDMA fact for NVIDIA GPUs alone (cost order)") {
   using V = std::vector<Need>;
   // ROCm and ze: all whatever the network, so the RDMA probe is never run.
-  CHECK(decide_on({}, node(Family::rocm, Net::mlx5)).asked == V{Need::ucx_conf, Need::cuda, Need::rocm});
-  CHECK(decide_on({}, node(Family::ze, Net::none)).asked == V{Need::ucx_conf, Need::cuda, Need::rocm, Need::ze});
+  // The family first, then ucx.conf (a GPU node only).
+  CHECK(decide_on({}, node(Family::rocm, Net::mlx5)).asked == V{Need::cuda, Need::rocm, Need::ucx_conf});
+  CHECK(decide_on({}, node(Family::ze, Net::none)).asked == V{Need::cuda, Need::rocm, Need::ze, Need::ucx_conf});
   // NVIDIA: the RDMA fact decides between unset and all.
-  CHECK(decide_on({}, node(Family::cuda, Net::mlx5)).asked == V{Need::ucx_conf, Need::cuda, Need::rdma});
-  // No GPU: nothing to fix, the network is never asked.
-  CHECK(decide_on({}, node(Family::none, Net::mlx5)).asked == V{Need::ucx_conf, Need::cuda, Need::rocm, Need::ze});
+  CHECK(decide_on({}, node(Family::cuda, Net::mlx5)).asked == V{Need::cuda, Need::ucx_conf, Need::rdma});
+  // No GPU: nothing to fix, neither ucx.conf nor the network is asked.
+  CHECK(decide_on({}, node(Family::none, Net::mlx5)).asked == V{Need::cuda, Need::rocm, Need::ze});
   // UCXTLS_WRITE=always composes {rdma} on every GPU node: asked last.
-  CHECK(decide_on({{kWrite, "always"}}, node(Family::rocm, Net::mlx5)).asked == V{Need::ucx_conf, Need::cuda, Need::rocm, Need::rdma});
+  CHECK(decide_on({{kWrite, "always"}}, node(Family::rocm, Net::mlx5)).asked == V{Need::cuda, Need::rocm, Need::ucx_conf, Need::rdma});
   // UCXTLS_ACCEL=none with the default template is asked for: composed, {rdma} needed.
   Got none = decide_on({{kAccel, "none"}}, node(Family::cuda, Net::mlx5));
   CHECK(none.asked == V{Need::ucx_conf, Need::rdma});
