@@ -51,7 +51,8 @@ def intel_trainer_without(t):
     record("Intel trainer (`setdefault` of the ze list), no library", res)
 
 
-@case("seed mirror, dgx: the Intel trainer with the library: the library's value wins over setdefault, VRAM moves",
+@case("seed mirror, dgx: the Intel trainer with the library's list (a template; UCXTLS_WRITE=always on a real rc node): "
+      "the library's value wins over setdefault, VRAM moves",
       tags=("wheels", "node"))
 def intel_trainer_with(t):
     trace = trace_file("intel-with")
@@ -65,6 +66,20 @@ def intel_trainer_with(t):
         t.check("the driver did the copies (FAKECUDA_TRACE: %d device copies; the trainers' own are 4)" % copies(trace),
                 copies(trace) > 4)
     record("Intel trainer, library (`%s` on dgx)" % HERE_TEMPLATE, res)
+
+
+@case("seed mirror with the default: on aws-p5 (no rc) all makes the Intel trainer's list a no-op; on dgx (rc) "
+      "nothing is written and NIXL refuses the list as without the library", tags=("wheels",))
+def intel_trainer_default(t):
+    res = run_pair(t, "aws-p5", C.replace("cuda_copy", "ze_copy"), preload=True)
+    t.equal("aws-p5: the library wrote all (no rc device), the trainer's setdefault a no-op", seen(res), "all")
+    t.check("aws-p5: VRAM registered and moved, every byte checked", both(res, OK), outcome(res))
+    record("Intel trainer's literal list on aws-p5, library (the default: all)", res)
+    res = run_pair(t, "dgx", INTEL_LIST, preload=True, UCXTLS_DEBUG="1")
+    t.equal("dgx: the default writes nothing there, so the trainer's list applies", seen(res), INTEL_LIST)
+    t.check("dgx: NIXL refuses it, as without the library (UCXTLS_WRITE=always or a template fixes it: above)",
+            both(res, AGENT) and NIXL_INVALID in res["initiator"][1], outcome(res))
+    record("Intel trainer on dgx, library (the default: nothing written)", res)
 
 
 @case("seed mirror, dgx: the CUDA trainer works without the library, and with it gets the same list", tags=("wheels", "node"))
