@@ -5,8 +5,9 @@ with the transports UCX's own default gives it, on every replayed node shape.
 
 The consumers, each with UCX_TLS unset, run once without the library and once with it (exec'd
 directly with LD_PRELOAD in their exec environment; mpirun hands it to its ranks with -x):
-- a UCXX-style client and server on RAPIDS' UCX (UCX's ucp_client_server example compiled
-  against the libucx-cu12 wheel: what UCXX and Dask load), built without verbs;
+- UCXX 0.52 itself (a listener and an endpoint over loopback, tests/e2e/ucxx_echo.py) on the
+  RAPIDS' UCX 1.21 it pins, and a UCXX-style client and server on RAPIDS' UCX 1.22 (UCX's
+  ucp_client_server example compiled against the libucx-cu12 wheel), both built without verbs;
 - two NIXL agents on NIXL's UCX (nixl 1.5.1 from PyPI), moving VRAM of the fake CUDA driver on the
   NVIDIA nodes, host memory elsewhere (an inference server that sets nothing);
 - ucp_client_server, ucx_perftest (tag_bw, two processes) and Open MPI over its UCX PML (two
@@ -96,6 +97,22 @@ def client_server(t, which, machine):
     judge(t, name, machine, results[0], results[1], detail)
 
 
+def ucxx(t, machine):
+    python, why = harness.ucxx_python()
+    if not python:
+        t.skip("UCXX", why)
+        return
+    echo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ucxx_echo.py")
+    results, detail = [], ""
+    for preload in (False, True):
+        p = harness.run([python, echo], env_for(machine, preload=preload), timeout=120)
+        out = p.stdout.decode() + p.stderr.decode()
+        m = re.search(r"^UCX_TLS=(\S+) echo=True$", out, re.M)
+        results.append(((m.group(1).replace("<unset>", UNSET) if m else got_from_debug(out)), p.returncode == 0 and m is not None))
+        detail += out[-1500:]
+    judge(t, "UCXX 0.52 echo, RAPIDS' UCX 1.21", machine, results[0], results[1], detail)
+
+
 def nixl_agents(t, machine):
     memory = "VRAM" if machine in NVIDIA else "DRAM"
     results, detail = [], ""
@@ -135,6 +152,7 @@ def open_mpi(t, machine):
 
 
 for _machine in MACHINES:
+    add_case("UCXX on RAPIDS' UCX 1.21, %s" % _machine, ucxx, _machine)
     add_case("UCXX-style client/server on RAPIDS' UCX, %s" % _machine, client_server, "rapids", _machine)
     add_case("NIXL agents on NIXL's UCX, %s" % _machine, nixl_agents, _machine)
     add_case("ucp_client_server on Debian's UCX, %s" % _machine, client_server, "debian", _machine)
@@ -165,7 +183,7 @@ def table(t):
     measured, rows = lines[2:], documented[2:]
     t.check("every row measured here is in docs/usage.md as measured (%d rows)" % len(measured),
             set(measured) <= set(rows), "\n".join(r for r in measured if r not in rows))
-    if len(ROWS) == len(MACHINES) * 5:  # every consumer ran: the doc holds these rows and no other
+    if len(ROWS) == len(MACHINES) * 6:  # every consumer ran: the doc holds these rows and no other
         t.equal("docs/usage.md's rows are exactly those measured, in order", rows, measured)
 
 
