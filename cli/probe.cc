@@ -1,7 +1,8 @@
 // `ucxtls probe [--save]`: asks the GPU drivers once, out of band, for the driver tier.
 //
-// It runs the helper ucxtls-probe (installed beside the library) as an ordinary child of this
-// command: in its own process group, with /dev/null for stdio, the report on fd 3, the visibility
+// It runs the helper ucxtls-probe (in <libexecdir>/ucxtls, or beside the command in a build tree:
+// helper_path) as an ordinary child of this command: in its own process group, with /dev/null for
+// stdio, the report on fd 3, the visibility
 // variables unset (the answer lists every device; each process applies its own variables to it),
 // killed with its group at UCXTLS_PROBE_TIMEOUT_MS. It prints the driver's answer per family with
 // the devices identified. --save stores it, with this boot's id, as <cache dir>/driver: written to
