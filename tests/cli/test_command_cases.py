@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The command where it meets its users in a failure (issue 25): `doctor --pid` judges the process
+"""The command where it meets its users in a failure: `doctor --pid` judges the process
 (its start environment, as the library in it decided), doctor is bounded and leaves nothing behind
 when interrupted, one rule for --value and --template, text a terminal can trust, `ucxtls run`
 keeps the preload ld.so would use and starts an ASan program, and the doctor's build lines on the
@@ -348,7 +348,7 @@ def doctor_stderr_escapes(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# A kept value of another GPU family (DESIGN step 3: named in explain and doctor)
+# A kept value of another GPU family: the case the library exists for, named in explain and doctor
 @case("doctor names a value of another GPU family with explain's warning, and no advice to build UCX for it")
 def doctor_foreign_family(t):
     value = "rc,cuda_copy"

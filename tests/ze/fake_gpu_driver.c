@@ -2,7 +2,7 @@
    through ZE_ENABLE_ALT_DRIVERS=/path/to/libze_fake_gpu.so, so that UCX's ze transport and
    ucx_perftest's ze allocator run against it as against a real GPU, with no GPU in the machine.
 
-   What it is (measured needs: /work/shared/research/level-zero.md, UCX 1.22 src/uct/ze,
+   What it is (measured needs: Debian's libze1 1.8.12 loader, UCX 1.22 src/uct/ze,
    src/ucm/ze, src/tools/perf/ze):
    - every DDI getter the loader asks for (ze, zes, zet; the "Exp" ones too), for API 1.x; each
      table slot this driver does not implement answers ZE_RESULT_ERROR_UNSUPPORTED_FEATURE and
