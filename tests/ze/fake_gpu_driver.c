@@ -71,11 +71,15 @@ static void trace(const char *what) {
 }
 #define TRACE() trace(__func__ + 5) /* the Level Zero name, without "fake_" */
 /* An entry point's first checks, in Level Zero's order: the handle, then the pointer it fills. */
-#define ENTER(handle_ok, out) \
-  do {                                                                     \
-    TRACE();                                                               \
-    if (!(handle_ok)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;          \
-    if (!(out)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;               \
+#define ENTER_HANDLE(handle_ok)                                   \
+  do {                                                            \
+    TRACE();                                                      \
+    if (!(handle_ok)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE; \
+  } while (0)
+#define ENTER(handle_ok, out)                                \
+  do {                                                       \
+    ENTER_HANDLE(handle_ok);                                 \
+    if (!(out)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER; \
   } while (0)
 
 /* ------------------------------------------------------------------ objects */
@@ -367,8 +371,7 @@ static ze_result_t fake_zeContextCreateEx(ze_driver_handle_t h, const ze_context
 }
 
 static ze_result_t fake_zeContextDestroy(ze_context_handle_t h) {
-  TRACE();
-  if (!is_context(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(is_context(h));
   ((fake_context_t *)h)->magic = 0;
   free(h);
   return ZE_RESULT_SUCCESS;
@@ -448,8 +451,7 @@ static ze_result_t fake_zeMemGetAllocProperties(ze_context_handle_t ctx, const v
 }
 
 static ze_result_t fake_zeMemGetAddressRange(ze_context_handle_t ctx, const void *p, void **base, size_t *size) {
-  TRACE();
-  if (!is_context(ctx)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(is_context(ctx));
   fake_alloc_t a;
   if (!p || !fake_mem_find(p, &a)) return ZE_RESULT_ERROR_NOT_AVAILABLE;
   if (base) *base = a.base;
@@ -516,9 +518,8 @@ static ze_result_t fake_zeCommandListCreateImmediate(ze_context_handle_t ctx, ze
 }
 
 static ze_result_t fake_zeCommandListDestroy(ze_command_list_handle_t h) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   l->magic = 0;
   free(l->ops);
   free(l);
@@ -526,17 +527,15 @@ static ze_result_t fake_zeCommandListDestroy(ze_command_list_handle_t h) {
 }
 
 static ze_result_t fake_zeCommandListClose(ze_command_list_handle_t h) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   l->closed = 1;
   return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t fake_zeCommandListReset(ze_command_list_handle_t h) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   l->closed = 0;
   l->nops = 0;
   return ZE_RESULT_SUCCESS;
@@ -550,9 +549,8 @@ static ze_result_t check_events(ze_event_handle_t signal, uint32_t nwait, ze_eve
 
 static ze_result_t fake_zeCommandListAppendMemoryCopy(ze_command_list_handle_t h, void *dst, const void *src, size_t size,
                                                       ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *wait) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   if (!dst || !src) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   ze_result_t rc = check_events(signal, nwait, wait);
   if (rc != ZE_RESULT_SUCCESS) return rc;
@@ -563,9 +561,8 @@ static ze_result_t fake_zeCommandListAppendMemoryCopy(ze_command_list_handle_t h
 static ze_result_t fake_zeCommandListAppendMemoryFill(ze_command_list_handle_t h, void *dst, const void *pattern,
                                                       size_t pattern_size, size_t size, ze_event_handle_t signal,
                                                       uint32_t nwait, ze_event_handle_t *wait) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   if (!dst || !pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   fake_op_t op = {.kind = OP_FILL, .dst = dst, .size = size, .pattern_size = pattern_size};
   if (pattern_size == 0 || pattern_size > sizeof op.pattern || (pattern_size & (pattern_size - 1)))
@@ -578,8 +575,7 @@ static ze_result_t fake_zeCommandListAppendMemoryFill(ze_command_list_handle_t h
 
 static ze_result_t fake_zeCommandListAppendBarrier(ze_command_list_handle_t h, ze_event_handle_t signal, uint32_t nwait,
                                                    ze_event_handle_t *wait) {
-  TRACE();
-  if (!as_list(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(as_list(h));
   return check_events(signal, nwait, wait); /* in order anyway */
 }
 
@@ -597,8 +593,7 @@ static ze_result_t fake_zeCommandQueueCreate(ze_context_handle_t ctx, ze_device_
 }
 
 static ze_result_t fake_zeCommandQueueDestroy(ze_command_queue_handle_t h) {
-  TRACE();
-  if (!is_queue(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(is_queue(h));
   ((fake_queue_t *)h)->magic = 0;
   free(h);
   return ZE_RESULT_SUCCESS;
