@@ -220,10 +220,8 @@ void explain_json(const Report &r) {
 
 int cmd_explain(int argc, char **argv) {
   bool json = false;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) json = true;
-    else return fail(kUsage, std::string("explain: unknown option '") + argv[i] + "' (try ucxtls --help)");
-  }
+  if (const char *bad = only_flag(argc, argv, "--json", &json))
+    return fail(kUsage, std::string("explain: unknown option '") + bad + "' (try ucxtls --help)");
   auto r = std::make_unique<Report>();
   evaluate(r.get());
   if (json) explain_json(*r);

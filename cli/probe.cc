@@ -184,10 +184,8 @@ bool save(const std::string &dir, const char *text, size_t len, std::string *err
 
 int cmd_probe(int argc, char **argv) {
   bool want_save = false;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--save")) want_save = true;
-    else return probe_fail(kUsage, std::string("unknown option '") + argv[i] + "' (ucxtls probe [--save])");
-  }
+  if (const char *bad = only_flag(argc, argv, "--save", &want_save))
+    return probe_fail(kUsage, std::string("unknown option '") + bad + "' (ucxtls probe [--save])");
   Inputs in;
   Settings s;
   load(environ, getauxval(AT_SECURE) != 0, &in, &s);
