@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, C, LIB, UNSET, Z, case, env_for, have, main, run  # noqa: E402
+from harness import BUILD_DIR, C, LIB, UNSET, Z, case, compile_c, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 FAKES = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
@@ -52,7 +52,7 @@ def value_line(out):
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. doctor --pid judges the process
+# doctor --pid judges the process
 @case("doctor --pid: the process's start environment, decided as the library in it decided")
 def pid_judges_the_process(t):
     caller = env_for("intel-xe", preload=False)  # the caller's own environment derives Z here
@@ -116,7 +116,7 @@ def pid_judges_the_process(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. bounded everywhere, nothing left behind; one rule
+# bounded everywhere, nothing left behind; one rule
 def helpers_running(marker):
     """PIDs of processes whose command line holds marker."""
     found = []
@@ -277,7 +277,7 @@ def one_rule(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# 6. text a terminal can trust
+# text a terminal can trust
 @case("explain's text escapes control bytes from variables, as the library's line does")
 def explain_escapes(t):
     nasty = "a\x1b[2J\nucxtls: set UCX_TLS=fake\rb\x07"
@@ -452,7 +452,7 @@ def pid_exited(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# 8. the build lines on the nodes a mutation found untested
+# the build lines on the nodes a mutation found untested
 @case("doctor --ucx: 'built without verbs' wherever the node's RDMA runs rc, a ConnectX or not")
 def without_verbs(t):
     for machine in ("broadcom-roce", "rxe", "omnipath", "dgx"):
@@ -476,17 +476,14 @@ def no_dc_line_without_rc(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# 5, 8. ucxtls run and LD_PRELOAD
+# ucxtls run and LD_PRELOAD
 def preload_libs():
     """Two tiny preload libraries that say on stderr that they were loaded."""
     libs = {}
     for name in ("first", "second"):
-        src = os.path.join(WORK, name + ".c")
-        with open(src, "w") as f:
-            f.write('#include <unistd.h>\n__attribute__((constructor)) static void c(void) '
-                    '{ write(2, "loaded %s\\n", %d); }\n' % (name, len("loaded %s\n" % name)))
         out = os.path.join(WORK, "lib%s.so" % name)
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", out, src], check=True)
+        compile_c(out, '#include <unistd.h>\n__attribute__((constructor)) static void c(void) '
+                  '{ write(2, "loaded %s\\n", %d); }\n' % (name, len("loaded %s\n" % name)), ["-shared", "-fPIC"], check=True)
         libs[name] = out
     return libs
 
@@ -526,13 +523,11 @@ def run_asan(t):
     if not have("gcc"):
         t.skip("ASan", "gcc not installed")
         return
-    src = os.path.join(WORK, "asan.c")
-    with open(src, "w") as f:
-        f.write('#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
-                'int main(int c, char **v) { const char *s = getenv("UCX_TLS"); printf("UCX_TLS=%s\\n", s ? s : "<unset>");'
-                ' fflush(stdout); if (c > 1) { volatile char *p = malloc(4); p[4] = 1; free((void *)p); } return 0; }\n')
     exe = os.path.join(WORK, "asan")
-    p = subprocess.run(["gcc", "-fsanitize=address", "-g", "-o", exe, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = compile_c(exe, '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
+                  'int main(int c, char **v) { const char *s = getenv("UCX_TLS"); printf("UCX_TLS=%s\\n", s ? s : "<unset>");'
+                  ' fflush(stdout); if (c > 1) { volatile char *p = malloc(4); p[4] = 1; free((void *)p); } return 0; }\n',
+                  ["-fsanitize=address", "-g"], cc="gcc")
     if not t.check("compile with gcc -fsanitize=address", p.returncode == 0, p.stdout.decode()):
         return
     env = env_for("intel-xe", preload=False)

@@ -332,6 +332,16 @@ def have(tool):
     return which(tool) is not None
 
 
+def compile_c(path, source, flags=(), cc="cc", check=False):
+    """Writes source to path + ".c" and compiles it to path with cc and flags (after the source:
+    libraries go there); returns the CompletedProcess, its output on stdout. check: a failed
+    compile raises."""
+    with open(path + ".c", "w") as f:
+        f.write(source)
+    return subprocess.run([cc, "-o", path, path + ".c"] + list(flags), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          check=check)
+
+
 # The UCX builds users load, from the registries (tests/wheels/install_wheels.sh, run by
 # scripts/test.sh, which exports the venv as UCXTLSTEST_WHEELS, or why there is none as
 # UCXTLSTEST_WHEELS_SKIP). Each build, by name:
