@@ -520,8 +520,7 @@ def run_two_preloads(t):
 
 @case("ucxtls run: an ASan program started with nothing preloaded runs (its runtime first)")
 def run_asan(t):
-    if not have("gcc"):
-        t.skip("ASan", "gcc not installed")
+    if not t.needs("gcc", "ASan"):
         return
     exe = os.path.join(WORK, "asan")
     p = compile_c(exe, '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
@@ -543,8 +542,7 @@ def run_asan(t):
 
 @case("doctor --ucx: a Level Zero module present but not loaded (UCX_MODULES): 'has Level Zero support', never 'rebuild'")
 def ze_module_not_loaded(t):
-    if not have("cc"):
-        t.skip("ze module", "no C compiler")
+    if not t.needs("cc", "ze module"):
         return
     d = os.path.join(WORK, "ze-module")
     os.makedirs(os.path.join(d, "ucx"))
