@@ -167,8 +167,8 @@ void mismatch_line(const Report &r, const std::string &value) {
 }
 
 // An empty value (UCX: "The TLs list is empty"), named by where it came from (--value, UCX_TLS, ...).
-int empty_value(const std::string &source) {
-  return fail(kFailed, "doctor: the value is empty (" + source + "): UCX fails to create a context (\"The TLs list is empty\")");
+int empty_value(const std::string &source, int status = kFailed) {
+  return fail(status, "doctor: the value is empty (" + source + "): UCX fails to create a context (\"The TLs list is empty\")");
 }
 
 // The names a value gives UCX to match (for the build problems): aux and \ marks dropped.
@@ -248,6 +248,8 @@ int cmd_doctor(int argc, char **argv) {
   }
   if (explicit_value && tmpl) return fail(kUsage, std::string("doctor: --value and --template are alternatives") + usage);
   if (ucx_path && pid_text) return fail(kUsage, std::string("doctor: --ucx and --pid are alternatives") + usage);
+  // An empty list is the option's text at fault: one line, before any row (no empty value row).
+  if (explicit_value && (!*explicit_value || !strcmp(explicit_value, "^"))) return empty_value("--value", kUsage);
   const bool build_mode = ucx_path || pid_text;
   int timeout_ms = 20000;
   if (timeout_text) {

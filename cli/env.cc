@@ -42,6 +42,8 @@ int cmd_env(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--format=sh")) fmt = EnvFormat::sh;
     else if (!strcmp(argv[i], "--format=slurm")) fmt = EnvFormat::slurm;
+    else if (!strncmp(argv[i], "--format=", 9))
+      return fail(kUsage, std::string("env: unknown format '") + (argv[i] + 9) + "' in " + argv[i] + " (sh or slurm)");
     else return fail(kUsage, std::string("env: unknown argument '") + argv[i] + "' (--format=sh or --format=slurm)");
   }
   auto r = std::make_unique<Report>();

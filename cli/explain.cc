@@ -55,12 +55,16 @@ std::string json_str(const char *s) {
   return o + "\"";
 }
 
-// The decision's reasons in words (lines.h render_reason: the library's own words).
+// The decision's reasons in words (lines.h render_reason: the library's own words), rendered
+// from the facts the evidence shows (report.h `shown`: every device counted, where the full
+// listing agrees with the library's fact), so that a reason and its evidence row give one count.
+// The library line below stays the library's: its probe stops at the first device it needs
+// (`1+ GPU(s)`), as a host process's must.
 std::vector<std::string> reasons(const Report &r) {
   std::vector<std::string> out;
   char reason[kReasonMax];
   for (int i = 0; i < r.d.nsteps; i++) {
-    render_reason(Decided{r.in, r.s, r.f, r.d}, i, reason, sizeof reason);
+    render_reason(Decided{r.in, r.s, r.shown, r.d}, i, reason, sizeof reason);
     out.push_back(reason);
   }
   return out;
@@ -240,10 +244,8 @@ void explain_json(const Report &r) {
 
 int cmd_explain(int argc, char **argv) {
   bool json = false;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) json = true;
-    else return fail(kUsage, std::string("explain: unknown option '") + argv[i] + "' (try ucxtls --help)");
-  }
+  if (const char *bad = only_flag(argc, argv, "--json", &json))
+    return fail(kUsage, std::string("explain: unknown option '") + bad + "' (try ucxtls --help)");
   auto r = std::make_unique<Report>();
   evaluate(r.get());
   if (json) explain_json(*r);

@@ -92,7 +92,8 @@ const Command kCommands[] = {
      "ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"
      "which devices there are; --save stores the answer for this node,\n"
      "which UCXTLS_PROBE=driver reads",
-     "Runs the helper ucxtls-probe (installed beside the library) as a child, bounded by "
+     "Runs the helper <libexecdir>/ucxtls/ucxtls-probe (<prefix>/libexec/ucxtls/ucxtls-probe as installed; "
+     "beside the command in a build tree) as a child, bounded by "
      "UCXTLS_PROBE_TIMEOUT_MS, and prints the CUDA driver API's and the Level Zero loader's answer "
      "per family with the devices they identified. --save stores it for this node (see "
      "UCXTLS_CACHE_DIR); processes with UCXTLS_PROBE=driver read it instead of asking a driver.",

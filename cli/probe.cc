@@ -1,7 +1,8 @@
 // `ucxtls probe [--save]`: asks the GPU drivers once, out of band, for the driver tier.
 //
-// It runs the helper ucxtls-probe (installed beside the library) as an ordinary child of this
-// command: in its own process group, with /dev/null for stdio, the report on fd 3, the visibility
+// It runs the helper ucxtls-probe (in <libexecdir>/ucxtls, or beside the command in a build tree:
+// helper_path) as an ordinary child of this command: in its own process group, with /dev/null for
+// stdio, the report on fd 3, the visibility
 // variables unset (the answer lists every device; each process applies its own variables to it),
 // killed with its group at UCXTLS_PROBE_TIMEOUT_MS. It prints the driver's answer per family with
 // the devices identified. --save stores it, with this boot's id, as <cache dir>/driver: written to
@@ -183,10 +184,8 @@ bool save(const std::string &dir, const char *text, size_t len, std::string *err
 
 int cmd_probe(int argc, char **argv) {
   bool want_save = false;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--save")) want_save = true;
-    else return probe_fail(kUsage, std::string("unknown option '") + argv[i] + "' (ucxtls probe [--save])");
-  }
+  if (const char *bad = only_flag(argc, argv, "--save", &want_save))
+    return probe_fail(kUsage, std::string("unknown option '") + bad + "' (ucxtls probe [--save])");
   Inputs in;
   Settings s;
   load(environ, getauxval(AT_SECURE) != 0, &in, &s);

@@ -87,5 +87,14 @@ void print_line(const char *fmt, ...) {
   fputs(s.c_str(), stdout);
 }
 
+const char *only_flag(int argc, char **argv, const char *flag, bool *set) {
+  *set = false;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], flag)) return argv[i];
+    *set = true;
+  }
+  return nullptr;
+}
+
 }  // namespace cli
 }  // namespace ucxtls

@@ -37,5 +37,9 @@ void scrub_line(std::string *s);
 // can fake a line or drive the terminal.
 __attribute__((format(printf, 1, 2))) void print_line(const char *fmt, ...);
 
+// The arguments of a command whose one option is a flag (explain --json, probe --save): *set
+// says whether it was given; the first other argument is returned (nullptr: none).
+const char *only_flag(int argc, char **argv, const char *flag, bool *set);
+
 }  // namespace cli
 }  // namespace ucxtls

@@ -9,7 +9,7 @@ if(CPACK_GENERATOR STREQUAL "RPM")
       "is /usr/${CPACK_UCXTLS_RPM_LIBDIR}. Build the RPM from its own build directory:\n"
       "  cmake -S ${CPACK_UCXTLS_SOURCE_DIR} -B build-rpm -DCMAKE_BUILD_TYPE=Release -DUCXTLS_TESTS=OFF "
       "-DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR=${CPACK_UCXTLS_RPM_LIBDIR}\n"
-      "  cmake --build build-rpm -j && (cd build-rpm && cpack -G RPM)")
+      "  cmake --build build-rpm -j8 && (cd build-rpm && cpack -G RPM)")
   endif()
   # The licence, marked as such (rpm -qL lists it), at the path the package installs it to
   # (the RPM generator sets its default prefix, /usr, only after this file is read).

@@ -9,7 +9,7 @@
 #   3. proves that a process with the driver tier never mapped libcuda, and can still fork a child
 #      that initialises CUDA (cuInit(0) == 0 in the child), which a process that had called cuInit
 #      itself cannot (shown for contrast, not checked);
-#   4. the data path (issue 24; tests/ze/datapath.py): the NIXL-like consumer (tests/ze/nixl_like.c)
+#   4. the data path (tests/ze/datapath.py): the NIXL-like consumer (tests/ze/nixl_like.c)
 #      registers this GPU's real device memory (cuMemAlloc) the way NIXL's UCX backend does
 #      (ucp_mem_map without a memory type, ucp_mem_query, refused when UCX says host), and two
 #      Python trainer processes put and get it over loopback, every byte checked through the

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>  // the S_IF* and S_IW* constants alone
 
+#include "text.h"
+
 namespace ucxtls {
 namespace {
 
@@ -248,50 +250,46 @@ struct CodeName {
   const char *name;
 };
 
-template <size_t N>
-static const char *lookup(const CodeName (&table)[N], long code) {
-  for (const CodeName &e : table)
-    if (e.code == code) return e.name;
+// The result codes the helper's report may carry, of both APIs: cuda.h's CUresult and ze_api.h's
+// ze_result_t (a name says which API it is of: CUDA_ or ZE_; 0 is success in both).
+static const CodeName kResults[] = {
+    {0, "CUDA_SUCCESS"},
+    {1, "CUDA_ERROR_INVALID_VALUE"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED"},
+    {4, "CUDA_ERROR_DEINITIALIZED"},
+    {34, "CUDA_ERROR_STUB_LIBRARY"},
+    {36, "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER"},
+    {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"},
+    {100, "CUDA_ERROR_NO_DEVICE"},
+    {101, "CUDA_ERROR_INVALID_DEVICE"},
+    {304, "CUDA_ERROR_OPERATING_SYSTEM"},
+    {802, "CUDA_ERROR_SYSTEM_NOT_READY"},
+    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
+    {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"},
+    {999, "CUDA_ERROR_UNKNOWN"},
+    {0, "ZE_RESULT_SUCCESS"},
+    {0x70000001, "ZE_RESULT_ERROR_DEVICE_LOST"},
+    {0x70000002, "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY"},
+    {0x70010000, "ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS"},
+    {0x70020000, "ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE"},
+    {0x78000001, "ZE_RESULT_ERROR_UNINITIALIZED"},
+    {0x78000002, "ZE_RESULT_ERROR_UNSUPPORTED_VERSION"},
+    {0x78000003, "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE"},
+    {0x78000004, "ZE_RESULT_ERROR_INVALID_ARGUMENT"},
+    {0x78000007, "ZE_RESULT_ERROR_INVALID_NULL_POINTER"},
+    {0x7800000c, "ZE_RESULT_ERROR_INVALID_ENUMERATION"},
+    {0x7ffffffe, "ZE_RESULT_ERROR_UNKNOWN"},
+};
+
+static const char *result_name(long code, const char *api) {
+  const size_t k = strlen(api);
+  for (const CodeName &e : kResults)
+    if (e.code == code && starts_with(e.name, strlen(e.name), api, k)) return e.name;
   return nullptr;
 }
 
-const char *cuda_result_name(long code) {
-  static const CodeName kCuda[] = {
-      {0, "CUDA_SUCCESS"},
-      {1, "CUDA_ERROR_INVALID_VALUE"},
-      {3, "CUDA_ERROR_NOT_INITIALIZED"},
-      {4, "CUDA_ERROR_DEINITIALIZED"},
-      {34, "CUDA_ERROR_STUB_LIBRARY"},
-      {36, "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER"},
-      {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"},
-      {100, "CUDA_ERROR_NO_DEVICE"},
-      {101, "CUDA_ERROR_INVALID_DEVICE"},
-      {304, "CUDA_ERROR_OPERATING_SYSTEM"},
-      {802, "CUDA_ERROR_SYSTEM_NOT_READY"},
-      {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
-      {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"},
-      {999, "CUDA_ERROR_UNKNOWN"},
-  };
-  return lookup(kCuda, code);
-}
-
-const char *ze_result_name(long code) {
-  static const CodeName kZe[] = {
-      {0, "ZE_RESULT_SUCCESS"},
-      {0x70000001, "ZE_RESULT_ERROR_DEVICE_LOST"},
-      {0x70000002, "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY"},
-      {0x70010000, "ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS"},
-      {0x70020000, "ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE"},
-      {0x78000001, "ZE_RESULT_ERROR_UNINITIALIZED"},
-      {0x78000002, "ZE_RESULT_ERROR_UNSUPPORTED_VERSION"},
-      {0x78000003, "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE"},
-      {0x78000004, "ZE_RESULT_ERROR_INVALID_ARGUMENT"},
-      {0x78000007, "ZE_RESULT_ERROR_INVALID_NULL_POINTER"},
-      {0x7800000c, "ZE_RESULT_ERROR_INVALID_ENUMERATION"},
-      {0x7ffffffe, "ZE_RESULT_ERROR_UNKNOWN"},
-  };
-  return lookup(kZe, code);
-}
+const char *cuda_result_name(long code) { return result_name(code, "CUDA_"); }
+const char *ze_result_name(long code) { return result_name(code, "ZE_"); }
 
 
 // ---------------------------------------------------------------------------------------------

@@ -131,8 +131,8 @@ struct Settings {
   const char *invalid_why = nullptr;
 };
 
-// A toggle's value as the contract reads it (DESIGN.md step 2, 2026-12-01b): UCX's boolean words
-// y/yes/on/1 and n/no/off/0, plus true/false, in any case; unset or empty is off; any other word
+// A toggle's value, read as UCX reads its own toggles (src/ucs/config/parser.c: ucs_config_sscanf_bool
+// and ucs_config_sscanf_on_off): UCX's boolean words y/yes/on/1 and n/no/off/0, plus true/false, in any case; unset or empty is off; any other word
 // is invalid (an invalid setting: the row's why names the words).
 enum class Toggle : uint8_t { off, on, invalid };
 Toggle toggle_value(const char *v);

@@ -169,6 +169,20 @@ def evidence(t):
                 json.dumps(j["evidence"]["cuda"]))
 
 
+@case("explain: a reason counts the GPUs as the evidence does")
+def reason_counts(t):
+    # The library stops counting at the first GPU it needs (its line says 1+); explain lists every
+    # device, and its reasons give that count too, not 1+ beside an evidence row of 8.
+    for machine, fam in (("dgx", "cuda"), ("mi300x", "rocm"), ("intel-busy", "ze")):
+        j, _ = explain_json(t, machine, env_for(machine, preload=False))
+        if not j:
+            continue
+        said = [r for r in j["reasons"] if r.startswith(fam + ": ")]
+        shown = fam + ": " + j["evidence"][fam]["evidence"]
+        t.check("%s: the %s reason is the %s evidence row, with 8 counted" % (machine, fam, fam),
+                said == [shown] and "8 " in shown and "+" not in shown, json.dumps([said, shown]))
+
+
 @case("explain (text): the sections an operator reads")
 def explain_text(t):
     # Text explain: the sections an operator reads (the template composed: UCXTLS_WRITE=always).
@@ -305,6 +319,10 @@ def env_prints(t):
             p.stdout == b"" and p.returncode == 1 and p.stderr.decode().startswith("ucxtls: UCXTLS_ACCEL=")
             and p.stderr.count(b"\n") == 1, repr(p))
 
+    p = cli(["env", "--format=csh"], env_for("dgx", preload=False))
+    t.check("env --format=csh: exit 2, one line naming the format as unknown (not the argument)",
+            p.returncode == 2 and p.stdout == b"" and p.stderr.count(b"\n") == 1
+            and b"unknown format 'csh'" in p.stderr and b"unknown argument" not in p.stderr, repr(p))
     p = cli(["env"], env_for("intel-xe", preload=False, UCXTLS_ACCEL="foo", **STALE))
     t.check("env with an invalid setting and an inherited value: unset on stdout (as the library removes it), exit 1",
             p.stdout == b"unset UCX_TLS UCXTLS_DERIVED\n" and p.returncode == 1, repr(p))
@@ -409,6 +427,11 @@ def help_forms(t):
         t.check("%s without its value: exit 2, one stderr line naming the flag" % " ".join(args),
                 p.returncode == 2 and p.stdout == b"" and p.stderr.count(b"\n") == 1
                 and (" %s needs a value" % args[-1]).encode() in p.stderr, repr(p))
+    p = cli(["probe", "--help"], env)
+    t.check("probe --help: the helper where it is (<libexecdir>/ucxtls as installed, beside the command in a build tree)",
+            b"<prefix>/libexec/ucxtls/ucxtls-probe" in p.stdout.replace(b"\n", b" ")
+            and b"beside the command in a build tree" in p.stdout.replace(b"\n", b" ")
+            and b"beside the library" not in p.stdout.replace(b"\n", b" "), repr(p))
     p = cli(["lib"], env)
     t.equal("lib: the library beside the command, one line", (p.stdout.decode(), p.returncode),
             (os.path.realpath(LIB) + "\n", 0), repr(p))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The command where it meets its users in a failure (issue 25): `doctor --pid` judges the process
+"""The command where it meets its users in a failure: `doctor --pid` judges the process
 (its start environment, as the library in it decided), doctor is bounded and leaves nothing behind
 when interrupted, one rule for --value and --template, text a terminal can trust, `ucxtls run`
 keeps the preload ld.so would use and starts an ASan program, and the doctor's build lines on the
@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import ALWAYS, BUILD_DIR, C, LIB, UNSET, Z, case, env_for, have, main, run  # noqa: E402
+from harness import ALWAYS, BUILD_DIR, C, LIB, UNSET, Z, case, compile_c, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 FAKES = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
@@ -52,7 +52,7 @@ def value_line(out):
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. doctor --pid judges the process
+# doctor --pid judges the process
 @case("doctor --pid: the process's start environment, decided as the library in it decided")
 def pid_judges_the_process(t):
     # UCXTLS_WRITE=always: the template's value, which this build cannot serve, is written.
@@ -117,7 +117,7 @@ def pid_judges_the_process(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. bounded everywhere, nothing left behind; one rule
+# bounded everywhere, nothing left behind; one rule
 def helpers_running(marker):
     """PIDs of processes whose command line holds marker."""
     found = []
@@ -278,7 +278,7 @@ def one_rule(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# 6. text a terminal can trust
+# text a terminal can trust
 @case("explain's text escapes control bytes from variables, as the library's line does")
 def explain_escapes(t):
     nasty = "a\x1b[2J\nucxtls: set UCX_TLS=fake\rb\x07"
@@ -349,7 +349,7 @@ def doctor_stderr_escapes(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# A kept value of another GPU family (DESIGN step 3: named in explain and doctor)
+# A kept value of another GPU family: the case the library exists for, named in explain and doctor
 @case("doctor names a value of another GPU family with explain's warning, and no advice to build UCX for it")
 def doctor_foreign_family(t):
     value = "rc,cuda_copy"
@@ -415,7 +415,7 @@ def ucx_not_checked(t):
             and "no answer within 1000 ms" in err and err.count("\n") == 1, "%d %r" % (p.returncode, err))
 
 
-@case("doctor: an empty value is named by where it came from (--value, UCX_TLS)")
+@case("doctor: an empty value is named by where it came from (--value: a usage error, UCX_TLS)")
 def empty_value_source(t):
     for label, args, extra in (("--value ''", ["--value", ""], {}), ("UCX_TLS=''", [], {"UCX_TLS": ""})):
         for where in ("ucx_info", "--ucx"):
@@ -425,8 +425,9 @@ def empty_value_source(t):
             p = run([CLI, "doctor"] + args + more, env)
             err = p.stderr.decode(errors="replace")
             want = "(--value)" if args else "(UCX_TLS as set)"
-            t.check("%s (%s): exit 1, the error says the value is empty %s" % (label, where, want),
-                    p.returncode == 1 and ("ucxtls: doctor: the value is empty %s:" % want) in err
+            t.check("%s (%s): exit %d, the error says the value is empty %s" % (label, where, 2 if args else 1, want),
+                    p.returncode == (2 if args else 1) and ("ucxtls: doctor: the value is empty %s:" % want) in err
+                    and (args == [] or (p.stdout == b"" and err.count("\n") == 1))  # --value '': one line, no row
                     and (args == [] or "UCX_TLS is empty" not in err), "%d %r" % (p.returncode, err))
 
 
@@ -452,7 +453,7 @@ def pid_exited(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# 8. the build lines on the nodes a mutation found untested
+# the build lines on the nodes a mutation found untested
 @case("doctor --ucx: 'built without verbs' wherever the node's RDMA runs rc, a ConnectX or not")
 def without_verbs(t):
     for machine in ("broadcom-roce", "rxe", "omnipath", "dgx"):
@@ -476,17 +477,14 @@ def no_dc_line_without_rc(t):
 
 
 # ---------------------------------------------------------------------------------------------
-# 5, 8. ucxtls run and LD_PRELOAD
+# ucxtls run and LD_PRELOAD
 def preload_libs():
     """Two tiny preload libraries that say on stderr that they were loaded."""
     libs = {}
     for name in ("first", "second"):
-        src = os.path.join(WORK, name + ".c")
-        with open(src, "w") as f:
-            f.write('#include <unistd.h>\n__attribute__((constructor)) static void c(void) '
-                    '{ write(2, "loaded %s\\n", %d); }\n' % (name, len("loaded %s\n" % name)))
         out = os.path.join(WORK, "lib%s.so" % name)
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", out, src], check=True)
+        compile_c(out, '#include <unistd.h>\n__attribute__((constructor)) static void c(void) '
+                  '{ write(2, "loaded %s\\n", %d); }\n' % (name, len("loaded %s\n" % name)), ["-shared", "-fPIC"], check=True)
         libs[name] = out
     return libs
 
@@ -523,16 +521,13 @@ def run_two_preloads(t):
 
 @case("ucxtls run: an ASan program started with nothing preloaded runs (its runtime first)")
 def run_asan(t):
-    if not have("gcc"):
-        t.skip("ASan", "gcc not installed")
+    if not t.needs("gcc", "ASan"):
         return
-    src = os.path.join(WORK, "asan.c")
-    with open(src, "w") as f:
-        f.write('#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
-                'int main(int c, char **v) { const char *s = getenv("UCX_TLS"); printf("UCX_TLS=%s\\n", s ? s : "<unset>");'
-                ' fflush(stdout); if (c > 1) { volatile char *p = malloc(4); p[4] = 1; free((void *)p); } return 0; }\n')
     exe = os.path.join(WORK, "asan")
-    p = subprocess.run(["gcc", "-fsanitize=address", "-g", "-o", exe, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = compile_c(exe, '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
+                  'int main(int c, char **v) { const char *s = getenv("UCX_TLS"); printf("UCX_TLS=%s\\n", s ? s : "<unset>");'
+                  ' fflush(stdout); if (c > 1) { volatile char *p = malloc(4); p[4] = 1; free((void *)p); } return 0; }\n',
+                  ["-fsanitize=address", "-g"], cc="gcc")
     if not t.check("compile with gcc -fsanitize=address", p.returncode == 0, p.stdout.decode()):
         return
     env = env_for("intel-xe", preload=False, **ALWAYS)
@@ -548,8 +543,7 @@ def run_asan(t):
 
 @case("doctor --ucx: a Level Zero module present but not loaded (UCX_MODULES): 'has Level Zero support', never 'rebuild'")
 def ze_module_not_loaded(t):
-    if not have("cc"):
-        t.skip("ze module", "no C compiler")
+    if not t.needs("cc", "ze module"):
         return
     d = os.path.join(WORK, "ze-module")
     os.makedirs(os.path.join(d, "ucx"))

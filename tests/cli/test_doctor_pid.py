@@ -13,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, LIB, case, env_for, have, main, run  # noqa: E402
+from harness import BUILD_DIR, LIB, case, compile_c, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_ucx.c")
@@ -66,6 +66,15 @@ def doctor(pid):
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
 
+def doctor_held(lib):
+    """doctor's answer on a python3 of this user that maps lib, held while it is asked."""
+    p, _ = hold([sys.executable, "-c", HOLD, lib], env_for(None, preload=False))
+    try:
+        return doctor(p.pid)
+    finally:
+        release(p)
+
+
 @case("a process of nobody: its build's constructor runs as nobody, not as doctor's root")
 def as_nobody(t):
     if not needs_root(t):
@@ -95,20 +104,12 @@ def root_writable(t):
     d = os.path.join(WORK, "writable")
     lib = recording_ucx(d, record)
     os.chmod(lib, 0o666)
-    p, line = hold([sys.executable, "-c", HOLD, lib], env_for(None, preload=False))
-    try:
-        rc, out, err = doctor(p.pid)
-    finally:
-        release(p)
+    rc, out, err = doctor_held(lib)
     t.check("exit 2, one line naming the file others can change, nothing on stdout",
             rc == 2 and out == "" and err.count("\n") == 1 and "can be changed by a user other than root" in err, "%d %r %r" % (rc, out, err))
     t.equal("no helper ran its constructor (the process's own record alone)", len(records(record)), 1)
     os.chmod(lib, 0o755)
-    p, line = hold([sys.executable, "-c", HOLD, lib], env_for(None, preload=False))
-    try:
-        rc, out, err = doctor(p.pid)
-    finally:
-        release(p)
+    rc, out, err = doctor_held(lib)
     t.check("control: the same build, only root may change it: asked as root, exit 0",
             rc == 0 and [r[0] for r in records(record)[2:]] == ["0"], "%d %r %r %r" % (rc, out, err, records(record)))
 
@@ -197,13 +198,10 @@ def secure_execution(t):
     if not needs_root(t):
         return
     fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
-    src = os.path.join(WORK, "suid.c")
-    with open(src, "w") as f:
-        f.write('#include <dlfcn.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(int c, char **v) { (void)c;'
-                ' if (!dlopen(v[1], RTLD_NOW)) return 3; printf("ready %d %d\\n", (int)getuid(), (int)geteuid()); fflush(stdout);'
-                ' char b; while (read(0, &b, 1) > 0) {} return 0; }\n')
     exe = os.path.join(WORK, "suid-ucx")
-    subprocess.run(["cc", "-o", exe, src, "-ldl"], check=True)
+    compile_c(exe, '#include <dlfcn.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(int c, char **v) { (void)c;'
+              ' if (!dlopen(v[1], RTLD_NOW)) return 3; printf("ready %d %d\\n", (int)getuid(), (int)geteuid()); fflush(stdout);'
+              ' char b; while (read(0, &b, 1) > 0) {} return 0; }\n', ["-ldl"], check=True)
     os.chmod(exe, 0o4755)
     # UCX_TLS unset in it; what it would compose without secure execution
     env = env_for("intel-xe", preload=False, UCXTLS_TEMPLATE="tcp,{copy}")

@@ -198,6 +198,10 @@ def deb(t):
         version = re.search(r"project\(ucxtls VERSION (\S+)", open(os.path.join(SOURCE_DIR, "CMakeLists.txt")).read()).group(1)
         t.check("package ucxtls, the project version, depends on libc6", "Package: ucxtls" in info
                 and "Version: " + version in info and "libc6" in info, info)
+        info = subprocess.run(["dpkg-deb", "-f", debs[0], "Description"], stdout=subprocess.PIPE).stdout.decode()
+        first = info.split("\n", 1)[0]
+        t.check("the description's first line (the synopsis) names the library and the command, in 80 characters",
+                "libucxtls.so" in first and "ucxtls command" in first and len(first) <= 80, info)
         root = os.path.join(SCRATCH, "deb-root")
         subprocess.run(["dpkg-deb", "-x", debs[0], root], check=True)
         dlib = glob.glob(os.path.join(root, "usr", "lib*", "**", "libucxtls.so"), recursive=True)

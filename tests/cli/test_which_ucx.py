@@ -17,12 +17,12 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import (BUILD_DIR, LIB, SOURCE_DIR, add_case, case, env_for, main, run, site_packages,  # noqa: E402
-                     ucx_build_or_skip, wheels)
+from harness import (LIB, SOURCE_DIR, add_case, case, env_for, main, run, site_packages,  # noqa: E402
+                     FAKE_ZE_GPU, ucx_build_or_skip, wheels, ze_build_with_gpu)
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 DOC = os.path.join(SOURCE_DIR, "docs", "which-ucx.md")
-FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
+FAKE_GPU = FAKE_ZE_GPU
 SITE = "<site-packages>"  # the doc's stand-in for the wheels' site-packages
 ZE_PREFIX = "/opt/ucx-ze"  # the doc's stand-in for UCXTLSTEST_UCX_ZE
 MACHINES = ("dgx", "intel-xe")
@@ -112,14 +112,23 @@ def venv_of(build):
     return wheels()[0]
 
 
-@case("RAPIDS' ucx_info -v: the release and configure line the doc quotes", tags=("wheels",))
-def rapids_version(t):
+def check_wheel_block(t, name):
+    """Checks the doc's block `name` against the registry wheels' venv; (builds, venv), or None
+    after a SKIP."""
     b = the_wheels(t)
     if not b:
-        return
+        return None
     venv = venv_of(b[0])
-    site = site_packages(venv)
-    check_block(t, "rapids-version", {SITE: site}, wheel_env(None, venv), status=0)
+    check_block(t, name, {SITE: site_packages(venv)}, wheel_env(None, venv), status=0)
+    return b, venv
+
+
+@case("RAPIDS' ucx_info -v: the release and configure line the doc quotes", tags=("wheels",))
+def rapids_version(t):
+    got = check_wheel_block(t, "rapids-version")
+    if not got:
+        return
+    b = got[0]
     # Why the doc says LD_LIBRARY_PATH: without it the wheel's ucx_info loads the system's libucs.
     p = run([b[0].ucx_info, "-v"], env_for(None, preload=False, LD_LIBRARY_PATH=None))
     out = p.stdout.decode()
@@ -129,11 +138,7 @@ def rapids_version(t):
 
 @case("NIXL's UCX: ucp_get_version_string says what the doc quotes", tags=("wheels",))
 def nixl_version(t):
-    b = the_wheels(t)
-    if not b:
-        return
-    venv = venv_of(b[0])
-    check_block(t, "nixl-version", {SITE: site_packages(venv)}, wheel_env(None, venv), status=0)
+    check_wheel_block(t, "nixl-version")
 
 
 @case("a build without Level Zero: no ze_cpy component, no libuct_ze module (both wheels)", tags=("wheels",))
@@ -215,11 +220,8 @@ def ze_version(build):
 
 @case("ucx_info -d with a Level Zero driver: ze_cpy and ze_copy on GPU0, as the doc quotes", tags=("ucx_ze",))
 def ze_devices(t):
-    build = ucx_build_or_skip(t, "ze")
+    build = ze_build_with_gpu(t, "ucx_info -d with a driver")
     if not build:
-        return
-    if not os.path.exists(FAKE_GPU):
-        t.skip("ucx_info -d with a driver", "the fake Level Zero GPU driver (tests/ze) is not built: %s" % FAKE_GPU)
         return
     check_block(t, "ucx-ze-devices", {ZE_PREFIX: build.prefix}, ze_env(build, ZE_ENABLE_ALT_DRIVERS=FAKE_GPU), status=0)
 

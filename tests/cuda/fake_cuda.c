@@ -103,6 +103,9 @@ CUresult fake_cuda_ready(void) {
 }
 #define NEED_DEVICE(d) \
   do { NEED_INIT(); if ((d) < 0 || (d) >= drv.ndevices) return CUDA_ERROR_INVALID_DEVICE; } while (0)
+/* ... and the arguments it fills (CUDA checks the device first). */
+#define NEED_DEVICE_AND(d, args_ok) \
+  do { NEED_DEVICE(d); if (!(args_ok)) return CUDA_ERROR_INVALID_VALUE; } while (0)
 
 EXPORT CUresult cuDriverGetVersion(int *v) {
   if (!v) return CUDA_ERROR_INVALID_VALUE;
@@ -116,34 +119,29 @@ EXPORT CUresult cuDeviceGetCount(int *n) {
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal) {
-  NEED_DEVICE(ordinal);
-  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(ordinal, d);
   *d = ordinal;
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
-  NEED_DEVICE(d);
-  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(d, name && len > 0);
   snprintf(name, (size_t)len, "Fake NVIDIA GPU");
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {
-  NEED_DEVICE(d);
-  if (!u) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(d, u);
   memcpy(u->bytes, "FAKECUDA\0\0\0\0\0\0\0", 16);
   u->bytes[15] = (char)d;
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d) { return cuDeviceGetUuid(u, d); }
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
-  NEED_DEVICE(d);
-  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(d, bytes);
   *bytes = 80ull << 30;
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
-  NEED_DEVICE(d);
-  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(d, v);
   switch (attribute) { /* CUdevice_attribute */
     case 1: *v = 1024; break;          /* MAX_THREADS_PER_BLOCK */
     case 10: *v = 32; break;           /* WARP_SIZE */
@@ -160,8 +158,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
-  NEED_DEVICE(d);
-  if (!id || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(d, id && len > 0);
   snprintf(id, (size_t)len, "00000000:%02X:00.0", 0x41 + d);
   return CUDA_SUCCESS;
 }
@@ -175,15 +172,13 @@ EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *id) {
 }
 EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice a, CUdevice b) {
   NEED_DEVICE(a);
-  NEED_DEVICE(b);
-  if (!can) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(b, can);
   *can = 0;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
-  NEED_DEVICE(d);
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(d, c);
   pthread_mutex_lock(&drv_lock);
   drv.primary[d].retained++;
   pthread_mutex_unlock(&drv_lock);
@@ -200,8 +195,7 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   return r;
 }
 EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active) {
-  NEED_DEVICE(d);
-  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+  NEED_DEVICE_AND(d, flags && active);
   *flags = drv.primary[d].flags;
   *active = drv.primary[d].retained > 0;
   return CUDA_SUCCESS;

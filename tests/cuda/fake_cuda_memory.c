@@ -205,24 +205,34 @@ struct fake_event { unsigned long long magic; unsigned flags; };
 static int is_stream(CUstream s) { return !s || s == (CUstream)1 || s == (CUstream)2 || s->magic == STREAM_MAGIC; }
 static int is_event(CUevent e) { return e && e->magic == EVENT_MAGIC; }
 
-EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
+/* A stream or an event (the same two fields): made in the current context, freed by its destroy. */
+static CUresult new_object(void **out, size_t size, unsigned long long magic, unsigned flags) {
   NEED_INIT();
   if (!fake_cuda_current()) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!s) return CUDA_ERROR_INVALID_VALUE;
-  if (!(*s = malloc(sizeof **s))) return CUDA_ERROR_OUT_OF_MEMORY;
-  **s = (struct fake_stream){STREAM_MAGIC, flags};
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  struct fake_stream *o = malloc(size);
+  if (!o) return CUDA_ERROR_OUT_OF_MEMORY;
+  *o = (struct fake_stream){magic, flags};
+  *out = o;
   return CUDA_SUCCESS;
+}
+static CUresult free_object(void *o, int valid) {
+  NEED_INIT();
+  if (!valid) return CUDA_ERROR_INVALID_HANDLE;
+  ((struct fake_stream *)o)->magic = 0;
+  free(o);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
+  return new_object((void **)s, sizeof **s, STREAM_MAGIC, flags);
 }
 EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned flags, int priority) {
   (void)priority;
   return cuStreamCreate(s, flags);
 }
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
-  NEED_INIT();
-  if (!s || !is_stream(s) || s == (CUstream)1 || s == (CUstream)2) return CUDA_ERROR_INVALID_HANDLE;
-  s->magic = 0;
-  free(s);
-  return CUDA_SUCCESS;
+  return free_object(s, s && is_stream(s) && s != (CUstream)1 && s != (CUstream)2);
 }
 EXPORT CUresult cuStreamSynchronize(CUstream s) { NEED_INIT(); return is_stream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
 EXPORT CUresult cuStreamQuery(CUstream s) { return cuStreamSynchronize(s); }
@@ -246,20 +256,9 @@ EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *arg) {
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuEventCreate(CUevent *e, unsigned flags) {
-  NEED_INIT();
-  if (!fake_cuda_current()) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!e) return CUDA_ERROR_INVALID_VALUE;
-  if (!(*e = malloc(sizeof **e))) return CUDA_ERROR_OUT_OF_MEMORY;
-  **e = (struct fake_event){EVENT_MAGIC, flags};
-  return CUDA_SUCCESS;
+  return new_object((void **)e, sizeof **e, EVENT_MAGIC, flags);
 }
-EXPORT CUresult cuEventDestroy_v2(CUevent e) {
-  NEED_INIT();
-  if (!is_event(e)) return CUDA_ERROR_INVALID_HANDLE;
-  e->magic = 0;
-  free(e);
-  return CUDA_SUCCESS;
-}
+EXPORT CUresult cuEventDestroy_v2(CUevent e) { return free_object(e, is_event(e)); }
 EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   NEED_INIT();
   return is_event(e) && is_stream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;

@@ -165,6 +165,13 @@ class Checks:
         self.skipped += 1
         print("SKIP %s: %s" % (name, why), flush=True)
 
+    def needs(self, tool, name):
+        """True when tool is on PATH; else name is a SKIP that says the tool is missing."""
+        if have(tool):
+            return True
+        self.skip(name, "%s not installed" % tool)
+        return False
+
     def status(self):
         """1 on any failure; 77 (SKIP_RETURN_CODE) when nothing passed and something was skipped."""
         if self.failed:
@@ -339,6 +346,16 @@ def have(tool):
     return which(tool) is not None
 
 
+def compile_c(path, source, flags=(), cc="cc", check=False):
+    """Writes source to path + ".c" and compiles it to path with cc and flags (after the source:
+    libraries go there); returns the CompletedProcess, its output on stdout. check: a failed
+    compile raises."""
+    with open(path + ".c", "w") as f:
+        f.write(source)
+    return subprocess.run([cc, "-o", path, path + ".c"] + list(flags), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          check=check)
+
+
 # The UCX builds users load, from the registries (tests/wheels/install_wheels.sh, run by
 # scripts/test.sh, which exports the venv as UCXTLSTEST_WHEELS, or why there is none as
 # UCXTLSTEST_WHEELS_SKIP). Each build, by name:
@@ -418,4 +435,18 @@ def ucx_build_or_skip(t, name, what=None):
     build, why = ucx_build(name)
     if not build:
         t.skip(what or "UCX build %s" % name, why)
+    return build
+
+
+# The fake Intel GPU (tests/ze/fake_gpu_driver.c), which Level Zero's loader loads through
+# ZE_ENABLE_ALT_DRIVERS.
+FAKE_ZE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
+
+
+def ze_build_with_gpu(t, what):
+    """The UcxBuild "ze" with the fake GPU built, or None after a SKIP of `what` saying which is missing."""
+    build = ucx_build_or_skip(t, "ze")
+    if build and not os.path.exists(FAKE_ZE_GPU):
+        t.skip(what, "the fake Level Zero GPU driver (tests/ze) is not built: %s" % FAKE_ZE_GPU)
+        return None
     return build

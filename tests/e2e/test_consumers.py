@@ -26,8 +26,8 @@ import tempfile
 
 import ucp_example
 
-from harness import ALL, ALWAYS, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run, ucx_build_or_skip
-from harness import ucxx_python
+from harness import (ALL, ALWAYS, BUILD_DIR, C, NONE, R, Z, add_case, case, env_for, have, loading, main, run,
+                     ucx_build_or_skip, ucxx_python, FAKE_ZE_GPU, ze_build_with_gpu)
 
 HARDCODED = C  # the list trainers hard-code (the CUDA value)
 
@@ -187,7 +187,7 @@ def ucx_info_deny(t, ucx_info):
             and (warns and "'cuda_copy'" in out and "'rc'" in out if version < (1, 22) else not warns), out + err)
 
 
-FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))
+FAKE_GPU = FAKE_ZE_GPU
 
 
 @case("ucx_info -e [UCX 1.22 with Level Zero, a Level Zero GPU]: a value whose only usable transport is ze_copy is refused",
@@ -195,12 +195,9 @@ FAKE_GPU = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(BUILD_DIR, "tes
 def ucx_info_accelerator_only(t):
     # New in 1.22 (openucx/ucx #11373): a context whose usable transports are all accelerator ones
     # is refused, although UCX serves the name (no "not available" for it). So the trainer's rc
-    # list with the copy transport fails at ucp_init on a node without rc (research: ucx-builds.md).
-    build = ucx_build_or_skip(t, "ze")
+    # list with the copy transport fails at ucp_init on a node without rc.
+    build = ze_build_with_gpu(t, "a Level Zero GPU")
     if not build:
-        return
-    if not os.path.exists(FAKE_GPU):
-        t.skip("a Level Zero GPU", "the fake GPU driver (tests/ze) is not built: %s" % FAKE_GPU)
         return
     info = build.ucx_info
     gpu = dict(build.env, ZE_ENABLE_ALT_DRIVERS=FAKE_GPU)

@@ -108,7 +108,7 @@ ROWS = [
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "1"}, UNSET),
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "0"}, C),
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": ""}, C),
-    # The toggles' boolean words, any case (DESIGN.md step 2, 2026-12-01b)
+    # The toggles' boolean words, any case (as UCX reads its own: ucs_config_sscanf_bool, _on_off)
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "false"}, C),
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "No"}, C),
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "OFF"}, C),
@@ -225,7 +225,7 @@ def invalid_toggle_words(t):
 @case("an invalid setting beside a kept UCX_TLS: the value stands, unrepaired, and one line names the variable")
 def invalid_beside_kept(t):
     # UCXTLS_REPAIR=enable matters only where UCX_TLS is kept: silence would leave the user's CUDA
-    # list on an Intel node without a word (DESIGN step 4, one line naming the variable).
+    # list on an Intel node without a word (bad input: one line naming the variable).
     for machine, extra in [("dgx", {"UCX_TLS": "tcp", "UCXTLS_ACCEL": "bogus"}),
                            ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "enable"}),
                            ("intel-xe", {"UCX_TLS": C, "UCXTLS_DISABLE": "maybe"})]:

@@ -12,7 +12,7 @@ without the library: both views must show the decision. A library preloaded in f
 host's and UCX_TLS with getenv (bash's own, which bash exports): it must see both, as without the
 library. A missing host is a SKIP with the reason (scripts/test.sh installs them all).
 
-bash is exactly bash (the library calls no function of the host; DESIGN.md step 9, 2026-12-01b):
+bash is exactly bash (the library calls no function of the host: docs/design.md, "Editing the environment"):
 on every path, with POSIXLY_CORRECT set, bash run with the library prints what it prints without
 it: a function with a non-identifier name (BASH_FUNC_foo-bar%%) is not imported, an interactive
 shell's MAILCHECK is 600, a login shell with HOME unset does not take HOME from the password file.

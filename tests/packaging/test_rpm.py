@@ -62,6 +62,8 @@ def refused(t, scratch):
                 rc != 0 and "-DCMAKE_INSTALL_LIBDIR=lib64" in text
                 and not any(f.endswith(".rpm") for _, _, fs in os.walk(os.path.join(scratch, "refused")) for f in fs),
                 text)
+        t.check("the commands it names build with a bounded -j (as docs/install.md: -j8), not an unbounded -j",
+                re.search(r"cmake --build build-rpm -j[0-9]+ ", text) and not re.search(r" -j( |$)", text, re.M), text)
 
 
 @case("the RPM: built as docs/install.md says, installed into a scratch root, run, removed", tags=("rpm_build",))

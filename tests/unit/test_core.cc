@@ -418,8 +418,8 @@ TEST_CASE("NVIDIA information, KFD properties and sysfs hex parsers") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The toggles read UCX's boolean words plus true/false, in any case (DESIGN.md step 2, amended
-// 2026-12-01b): UCXTLS_DISABLE=false leaves the library on, UCXTLS_REPAIR=false repairs nothing;
+// The toggles read UCX's boolean words plus true/false, in any case (as UCX reads its own toggles:
+// src/ucs/config/parser.c, ucs_config_sscanf_bool and _on_off): UCXTLS_DISABLE=false leaves the library on, UCXTLS_REPAIR=false repairs nothing;
 // empty is unset; any other word is an invalid setting whose message names the words.
 TEST_CASE("settings: the toggles take boolean words, in any case; another word is invalid") {
   CHECK(toggle_value(nullptr) == Toggle::off);

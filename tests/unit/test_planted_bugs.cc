@@ -1,5 +1,5 @@
-// Rows that catch plausible bugs in the library (issue 26 item 6: a mutation run planted single
-// bugs in shim/ that no test caught). Each row names the rule and the bug it catches; each was
+// Rows that catch plausible bugs in the library (a mutation run planted single bugs in shim/
+// that no test caught). Each row names the rule and the bug it catches; each was
 // checked by planting that bug by hand: the row fails, and passes again once it is reverted.
 #include <doctest/doctest.h>
 #include <fcntl.h>

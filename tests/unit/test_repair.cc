@@ -232,7 +232,7 @@ TEST_CASE("step 3: a kept value of another family is named, and repaired only wh
   CHECK(always.value == "rc_x,rc,dc_x,dc,ze_copy");
 }
 
-// Repair never adopts the marker (issue 26 item 3): a stale UCXTLS_DERIVED beside a kept value is
+// Repair never adopts the marker: a stale UCXTLS_DERIVED beside a kept value is
 // removed by the repair, even when the repaired value equals it, so that no later process takes
 // the user's repaired value for ours and re-derives it.
 TEST_CASE("repair: a stale marker goes, even one equal to the repaired value; never kept beside it") {

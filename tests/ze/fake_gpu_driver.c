@@ -2,7 +2,7 @@
    through ZE_ENABLE_ALT_DRIVERS=/path/to/libze_fake_gpu.so, so that UCX's ze transport and
    ucx_perftest's ze allocator run against it as against a real GPU, with no GPU in the machine.
 
-   What it is (measured needs: /work/shared/research/level-zero.md, UCX 1.22 src/uct/ze,
+   What it is (measured needs: Debian's libze1 1.8.12 loader, UCX 1.22 src/uct/ze,
    src/ucm/ze, src/tools/perf/ze):
    - every DDI getter the loader asks for (ze, zes, zet; the "Exp" ones too), for API 1.x; each
      table slot this driver does not implement answers ZE_RESULT_ERROR_UNSUPPORTED_FEATURE and
@@ -70,6 +70,17 @@ static void trace(const char *what) {
   (void)w;
 }
 #define TRACE() trace(__func__ + 5) /* the Level Zero name, without "fake_" */
+/* An entry point's first checks, in Level Zero's order: the handle, then the pointer it fills. */
+#define ENTER_HANDLE(handle_ok)                                   \
+  do {                                                            \
+    TRACE();                                                      \
+    if (!(handle_ok)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE; \
+  } while (0)
+#define ENTER(handle_ok, out)                                \
+  do {                                                       \
+    ENTER_HANDLE(handle_ok);                                 \
+    if (!(out)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER; \
+  } while (0)
 
 /* ------------------------------------------------------------------ objects */
 typedef struct {
@@ -177,6 +188,17 @@ static void fill_rest(void *table, size_t size) {
     if (!slot[i]) slot[i] = (void *)unsupported;
 }
 
+/* Level Zero's two-call list protocol for a list of n: a query (count 0, or no array) is told n;
+   a fill gets at most n. 1: the caller fills *count entries. */
+static int list_entries(uint32_t *count, const void *out, uint32_t n) {
+  if (*count == 0 || !out) {
+    *count = n;
+    return 0;
+  }
+  if (*count > n) *count = n;
+  return 1;
+}
+
 /* ------------------------------------------------------------------ global, driver */
 static ze_result_t fake_zeInit(ze_init_flags_t flags) {
   TRACE();
@@ -188,27 +210,18 @@ static ze_result_t fake_zeDriverGet(uint32_t *count, ze_driver_handle_t *out) {
   TRACE();
   if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (setup() != ZE_RESULT_SUCCESS) return ZE_RESULT_ERROR_UNINITIALIZED;
-  if (*count == 0 || !out) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  *count = 1;
-  out[0] = (ze_driver_handle_t)&driver;
+  if (list_entries(count, out, 1)) out[0] = (ze_driver_handle_t)&driver;
   return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t fake_zeDriverGetApiVersion(ze_driver_handle_t h, ze_api_version_t *v) {
-  TRACE();
-  if (!is_driver(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!v) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(is_driver(h), v);
   *v = ZE_API_VERSION_CURRENT;
   return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t fake_zeDriverGetProperties(ze_driver_handle_t h, ze_driver_properties_t *p) {
-  TRACE();
-  if (!is_driver(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(is_driver(h), p);
   memset(p->uuid.id, 0, sizeof p->uuid.id);
   memcpy(p->uuid.id, "ucxtls-fake-gpu", 15);
   p->driverVersion = 1;
@@ -216,19 +229,15 @@ static ze_result_t fake_zeDriverGetProperties(ze_driver_handle_t h, ze_driver_pr
 }
 
 static ze_result_t fake_zeDriverGetIpcProperties(ze_driver_handle_t h, ze_driver_ipc_properties_t *p) {
-  TRACE();
-  if (!is_driver(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(is_driver(h), p);
   p->flags = 0; /* no IPC: UCX 1.22 has no ze_ipc transport anyway */
   return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t fake_zeDriverGetExtensionProperties(ze_driver_handle_t h, uint32_t *count,
                                                        ze_driver_extension_properties_t *p) {
-  TRACE();
   (void)p;
-  if (!is_driver(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(is_driver(h), count);
   *count = 0;
   return ZE_RESULT_SUCCESS;
 }
@@ -243,33 +252,22 @@ static ze_result_t fake_zeDriverGetExtensionFunctionAddress(ze_driver_handle_t h
 
 /* ------------------------------------------------------------------ devices */
 static ze_result_t fake_zeDeviceGet(ze_driver_handle_t h, uint32_t *count, ze_device_handle_t *out) {
-  TRACE();
-  if (!is_driver(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  uint32_t n = (uint32_t)driver.ndevices;
-  if (*count == 0 || !out) {
-    *count = n;
-    return ZE_RESULT_SUCCESS;
-  }
-  if (*count > n) *count = n;
-  for (uint32_t i = 0; i < *count; i++) out[i] = (ze_device_handle_t)&driver.devices[i];
+  ENTER(is_driver(h), count);
+  if (list_entries(count, out, (uint32_t)driver.ndevices))
+    for (uint32_t i = 0; i < *count; i++) out[i] = (ze_device_handle_t)&driver.devices[i];
   return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t fake_zeDeviceGetSubDevices(ze_device_handle_t h, uint32_t *count, ze_device_handle_t *out) {
-  TRACE();
   (void)out;
-  if (!as_device(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(as_device(h), count);
   *count = 0; /* flat: ZE_FLAT_DEVICE_HIERARCHY's view of a one-tile GPU */
   return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t fake_zeDeviceGetProperties(ze_device_handle_t h, ze_device_properties_t *p) {
-  TRACE();
   fake_device_t *d = as_device(h);
-  if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(d, p);
   p->type = ZE_DEVICE_TYPE_GPU;
   p->vendorId = 0x8086;
   p->deviceId = 0x0bd5; /* Data Center GPU Max 1550 */
@@ -300,10 +298,8 @@ static ze_result_t fake_zeDeviceGetProperties(ze_device_handle_t h, ze_device_pr
 }
 
 static ze_result_t fake_zeDevicePciGetPropertiesExt(ze_device_handle_t h, ze_pci_ext_properties_t *p) {
-  TRACE();
   fake_device_t *d = as_device(h);
-  if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(d, p);
   p->address = d->pci;
   p->maxSpeed.genVersion = 5;
   p->maxSpeed.width = 16;
@@ -313,14 +309,8 @@ static ze_result_t fake_zeDevicePciGetPropertiesExt(ze_device_handle_t h, ze_pci
 
 static ze_result_t fake_zeDeviceGetMemoryProperties(ze_device_handle_t h, uint32_t *count,
                                                     ze_device_memory_properties_t *p) {
-  TRACE();
-  if (!as_device(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  if (*count == 0 || !p) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  *count = 1;
+  ENTER(as_device(h), count);
+  if (!list_entries(count, p, 1)) return ZE_RESULT_SUCCESS;
   p->flags = 0;
   p->maxClockRate = 3200;
   p->maxBusWidth = 8192;
@@ -330,9 +320,7 @@ static ze_result_t fake_zeDeviceGetMemoryProperties(ze_device_handle_t h, uint32
 }
 
 static ze_result_t fake_zeDeviceGetMemoryAccessProperties(ze_device_handle_t h, ze_device_memory_access_properties_t *p) {
-  TRACE();
-  if (!as_device(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(as_device(h), p);
   p->hostAllocCapabilities = ZE_MEMORY_ACCESS_CAP_FLAG_RW;
   p->deviceAllocCapabilities = ZE_MEMORY_ACCESS_CAP_FLAG_RW;
   p->sharedSingleDeviceAllocCapabilities = ZE_MEMORY_ACCESS_CAP_FLAG_RW;
@@ -343,14 +331,8 @@ static ze_result_t fake_zeDeviceGetMemoryAccessProperties(ze_device_handle_t h, 
 
 static ze_result_t fake_zeDeviceGetCommandQueueGroupProperties(ze_device_handle_t h, uint32_t *count,
                                                                ze_command_queue_group_properties_t *p) {
-  TRACE();
-  if (!as_device(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  if (*count == 0 || !p) {
-    *count = 1;
-    return ZE_RESULT_SUCCESS;
-  }
-  *count = 1;
+  ENTER(as_device(h), count);
+  if (!list_entries(count, p, 1)) return ZE_RESULT_SUCCESS;
   p->flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
   p->maxMemoryFillPatternSize = 128;
   p->numQueues = 1;
@@ -372,10 +354,8 @@ static ze_result_t fake_zeDeviceGetStatus(ze_device_handle_t h) {
 
 /* ------------------------------------------------------------------ contexts */
 static ze_result_t fake_zeContextCreate(ze_driver_handle_t h, const ze_context_desc_t *desc, ze_context_handle_t *out) {
-  TRACE();
   (void)desc;
-  if (!is_driver(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(is_driver(h), out);
   fake_context_t *c = calloc(1, sizeof *c);
   if (!c) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   c->magic = MAGIC_CONTEXT;
@@ -391,8 +371,7 @@ static ze_result_t fake_zeContextCreateEx(ze_driver_handle_t h, const ze_context
 }
 
 static ze_result_t fake_zeContextDestroy(ze_context_handle_t h) {
-  TRACE();
-  if (!is_context(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(is_context(h));
   ((fake_context_t *)h)->magic = 0;
   free(h);
   return ZE_RESULT_SUCCESS;
@@ -446,18 +425,14 @@ static ze_result_t fake_zeMemAllocShared(ze_context_handle_t ctx, const ze_devic
 }
 
 static ze_result_t fake_zeMemFree(ze_context_handle_t ctx, void *p) {
-  TRACE();
-  if (!is_context(ctx)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(is_context(ctx), p);
   if (fake_mem_free(p, NULL) != 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t fake_zeMemGetAllocProperties(ze_context_handle_t ctx, const void *p,
                                                 ze_memory_allocation_properties_t *props, ze_device_handle_t *dev) {
-  TRACE();
-  if (!is_context(ctx)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!props) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(is_context(ctx), props);
   fake_alloc_t a;
   if (!p || !fake_mem_find(p, &a)) {
     props->type = ZE_MEMORY_TYPE_UNKNOWN;
@@ -476,8 +451,7 @@ static ze_result_t fake_zeMemGetAllocProperties(ze_context_handle_t ctx, const v
 }
 
 static ze_result_t fake_zeMemGetAddressRange(ze_context_handle_t ctx, const void *p, void **base, size_t *size) {
-  TRACE();
-  if (!is_context(ctx)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(is_context(ctx));
   fake_alloc_t a;
   if (!p || !fake_mem_find(p, &a)) return ZE_RESULT_ERROR_NOT_AVAILABLE;
   if (base) *base = a.base;
@@ -544,9 +518,8 @@ static ze_result_t fake_zeCommandListCreateImmediate(ze_context_handle_t ctx, ze
 }
 
 static ze_result_t fake_zeCommandListDestroy(ze_command_list_handle_t h) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   l->magic = 0;
   free(l->ops);
   free(l);
@@ -554,17 +527,15 @@ static ze_result_t fake_zeCommandListDestroy(ze_command_list_handle_t h) {
 }
 
 static ze_result_t fake_zeCommandListClose(ze_command_list_handle_t h) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   l->closed = 1;
   return ZE_RESULT_SUCCESS;
 }
 
 static ze_result_t fake_zeCommandListReset(ze_command_list_handle_t h) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   l->closed = 0;
   l->nops = 0;
   return ZE_RESULT_SUCCESS;
@@ -578,9 +549,8 @@ static ze_result_t check_events(ze_event_handle_t signal, uint32_t nwait, ze_eve
 
 static ze_result_t fake_zeCommandListAppendMemoryCopy(ze_command_list_handle_t h, void *dst, const void *src, size_t size,
                                                       ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *wait) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   if (!dst || !src) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   ze_result_t rc = check_events(signal, nwait, wait);
   if (rc != ZE_RESULT_SUCCESS) return rc;
@@ -591,9 +561,8 @@ static ze_result_t fake_zeCommandListAppendMemoryCopy(ze_command_list_handle_t h
 static ze_result_t fake_zeCommandListAppendMemoryFill(ze_command_list_handle_t h, void *dst, const void *pattern,
                                                       size_t pattern_size, size_t size, ze_event_handle_t signal,
                                                       uint32_t nwait, ze_event_handle_t *wait) {
-  TRACE();
   fake_list_t *l = as_list(h);
-  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(l);
   if (!dst || !pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   fake_op_t op = {.kind = OP_FILL, .dst = dst, .size = size, .pattern_size = pattern_size};
   if (pattern_size == 0 || pattern_size > sizeof op.pattern || (pattern_size & (pattern_size - 1)))
@@ -606,8 +575,7 @@ static ze_result_t fake_zeCommandListAppendMemoryFill(ze_command_list_handle_t h
 
 static ze_result_t fake_zeCommandListAppendBarrier(ze_command_list_handle_t h, ze_event_handle_t signal, uint32_t nwait,
                                                    ze_event_handle_t *wait) {
-  TRACE();
-  if (!as_list(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(as_list(h));
   return check_events(signal, nwait, wait); /* in order anyway */
 }
 
@@ -625,8 +593,7 @@ static ze_result_t fake_zeCommandQueueCreate(ze_context_handle_t ctx, ze_device_
 }
 
 static ze_result_t fake_zeCommandQueueDestroy(ze_command_queue_handle_t h) {
-  TRACE();
-  if (!is_queue(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ENTER_HANDLE(is_queue(h));
   ((fake_queue_t *)h)->magic = 0;
   free(h);
   return ZE_RESULT_SUCCESS;
@@ -634,9 +601,7 @@ static ze_result_t fake_zeCommandQueueDestroy(ze_command_queue_handle_t h) {
 
 static ze_result_t fake_zeCommandQueueExecuteCommandLists(ze_command_queue_handle_t h, uint32_t n,
                                                           ze_command_list_handle_t *lists, ze_fence_handle_t fence) {
-  TRACE();
-  if (!is_queue(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  if (!lists) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ENTER(is_queue(h), lists);
   if (fence) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
   for (uint32_t i = 0; i < n; i++) {
     fake_list_t *l = as_list(lists[i]);
@@ -664,102 +629,42 @@ static ze_result_t fake_zeCommandQueueSynchronize(ze_command_queue_handle_t h, u
     if (ZE_MAJOR_VERSION(v) != 1) return ZE_RESULT_ERROR_UNSUPPORTED_VERSION;               \
   } while (0)
 
-EXPORT ze_result_t zeGetGlobalProcAddrTable(ze_api_version_t v, ze_global_dditable_t *t) {
-  CHECK_VERSION(v, t);
-  memset(t, 0, sizeof *t);
-  t->pfnInit = fake_zeInit;
-  fill_rest(t, sizeof *t);
-  return ZE_RESULT_SUCCESS;
-}
-
-EXPORT ze_result_t zeGetDriverProcAddrTable(ze_api_version_t v, ze_driver_dditable_t *t) {
-  CHECK_VERSION(v, t);
-  memset(t, 0, sizeof *t);
-  t->pfnGet = fake_zeDriverGet;
-  t->pfnGetApiVersion = fake_zeDriverGetApiVersion;
-  t->pfnGetProperties = fake_zeDriverGetProperties;
-  t->pfnGetIpcProperties = fake_zeDriverGetIpcProperties;
-  t->pfnGetExtensionProperties = fake_zeDriverGetExtensionProperties;
-  t->pfnGetExtensionFunctionAddress = fake_zeDriverGetExtensionFunctionAddress;
-  fill_rest(t, sizeof *t);
-  return ZE_RESULT_SUCCESS;
-}
-
-EXPORT ze_result_t zeGetDeviceProcAddrTable(ze_api_version_t v, ze_device_dditable_t *t) {
-  CHECK_VERSION(v, t);
-  memset(t, 0, sizeof *t);
-  t->pfnGet = fake_zeDeviceGet;
-  t->pfnGetSubDevices = fake_zeDeviceGetSubDevices;
-  t->pfnGetProperties = fake_zeDeviceGetProperties;
-  t->pfnGetMemoryProperties = fake_zeDeviceGetMemoryProperties;
-  t->pfnGetMemoryAccessProperties = fake_zeDeviceGetMemoryAccessProperties;
-  t->pfnGetCommandQueueGroupProperties = fake_zeDeviceGetCommandQueueGroupProperties;
-  t->pfnCanAccessPeer = fake_zeDeviceCanAccessPeer;
-  t->pfnGetStatus = fake_zeDeviceGetStatus;
-  t->pfnPciGetPropertiesExt = fake_zeDevicePciGetPropertiesExt;
-  fill_rest(t, sizeof *t);
-  return ZE_RESULT_SUCCESS;
-}
-
-EXPORT ze_result_t zeGetContextProcAddrTable(ze_api_version_t v, ze_context_dditable_t *t) {
-  CHECK_VERSION(v, t);
-  memset(t, 0, sizeof *t);
-  t->pfnCreate = fake_zeContextCreate;
-  t->pfnCreateEx = fake_zeContextCreateEx;
-  t->pfnDestroy = fake_zeContextDestroy;
-  t->pfnGetStatus = fake_zeContextGetStatus;
-  fill_rest(t, sizeof *t);
-  return ZE_RESULT_SUCCESS;
-}
-
-EXPORT ze_result_t zeGetCommandQueueProcAddrTable(ze_api_version_t v, ze_command_queue_dditable_t *t) {
-  CHECK_VERSION(v, t);
-  memset(t, 0, sizeof *t);
-  t->pfnCreate = fake_zeCommandQueueCreate;
-  t->pfnDestroy = fake_zeCommandQueueDestroy;
-  t->pfnExecuteCommandLists = fake_zeCommandQueueExecuteCommandLists;
-  t->pfnSynchronize = fake_zeCommandQueueSynchronize;
-  fill_rest(t, sizeof *t);
-  return ZE_RESULT_SUCCESS;
-}
-
-EXPORT ze_result_t zeGetCommandListProcAddrTable(ze_api_version_t v, ze_command_list_dditable_t *t) {
-  CHECK_VERSION(v, t);
-  memset(t, 0, sizeof *t);
-  t->pfnCreate = fake_zeCommandListCreate;
-  t->pfnCreateImmediate = fake_zeCommandListCreateImmediate;
-  t->pfnDestroy = fake_zeCommandListDestroy;
-  t->pfnClose = fake_zeCommandListClose;
-  t->pfnReset = fake_zeCommandListReset;
-  t->pfnAppendBarrier = fake_zeCommandListAppendBarrier;
-  t->pfnAppendMemoryCopy = fake_zeCommandListAppendMemoryCopy;
-  t->pfnAppendMemoryFill = fake_zeCommandListAppendMemoryFill;
-  fill_rest(t, sizeof *t);
-  return ZE_RESULT_SUCCESS;
-}
-
-EXPORT ze_result_t zeGetMemProcAddrTable(ze_api_version_t v, ze_mem_dditable_t *t) {
-  CHECK_VERSION(v, t);
-  memset(t, 0, sizeof *t);
-  t->pfnAllocShared = fake_zeMemAllocShared;
-  t->pfnAllocDevice = fake_zeMemAllocDevice;
-  t->pfnAllocHost = fake_zeMemAllocHost;
-  t->pfnFree = fake_zeMemFree;
-  t->pfnGetAllocProperties = fake_zeMemGetAllocProperties;
-  t->pfnGetAddressRange = fake_zeMemGetAddressRange;
-  fill_rest(t, sizeof *t);
-  return ZE_RESULT_SUCCESS;
-}
-
-/* Tables this GPU has nothing for (images, kernels, events, fences, sysman, tools...): every slot
-   answers unsupported(). The loader requires the getters to exist and succeed. */
-#define EMPTY_TABLE(getter, type)                          \
+/* A getter: every slot answers unsupported() (fill_rest) but those `ours` sets, a comma list of
+   SET(Object, Function): pfnFunction = fake_zeObjectFunction. */
+#define TABLE(getter, type, ours)                          \
   EXPORT ze_result_t getter(ze_api_version_t v, type *t) { \
     CHECK_VERSION(v, t);                                   \
     memset(t, 0, sizeof *t);                               \
+    (void)(ours);                                          \
     fill_rest(t, sizeof *t);                               \
     return ZE_RESULT_SUCCESS;                              \
   }
+#define SET(object, fn) (t->pfn##fn = fake_ze##object##fn)
+/* Tables this GPU has nothing for (images, kernels, events, fences, sysman, tools...): every slot
+   answers unsupported(). The loader requires the getters to exist and succeed. */
+#define EMPTY_TABLE(getter, type) TABLE(getter, type, 0)
+
+TABLE(zeGetGlobalProcAddrTable, ze_global_dditable_t, (t->pfnInit = fake_zeInit))
+TABLE(zeGetDriverProcAddrTable, ze_driver_dditable_t,
+      (SET(Driver, Get), SET(Driver, GetApiVersion), SET(Driver, GetProperties), SET(Driver, GetIpcProperties),
+       SET(Driver, GetExtensionProperties), SET(Driver, GetExtensionFunctionAddress)))
+TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t,
+      (SET(Device, Get), SET(Device, GetSubDevices), SET(Device, GetProperties), SET(Device, GetMemoryProperties),
+       SET(Device, GetMemoryAccessProperties), SET(Device, GetCommandQueueGroupProperties),
+       SET(Device, CanAccessPeer), SET(Device, GetStatus), SET(Device, PciGetPropertiesExt)))
+TABLE(zeGetContextProcAddrTable, ze_context_dditable_t,
+      (SET(Context, Create), SET(Context, CreateEx), SET(Context, Destroy), SET(Context, GetStatus)))
+TABLE(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t,
+      (SET(CommandQueue, Create), SET(CommandQueue, Destroy), SET(CommandQueue, ExecuteCommandLists),
+       SET(CommandQueue, Synchronize)))
+TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t,
+      (SET(CommandList, Create), SET(CommandList, CreateImmediate), SET(CommandList, Destroy),
+       SET(CommandList, Close), SET(CommandList, Reset), SET(CommandList, AppendBarrier),
+       SET(CommandList, AppendMemoryCopy), SET(CommandList, AppendMemoryFill)))
+TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t,
+      (SET(Mem, AllocShared), SET(Mem, AllocDevice), SET(Mem, AllocHost), SET(Mem, Free),
+       SET(Mem, GetAllocProperties), SET(Mem, GetAddressRange)))
+
 EMPTY_TABLE(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)
 EMPTY_TABLE(zeGetImageProcAddrTable, ze_image_dditable_t)
 EMPTY_TABLE(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)

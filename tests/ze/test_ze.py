@@ -1,4 +1,4 @@
-"""The data path on an Intel GPU node, without one (DESIGN §4, issue 24).
+"""The data path on an Intel GPU node, without one.
 
 A fake GPU driver (fake_gpu_driver.c) under Debian's real Level Zero loader (libze1, through
 ZE_ENABLE_ALT_DRIVERS), whose device memory the host cannot touch; a UCX built with Level Zero,
@@ -105,7 +105,7 @@ def loader_loads_fake(t):
             status == 2 and "zeInit" in out, out)
 
 
-# What libze1 1.8.12 requires of a driver (research/level-zero.md): all 17 non-"Exp" ze getters,
+# What libze1 1.8.12 requires of a driver (measured with Debian's loader): all 17 non-"Exp" ze getters,
 # all 17 zes getters and 12 zet getters, or zeInit fails with 0x78000001.
 MANDATORY_GETTERS = (
     ["ze%sProcAddrTable" % n for n in (
