@@ -237,12 +237,20 @@ def installed_hook(t):
     return _state["hooks_d"]
 
 
-@case("hooks.d: Podman accepts the installed JSON; a GPU container gets the library and the node's value")
-def hooks_d(t):
+def hooked_trainer(t, what, machine, *image):
+    """The trainer in a container given `machine`'s GPU devices, with the hook installed: (report,
+    process), or (None, None) after the SKIP or failure that ended the setup."""
     setup(t)
     if not installed_hook(t):
+        return None, None
+    return trainer(t, what, gpu_args(machine), *image)
+
+
+@case("hooks.d: Podman accepts the installed JSON; a GPU container gets the library and the node's value")
+def hooks_d(t):
+    rep, p = hooked_trainer(t, "one GPU of eight", "container-one-of-eight")
+    if rep is None:
         return
-    rep, p = trainer(t, "one GPU of eight", gpu_args("container-one-of-eight"))
     t.check("a container given GPU 3 of eight and its HCA (container-one-of-eight): the library mapped from %s, "
             "listed in /etc/ld.so.preload, the trainer's own %s (the default writes nothing beside NVIDIA GPUs and rc), "
             "no LD_PRELOAD set" % (TARGET, C),
@@ -262,10 +270,9 @@ def hooks_d(t):
 
 @case("the CUDA-list trainer on a replayed Intel node gets all (UCX's default, ze_copy in it); without the hook it keeps the CUDA list")
 def intel_trainer(t):
-    setup(t)
-    if not installed_hook(t):
+    rep, p = hooked_trainer(t, "intel-xe", "intel-xe")
+    if rep is None:
         return
-    rep, p = trainer(t, "intel-xe", gpu_args("intel-xe"))
     t.check("intel-xe: the trainer's setenv(CUDA list, 0) finds %s, library mapped" % ALL,
             rep.get("ucx_tls") == ALL and rep.get("mapped") == "1", p.stdout + p.stderr)
     rep, p = trainer(t, "intel-xe without the hook", ["--hooks-dir", _state["empty_hooks"]] + gpu_args("intel-xe"))
@@ -283,10 +290,9 @@ def intel_trainer(t):
 
 @case("an image's own LD_PRELOAD and /etc/ld.so.preload entry are kept; a container without GPU is left as it was")
 def image_own(t):
-    setup(t)
-    if not installed_hook(t):
+    rep, p = hooked_trainer(t, "own preload", "intel-xe", IMAGE_OWN)
+    if rep is None:
         return
-    rep, p = trainer(t, "own preload", gpu_args("intel-xe"), IMAGE_OWN)
     t.check("GPU container of an image with ENV LD_PRELOAD and its own ld.so.preload line: both its libraries "
             "mapped, both constructors ran, LD_PRELOAD unchanged, its line kept first, ours appended, %s" % ALL,
             rep.get("imgenv") == "1" and rep.get("imgfile") == "1" and rep.get("mapped") == "1"
