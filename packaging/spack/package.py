@@ -65,7 +65,7 @@ class Ucxtls(CMakePackage):
 
     def setup_run_environment(self, env):
         if self.spec.satisfies("+preload"):
-            env.prepend_path("LD_PRELOAD", self.library)
+            env.append_path("LD_PRELOAD", self.library)  # last: a preloaded ASan runtime must stay first
 
     @run_after("install")
     @on_package_attributes(run_tests=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""AddressSanitizer users under every channel: `ucxtls run`, the Lmod module, a recipe as printed.
+"""AddressSanitizer users under every channel: `ucxtls run`, the Lmod module, recipes as printed.
 
 ASan's runtime refuses to start unless it is the first library in the process's list ("ASan
 runtime does not come first in initial library list"): gcc's -fsanitize=address links the runtime
@@ -18,8 +18,10 @@ intel-xe fixture machine, for each channel:
 Controls: the old order (the library first) is refused, so the setup does provoke the check; and
 the library's place in LD_PRELOAD changes nothing it does (the same value and debug line for
 /bin/sh with another preload before and after it).
-The recipe (README's launch script, which execs python3) runs in the private /opt of the
-launcher tests (recipes.py; root and namespaces, else that part SKIPs).
+The recipes (README's launch script, which execs python3, and docs/recipes.md's inference-server
+serve.sh, which execs its arguments) run in the private /opt of the launcher tests (recipes.py;
+root and namespaces, else that part SKIPs). Each channel also starts /bin/sh under a user's
+LD_PRELOAD of another library: that entry stays first, the library comes after it, both mapped.
 """
 import atexit
 import os
@@ -35,7 +37,9 @@ CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtl
 LMOD_INIT = os.environ.get("UCXTLSTEST_LMOD_INIT", "/usr/share/lmod/lmod/init/profile")
 REFUSED = "ASan runtime does not come first in initial library list"
 OVERFLOW = "ERROR: AddressSanitizer: heap-buffer-overflow"
-TITLE = "AddressSanitizer users: ucxtls run, the module, a recipe"
+TITLE = "AddressSanitizer users: ucxtls run, the module, the recipes"
+# What serve.sh's template composes to on the intel-xe fixture (a ConnectX, Intel GPUs).
+SERVE_INTEL = "rc_x,rc,dc_x,dc,sm,self,tcp,ze_copy"
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -94,18 +98,20 @@ def built(t):
 
 
 def channels(t, b):
-    """[(name, argv prefix)]: each starts the program with the library the way users do."""
-    out = [("ucxtls run", [CLI, "run"])]
+    """[(name, argv prefix, the UCX_TLS it gives on intel-xe)]: each starts the program with the
+    library the way users do."""
+    out = [("ucxtls run", [CLI, "run"], ALL)]
     if os.path.isfile(LMOD_INIT) and have("bash"):
         out.append(("the module", ["bash", "--noprofile", "--norc", "-c",
                                    '. "$0" && module use "$1" && module load ucxtls && shift && exec "$@"',
-                                   LMOD_INIT, b["modules"]]))
+                                   LMOD_INIT, b["modules"]], ALL))
     else:
         t.skip("the module", "%s missing (Debian package lmod)" % LMOD_INIT)
     if getattr(t, "ns", False):
-        out.append(("the launch-script recipe", [os.path.join(b["job"], "launch.sh")]))
+        out.append(("the launch-script recipe", [os.path.join(b["job"], "launch.sh")], ALL))
+        out.append(("the inference-server recipe", [os.path.join(b["job"], "serve.sh")], SERVE_INTEL))
     else:
-        t.skip("the launch-script recipe as printed", "needs root and namespaces (recipes.py)")
+        t.skip("the launch-script and inference-server recipes as printed", "needs root and namespaces (recipes.py)")
     return out
 
 
@@ -123,16 +129,28 @@ def asan_channels(t):
             os.makedirs(job)
             with open(os.path.join(job, "train.py"), "w") as f:
                 f.write(TRAIN_PY)
-            with open(os.path.join(job, "launch.sh"), "w") as f:
-                f.write(R.block("launch-script"))  # as printed, its #!/bin/bash line included
-            os.chmod(os.path.join(job, "launch.sh"), 0o755)
+            for script, name in (("launch.sh", "launch-script"), ("serve.sh", "inference-server")):
+                with open(os.path.join(job, script), "w") as f:
+                    f.write(R.block(name))  # as printed, its #!/bin/bash line included
+                os.chmod(os.path.join(job, script), 0o755)
             b["job"] = job
         else:
             t.ns = False
-    want = "UCX_TLS=%s\n" % ALL  # the default on an Intel node
     asan = b["libasan"]
-    for channel, prefix in channels(t, b):
+    other = R.build_other_preload(b["work"])
+    for channel, prefix, value in channels(t, b):
+        want = "UCX_TLS=%s\n" % value
         cwd = b.get("job") if "recipe" in channel else None
+        if other:
+            show = ('printf "%s|" "$LD_PRELOAD"; grep -q /libucxtls.so /proc/$$/maps && '
+                    'grep -q /libother-preload.so /proc/$$/maps && echo both-mapped')
+            rc, out, err = start_with(prefix, "/bin/sh", env_for("intel-xe", preload=False, LD_PRELOAD=other),
+                                      "-c", show, cwd=cwd)
+            entries = out.split("|")[0].split(":")
+            t.check("%s, the user's LD_PRELOAD=<another library>: it stays first, the library comes after it, "
+                    "both mapped" % channel, rc == 0 and entries[0] == other and len(entries) == 2
+                    and entries[1].endswith("/libucxtls.so") and out.split("|")[-1] == "both-mapped\n",
+                    "%d %r %r" % (rc, out, err[-600:]))
         # The uninstrumented tools a channel runs (Lmod's sed, python3) leak at exit, as far as a
         # preloaded runtime can tell: its leak report is theirs and beside the point here.
         env_user = env_for("intel-xe", preload=False, LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0")

@@ -251,8 +251,8 @@ def containerfile(t):
         mounts2 = mounts + [(os.path.dirname(other), "/opt/other", True)]
         p = container(["/bin/sh", "-c", R.REPORT_SH], env2, "intel-xe", mounts2)
         r = R.reports(p.stdout).get("local")
-        t.check("a base image's own LD_PRELOAD is kept after ours: both mapped, all (the default there)",
-                env2.get("LD_PRELOAD") == lib + ":/opt/other/libother-preload.so" and r and r["loaded"] and r["other"]
+        t.check("a base image's own LD_PRELOAD stays first, the library after it: both mapped, all (the default there)",
+                env2.get("LD_PRELOAD") == "/opt/other/libother-preload.so:" + lib and r and r["loaded"] and r["other"]
                 and r["shell"] == "%s|%s" % (ALL, ALL), p.stdout + p.stderr + repr(env2))
     # The container's own /dev decides: without the GPU nodes it is a node without GPUs, where the
     # library leaves UCX_TLS unset (docs/how-it-decides.md); explain in the same container agrees.

@@ -136,8 +136,8 @@ def readme_blocks(t, d, prog):
     # The README's way to run as root; nothing else of the caller's reaches the ranks but -x.
     env = env_for(None, preload=False, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
-    def bash(script):
-        p = run(["/bin/bash", "-c", script], env, cwd=job, timeout=240)
+    def bash(script, **extra):
+        p = run(["/bin/bash", "-c", script], dict(env, **extra), cwd=job, timeout=240)
         return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
     rc, out, err = bash(tcp)
@@ -159,6 +159,21 @@ def readme_blocks(t, d, prog):
     t.check("mpirun block forced with pml_ucx_tls any, -np 2: {rdma} is empty here, each rank UCX_TLS=sm,self,tcp, no UCX warning",
             forced != rdma and rc == 0 and sorted(r[0] for r in got) == ["0", "1"]
             and all(r[2] == "sm,self,tcp" for r in got) and not re.search(r"UCX +WARN", out + err), out + err)
+
+    # A site's own preload (XALT's, a user's libasan.so) already in LD_PRELOAD: both blocks append,
+    # so every rank gets it first and the library after it.
+    other = R.build_other_preload(d)
+    if not other:
+        t.skip("the mpirun blocks with an existing LD_PRELOAD", "no C compiler for the other preload library")
+        return
+    for name, script in (("mpirun-tcp", tcp), ("mpirun (forced as above)", forced)):
+        two = script.replace("-np 16", "-np 2", 1)
+        rc, out, err = bash(two, LD_PRELOAD=other)
+        got = re.findall(r"^rank=(\d+) token=(\d+) UCX_TLS=(\S*) LD_PRELOAD=(\S*)$", out, re.M)
+        t.check("%s as printed, -np 2, with LD_PRELOAD=<another library> already set: every rank's LD_PRELOAD is "
+                "that entry first, then the library; the value sm,self,tcp from the library" % name,
+                rc == 0 and sorted(r[0] for r in got) == ["0", "1"]
+                and all(r[3] == other + ":" + R.OPT_LIB and r[2] == "sm,self,tcp" for r in got), out + err)
 
 
 if __name__ == "__main__":

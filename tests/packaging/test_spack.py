@@ -116,6 +116,9 @@ class RunEnv:
     def prepend_path(self, name, path, separator=":"):
         self.calls.append(("prepend_path", name, path))
 
+    def append_path(self, name, path, separator=":"):
+        self.calls.append(("append_path", name, path))
+
     def set(self, name, value):
         self.calls.append(("set", name, value))
 
@@ -195,8 +198,8 @@ def build(t):
             all(os.access(os.path.join(prefix, HELPER_DIR, h), os.X_OK) for h in HELPERS))
     env = RunEnv()
     pkg.setup_run_environment(env)
-    t.equal("+preload: the run environment prepends the library to LD_PRELOAD", env.calls,
-            [("prepend_path", "LD_PRELOAD", pkg.library)])
+    t.equal("+preload: the run environment appends the library to LD_PRELOAD (what is there stays first)", env.calls,
+            [("append_path", "LD_PRELOAD", pkg.library)])
     env = RunEnv()
     recipe.Ucxtls(prefix, {"preload": False}).setup_run_environment(env)
     t.equal("~preload: it changes nothing (PATH, MANPATH come from the prefix)", env.calls, [])

@@ -25,7 +25,7 @@ import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, ALL, case, env_for, have, main, run  # noqa: E402
-from recipes import commands  # noqa: E402
+from recipes import block, commands  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 WHEELHOUSE = os.environ.get("UCXTLSTEST_WHEELHOUSE", "/usr/share/python-wheels")  # Debian's *-whl packages
@@ -145,7 +145,8 @@ def wheel_built(t):
     t.check("entry point: ucxtls = ucxtls.__main__:main", re.search(r"^ucxtls = ucxtls\.__main__:main$", entry, re.M), entry)
 
 
-@case("wheel: the README's offline build with a Python that lacks wheel (setuptools < 70.1): one line, no traceback")
+@case("wheel: the README's offline build with a Python that lacks wheel (setuptools < 70.1): one line, no traceback; "
+      "the README's remedy, then the build")
 def wheel_without_wheel(t):
     # A venv made by the tests' python3 (on Debian 12: pip 23 and setuptools 66 from ensurepip, no
     # wheel) is the Python a pyenv user has: setuptools before 70.1 has no bdist_wheel of its own.
@@ -173,6 +174,18 @@ def wheel_without_wheel(t):
             "or /usr/bin/python3 with Debian's python3-wheel)",
             len(ours) == 1 and vpy in ours[0] and ("setuptools %s" % version) in ours[0] and "70.1" in ours[0]
             and "install wheel" in ours[0] and "/usr/bin/python3" in ours[0] and "python3-wheel" in ours[0], out[-3000:])
+    # The README's block says which python3 it needs, and the remedy for a pyenv/conda/venv one: run
+    # as printed there, with Debian's wheels standing in for the registry (no network here).
+    remedy = re.findall(r"python3 -m pip install setuptools wheel", block("wheel"))
+    if not t.check("the README's wheel block names the remedy `python3 -m pip install setuptools wheel`", len(remedy) == 1,
+                   block("wheel")):
+        return
+    registry = dict(env, PIP_NO_INDEX="1", PIP_FIND_LINKS=WHEELHOUSE)
+    code, fix = sh(remedy[0], registry, src)
+    code2, out = sh(line, env, src) if code == 0 else (code, "")
+    t.check("%s (Debian's wheels as the registry), then %s: exit 0, one wheel in dist/" % (remedy[0], line),
+            code == 0 and code2 == 0 and len(glob.glob(os.path.join(src, "dist", "*.whl"))) == 1,
+            fix[-1500:] + out[-1500:])
 
 
 @case("wheel: every ELF file needs no more than its tag allows (auditwheel's check, with objdump)")
