@@ -157,12 +157,15 @@ def option_named_and_sysroot(t):
     t.check("doctor without UCXTLS_SYSROOT: no such note", "UCXTLS_SYSROOT" not in p.stderr.decode(), repr(p.stderr))
 
 
-@case("an empty value fails")
+@case("an empty value is a usage error")
 @needs_ucx_info
 def empty_value(t):
     env = HERE_ENV
     p, out, _ = doctor(["--value", ""], env)
-    t.check("an empty value fails (UCX: 'The TLs list is empty')", p.returncode == 1 and "empty" in out, out)
+    err = p.stderr.decode()
+    t.check("doctor --value '': exit 2, nothing on stdout, one line naming the empty --value and UCX's "
+            "'The TLs list is empty'", p.returncode == 2 and out == "" and err.count("\n") == 1
+            and "empty (--value)" in err and "The TLs list is empty" in err, out + err)
 
 # Name by name, the doctor's verdict is UCX's own: aliases (sm, shm, mm, ib, ud, rc_x, cuda,
 # rocm, ze, gga), \exact names, :aux, and a deny list (UCX 1.13 warns about denied names too).
