@@ -69,24 +69,28 @@ constexpr int kRaisedBy[][2] = {{SIGPIPE, EPIPE}, {SIGXFSZ, EFBIG}};
 constexpr int kRaising = sizeof kRaisedBy / sizeof kRaisedBy[0];
 
 // Writes p[0..n); on a failure that raised a signal, sets its bit in *raised (bit i: kRaisedBy[i]).
-void write_all(const char *p, size_t n, unsigned *raised) {
-  if (!n || !writable_now(2)) return;
+// Whether every byte went out.
+bool write_all(const char *p, size_t n, unsigned *raised) {
+  if (!n) return true;
+  if (!writable_now(2)) return false;
   while (n) {
     ssize_t w = write_some(2, p, n);  // -errno on failure
     if (w <= 0) {  // stderr closed, full or gone: the host is not ours to disturb
       for (int i = 0; i < kRaising; i++)
         if (w == -kRaisedBy[i][1]) *raised |= 1u << i;
-      return;
+      return false;
     }
     p += w, n -= size_t(w);
   }
+  return true;
 }
 
-void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb = 0) {
+// Whether the whole text reached stderr (a line that did not is not marked as said).
+bool write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb = 0) {
   KernelSigset guard = signal_bit(SIGTTOU), host_mask = 0;
   for (int i = 0; i < kRaising; i++) guard |= signal_bit(kRaisedBy[i][0]);
   // unguarded, the line is not written
-  if (raw_syscall(SYS_rt_sigprocmask, SIG_BLOCK, long(&guard), long(&host_mask), kSigsetBytes) != 0) return;
+  if (raw_syscall(SYS_rt_sigprocmask, SIG_BLOCK, long(&guard), long(&host_mask), kSigsetBytes) != 0) return false;
   unsigned pending_before = 0;  // bit i: the host's own kRaisedBy[i] was pending (it had it blocked)
   bool host_blocks = false;
   for (int i = 0; i < kRaising; i++) host_blocks |= (host_mask & signal_bit(kRaisedBy[i][0])) != 0;
@@ -99,8 +103,8 @@ void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb =
     }
   }
   unsigned raised = 0;
-  write_all(a, na, &raised);
-  if (!raised) write_all(b, nb, &raised);
+  bool whole = write_all(a, na, &raised);
+  whole = whole && write_all(b, nb, &raised);
   for (int i = 0; i < kRaising; i++) {
     if (!(raised >> i & 1) || (pending_before >> i & 1)) continue;
     const KernelSigset only = signal_bit(kRaisedBy[i][0]);
@@ -108,6 +112,7 @@ void write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb =
     raw_syscall(SYS_rt_sigtimedwait, long(&only), 0, long(&zero), kSigsetBytes);
   }
   raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, long(&host_mask), 0, kSigsetBytes);
+  return whole;
 }
 
 // Applies a decision that changes the environment (env_needs_write), in target (environ_edit.h):
@@ -186,8 +191,7 @@ __attribute__((noinline)) bool report(char *const *env, const Inputs &in, const 
   said_mark(first, nu, line, nl, mark);
   const char *said = in.get(kSaid);
   if (said && !strcmp(said, mark)) return false;  // a parent printed these lines
-  write_stderr(first, nu, line, nl);
-  return true;
+  return write_stderr(first, nu, line, nl);  // marked as said only where it reached stderr
 }
 
 // glibc calls constructors with (argc, argv, envp): envp is the exec's environment array.

@@ -36,8 +36,11 @@ Path &Path::operator=(const Path &o) {
 // *at forms exist on every Linux architecture (aarch64 has no plain open/access/readlink).
 #if defined(UCXTLS_LIBC_SYSCALL)
 long raw_syscall(long nr, long a, long b, long c, long d, long e, long f) {
+  const int host_errno = errno;  // libc's syscall sets errno; the host's must stay as it was
   const long r = syscall(nr, a, b, c, d, e, f);
-  return r == -1 ? -long(errno) : r;
+  const long result = r == -1 ? -long(errno) : r;
+  errno = host_errno;
+  return result;
 }
 #endif
 
@@ -304,10 +307,13 @@ long thread_count() {
 
 void *map_pages(size_t bytes) {
   const long prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
-#if defined(__i386__)
-  // i386's old_mmap takes its six arguments in memory (raw_syscall.h: five registers at most).
+#if defined(__i386__) || defined(__s390x__)
+  // i386's old_mmap, and s390x's mmap, take their six arguments in memory (raw_syscall.h: i386
+  // has five registers at most).
   const unsigned long args[6] = {0, bytes, unsigned(prot), unsigned(flags), ~0UL, 0};
   const long r = raw_syscall(SYS_mmap, long(args));
+#elif !defined(SYS_mmap)  // 32-bit arm, riscv32: mmap2 alone (its offset in pages; 0 here)
+  const long r = raw_syscall(SYS_mmap2, 0, long(bytes), prot, flags, -1, 0);
 #else
   const long r = raw_syscall(SYS_mmap, 0, long(bytes), prot, flags, -1, 0);
 #endif

@@ -619,6 +619,12 @@ def one_line_per_tree(t):
         p = run(["/bin/sh", "-c", tree], env_for("dgx", UCXTLS_DEBUG="1", **extra))
         t.equal("%s with UCXTLS_DEBUG=1: asked for in every process, 6 times" % label,
                 p.stderr.decode().count(line), 6, p.stderr.decode())
+        # A line that never reached stderr (the parent's stderr closed) is not marked as said:
+        # the first child with a stderr prints it.
+        p = run(["/bin/sh", "-c", 'exec 2>&-; LD_PRELOAD="$LIB" exec /bin/sh -c "/bin/sh -c /bin/true 2>&1"'],
+                env_for("dgx", preload=False, LIB=LIB, **extra))
+        t.equal("%s: the parent's stderr closed: its children still print the line once" % label,
+                p.stdout.decode(), line, p.stderr.decode())
 
 
 @case("an invalid setting of one command or tier: one line naming it, nothing switched off")
