@@ -126,8 +126,10 @@ void help() {
       "usage: ucxtls COMMAND [ARGS]\n"
       "\n"
       "The command beside libucxtls.so: it answers through the library's own decision code.\n"
-      "The library sets UCX_TLS before main when nobody has: {rdma},{copy} on a GPU node whose RDMA\n"
-      "runs UCX's rc, all (UCX's default) on a GPU node without, nothing without a GPU.\n"
+      "The library sets UCX_TLS before main when nobody has, and only where a hard-coded CUDA rc list\n"
+      "would be wrong for the node: all (UCX's default) on AMD or Intel GPU nodes and on NVIDIA ones\n"
+      "without an rc device; nothing on NVIDIA nodes with one, nothing without a GPU.\n"
+      "UCXTLS_WRITE=always writes the template on every GPU node (the default before 0.2.0).\n"
       "\n"
       "commands:\n");
   for (const Command &c : kCommands) {
@@ -181,13 +183,17 @@ void man() {
   printf(".B ucxtls\nCOMMAND \\-\\-help | help COMMAND\n");
   printf(".SH DESCRIPTION\n%s\n.PP\n%s\n",
          roff("libucxtls.so is an LD_PRELOAD library: before main runs, and only when nobody has "
-              "configured UCX_TLS, it sets UCX_TLS to a transport list with the device-memory copy "
-              "transport of the GPUs the process can use (cuda_copy, rocm_copy, ze_copy). "
-              "On a GPU node with no RDMA device UCX's rc transport runs on it writes all (UCX's own "
-              "default), so a hard-coded rc list cannot break the node; where it finds no GPU it "
-              "writes nothing. A UCX_TLS that somebody set stands; with UCXTLS_REPAIR=1, one naming "
-              "another GPU family's transports and none of this node's is rewritten to this node's. "
-              "Preload it with LD_PRELOAD=<libdir>/libucxtls.so.").c_str(),
+              "configured UCX_TLS, it sets UCX_TLS where a hard-coded CUDA rc list "
+              "(rc_x,rc,dc_x,dc,cuda_copy, what trainers setdefault) would be wrong for the GPUs "
+              "the process can use: all, UCX's own default with the node's copy transport "
+              "(cuda_copy, rocm_copy, ze_copy), on AMD and Intel GPU nodes and on NVIDIA ones "
+              "without an RDMA device UCX's rc transport runs on. On NVIDIA nodes with one, and "
+              "where it finds no GPU, it writes nothing: every program runs as with UCX's default. "
+              "UCXTLS_WRITE=always writes the template's list on every GPU node instead (the "
+              "default before 0.2.0); a UCXTLS_TEMPLATE you set is composed as written. A UCX_TLS "
+              "that somebody set stands; with UCXTLS_REPAIR=1, one naming another GPU family's "
+              "transports and none of this node's is rewritten to this node's. Preload it by "
+              "appending <libdir>/libucxtls.so to LD_PRELOAD.").c_str(),
          roff("ucxtls is the command installed beside it. It answers through the library's own "
               "decision code, so what it says is what a process started from the same shell gets.")
              .c_str());
