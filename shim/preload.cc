@@ -120,17 +120,19 @@ bool write_stderr(const char *a, size_t na, const char *b = nullptr, size_t nb =
 // allocates nothing. Any other array may be read-only (a program or a linked library may point
 // environ at a `static const` array): the edit is made in a copy, published over it.
 const char *apply(const Inputs &in, const Decision &d, char **target, char **envp) {
-  const bool copy = target != envp;
+  bool copy = target != envp;
   const char *const names[] = {kOptions[kUcxTls].name, kOptions[kDerived].name};
   if (d.action == Action::clear) return process_env_remove(&target, copy, names, 2);
   // A repair rewrites the user's value and marks nothing: a child on another node repairs again.
   // A stale marker goes first, so the repaired value is never taken for ours (decide.h).
   if (repair_drops_marker(in, d)) {
+    char **const before = target;
     const char *why = process_env_remove(&target, copy, names + 1, 1);
     if (why) return why;
+    copy = copy && target == before;  // a copy published over it is the library's own: writable
   }
   const char *const values[] = {d.value, d.value};
-  return process_env_write(&target, target != envp, names, values, d.action == Action::repair ? 1 : 2);
+  return process_env_write(&target, copy, names, values, d.action == Action::repair ? 1 : 2);
 }
 
 // The environment may be changing under the library: a thread started by a linked or co-preloaded

@@ -57,6 +57,22 @@ def compile_c(out_dir, name, source, cc="gcc", flags=()):
     return exe, None
 
 
+def linked_host(linked):
+    """A C host that calls `linked` (a function of a library it links) first in main, then prints
+    "UCX_TLS|UCXTLS_DERIVED" as it sees them (<unset> for one that is not set)."""
+    return r"""
+#include <stdio.h>
+#include <stdlib.h>
+void %s(void);
+int main(void) {
+  %s();
+  const char *t = getenv("UCX_TLS"), *d = getenv("UCXTLS_DERIVED");
+  printf("%%s|%%s\n", t ? t : "<unset>", d ? d : "<unset>");
+  return 0;
+}
+""" % (linked, linked)
+
+
 def scratch_dir(prefix):
     """A new directory, removed when the test process ends."""
     d = tempfile.mkdtemp(prefix=prefix)

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import C, LIB, Z, case, compile_c, env_for, have, main, run, scratch_dir
+from common import C, LIB, R, Z, case, compile_c, env_for, have, linked_host, main, run, scratch_dir
 
 SETENV_LIB = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 RUNS = 300
@@ -275,17 +275,7 @@ __attribute__((constructor)) static void read_only_environ(void) {
 }
 void read_only_linked(void) {}
 """
-RO_ENV_HOST = r"""
-#include <stdio.h>
-#include <stdlib.h>
-void read_only_linked(void);
-int main(void) {
-  read_only_linked();
-  const char *t = getenv("UCX_TLS"), *d = getenv("UCXTLS_DERIVED");
-  printf("%s|%s\n", t ? t : "<unset>", d ? d : "<unset>");
-  return 0;
-}
-"""
+RO_ENV_HOST = linked_host("read_only_linked")
 
 
 class Programs:
@@ -682,7 +672,10 @@ def read_only_environ(t):
     for case, machine, inherited, want in [("set", "dgx", {}, (C, C)),
                                            ("re-derive", "dgx", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, (C, C)),
                                            ("clear", "no-gpu", {"UCX_TLS": Z, "UCXTLS_DERIVED": Z}, ("<unset>", "<unset>")),
-                                           ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"}, (C, "<unset>"))]:
+                                           ("repair", "dgx", {"UCX_TLS": Z, "UCXTLS_REPAIR": "1"}, (C, "<unset>")),
+                                           # the stale marker removed in a copy, the repair written in that copy
+                                           ("repair over a stale marker", "dgx",
+                                            {"UCX_TLS": Z, "UCXTLS_DERIVED": R, "UCXTLS_REPAIR": "1"}, (C, "<unset>"))]:
         plain = run([prog.ro_env_host], env_for(machine, preload=False, **inherited))
         if not t.equal("read-only environ, %s, control without the library: exit 0" % case, plain.returncode, 0,
                        plain.stderr.decode()):

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import C, LIB, Z, case, compile_c, env_for, have, main, run, scratch_dir
+from common import C, LIB, Z, case, compile_c, env_for, have, linked_host, main, run, scratch_dir
 
 RUNS = int(os.environ.get("UCXTLSTEST_LIMIT_RUNS", "300"))
 
@@ -39,17 +39,7 @@ DEFAULT_LIB = r"""
 __attribute__((constructor)) static void own_default(void) { setenv("UCX_TLS", "rc_x,rc,dc_x,dc,cuda_copy", 0); }
 void linked_default(void) {}
 """
-DEFAULT_HOST = r"""
-#include <stdio.h>
-#include <stdlib.h>
-void linked_default(void);
-int main(void) {
-  linked_default();
-  const char *t = getenv("UCX_TLS"), *d = getenv("UCXTLS_DERIVED");
-  printf("%s|%s\n", t ? t : "<unset>", d ? d : "<unset>");
-  return 0;
-}
-"""
+DEFAULT_HOST = linked_host("linked_default")
 SETENV_THREAD_LIB = r"""
 #include <pthread.h>
 #include <sched.h>

@@ -4,8 +4,6 @@ the fixture's PCI devices shown to NIXL through a mount namespace (bubblewrap), 
 to the trainer alone."""
 import os
 import re
-import socket
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
@@ -77,24 +75,10 @@ def run_pair(t, machine, hardcoded, preload, trace=None, memory="VRAM", **extra)
         env = env_for(machine, preload=False, LD_LIBRARY_PATH=FAKE_CUDA_DIR, NIXL_TRAINER_CUDART=cudart,
                       FAKECUDA_TRACE=trace, **extra)
         ns = namespace(machine) + (["--setenv", "LD_PRELOAD", LIB] if preload else []) + ["--"]
-    a, b = socket.socketpair()
-    procs = {}
-    try:
-        for role, s in (("target", a), ("initiator", b)):
-            argv = ns + [python, TRAINER, role, str(s.fileno()), hardcoded, "4096", memory]
-            procs[role] = (argv, subprocess.Popen(argv, env=env, pass_fds=[s.fileno()], stdout=subprocess.PIPE,
-                                                  stderr=subprocess.STDOUT, cwd=harness.EMPTY_HOME))
-    finally:
-        a.close()
-        b.close()
-    res = {role: datapath.finish(p) for role, (_, p) in procs.items()}
-    for role, (argv, _) in procs.items():
-        status = res[role][0]
-        print("     $ %s%s   [%s]" % ("LD_PRELOAD=libucxtls.so " if preload else "", " ".join(argv[argv.index(python):]),
-                                      role), flush=True)
-        datapath.log(res[role][1])
-        print("     (%s: %s)" % (role, CODES.get(status, datapath.describe(status))), flush=True)
-    return res
+    return datapath.run_roles(
+        lambda role, fd: ns + [python, TRAINER, role, str(fd), hardcoded, "4096", memory], env, harness.EMPTY_HOME,
+        lambda argv: ("LD_PRELOAD=libucxtls.so " if preload else "") + " ".join(argv[argv.index(python):]),
+        lambda status: CODES.get(status, datapath.describe(status)))
 
 
 def seen(res):

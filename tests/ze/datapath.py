@@ -93,17 +93,16 @@ def compile_consumer(cc, prefix, out_dir, with_ze=True):
     return lib, None
 
 
-def run_pair(lib, env, cwd, size=4096, force=False, gpu="ze"):
-    """The target and the initiator: two trainer processes (python3 exec'd directly with env,
-    LD_PRELOAD included when the cell preloads the library), joined by a socket pair. Returns
-    {role: (status, output)}; every process bounded, its output printed."""
+def run_roles(argv_for, env, cwd, shown, word):
+    """The target and the initiator: the processes argv_for(role, fd) gives (exec'd directly with
+    env, LD_PRELOAD included when the cell preloads the library), joined by a socket pair whose end
+    is fd. Returns {role: (status, output)}; every process bounded, its command (shown(argv)), its
+    output and its status (word(status)) printed."""
     a, b = socket.socketpair()
     procs = {}
     try:
         for role, s in (("target", a), ("initiator", b)):
-            argv = [sys.executable, os.path.join(HERE, "trainer.py"), lib, role, str(s.fileno()), str(size), gpu]
-            if force:
-                argv.append("force")
+            argv = argv_for(role, s.fileno())
             procs[role] = (argv, subprocess.Popen(argv, env=env, pass_fds=[s.fileno()], stdout=subprocess.PIPE,
                                                   stderr=subprocess.STDOUT, cwd=cwd))
     finally:
@@ -111,13 +110,23 @@ def run_pair(lib, env, cwd, size=4096, force=False, gpu="ze"):
         b.close()
     results = {role: finish(p) for role, (argv, p) in procs.items()}
     for role, (argv, _) in procs.items():
-        status = results[role][0]
-        print("     $ %s   [%s]" % (" ".join(argv[1:]), role), flush=True)
+        print("     $ %s   [%s]" % (shown(argv), role), flush=True)
         log(results[role][1])
-        print("     (%s: %s%s)" % (role, describe(status),
-                                   " = " + CODE_NAMES.get(status, "?") if status is not None and status >= 0 else ""),
-              flush=True)
+        print("     (%s: %s)" % (role, word(results[role][0])), flush=True)
     return results
+
+
+def run_pair(lib, env, cwd, size=4096, force=False, gpu="ze"):
+    """Two trainer processes (trainer.py) calling the NIXL-like consumer lib: run_roles."""
+    trainer = os.path.join(HERE, "trainer.py")
+
+    def argv_for(role, fd):
+        return [sys.executable, trainer, lib, role, str(fd), str(size), gpu] + (["force"] if force else [])
+
+    def word(status):
+        return describe(status) + (" = " + CODE_NAMES.get(status, "?") if status is not None and status >= 0 else "")
+
+    return run_roles(argv_for, env, cwd, lambda argv: " ".join(argv[1:]), word)
 
 
 def mem_types(output):
