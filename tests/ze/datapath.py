@@ -191,16 +191,30 @@ def perftest_pair(prefix, env, cwd, test, memtype):
     output, the client's bandwidth from its Final line or None). Both bounded, both printed."""
     import threading
     perf = os.path.join(prefix, "bin", "ucx_perftest")
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = str(s.getsockname()[1])
-    s.close()
-    server = subprocess.Popen([perf, "-p", port, "-m", memtype], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, cwd=cwd)
-    # The client does not retry its connect: start it once the server listens. Its "Waiting for
-    # connection" line sits in stdio's buffer (a pipe), so the kernel's socket table is asked
-    # instead (a probing connect would be taken for the peer).
-    lines = []
+    # A free port may be taken between its pick and the server's bind (other tests' UCX processes
+    # bind ephemeral ports): a server that could not bind is started again on another port.
+    early = ""  # what a server that exited before listening printed
+    for _ in range(5):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+        s.close()
+        server = subprocess.Popen([perf, "-p", port, "-m", memtype], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, cwd=cwd)
+        deadline = time.monotonic() + PROCESS_TIMEOUT
+        while not listens(int(port)) and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if server.poll() is None:
+            break
+        early = server.stdout.read().decode(errors="replace")
+        if "Address already in use" not in early:
+            break
+        print("     [ucx_perftest -p %s: the port was taken before the server bound it; another port]" % port,
+              flush=True)
+    # The client does not retry its connect: start it once the server listens (above). Its
+    # "Waiting for connection" line sits in stdio's buffer (a pipe), so the kernel's socket table
+    # is asked instead (a probing connect would be taken for the peer).
+    lines = [early]
 
     def read_server():
         for line in server.stdout:
@@ -209,9 +223,6 @@ def perftest_pair(prefix, env, cwd, test, memtype):
     reader.start()
     status, out = None, ""
     try:
-        deadline = time.monotonic() + PROCESS_TIMEOUT
-        while not listens(int(port)) and server.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
         status, out = run_logged([perf, "127.0.0.1", "-p", port, "-t", test, "-m", memtype, "-s", "65536",
                                   "-n", "200", "-w", "20"], env, cwd)
     finally:
