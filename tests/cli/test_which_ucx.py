@@ -3,7 +3,8 @@
 
 The doc's blocks marked `<!-- checked: NAME -->` are read from the doc and run as printed: each
 `$ ` line is a command (run by bash, the stand-ins replaced), the lines after it are lines it must
-print, in that order (`... ` stands for the start of a line). The registry builds (tag `wheels`:
+print, in that order (`... ` stands for the start of a line); a doctor block is what doctor
+prints, whole (a `...` line marks lines the doc leaves out). The registry builds (tag `wheels`:
 NIXL 1.5.1's UCX and RAPIDS' libucx-cu12 1.22.0 from tests/wheels, `<site-packages>` standing for
 the venv's) and the doc's words about their files; `ucxtls doctor --ucx` on each, on the fixture
 machine the block's name ends with (`-dgx`, `-intel-xe`) replayed. The Level Zero blocks (tag
@@ -71,15 +72,38 @@ def printed_in_order(want, got, any_component=False):
     return absent
 
 
+def not_whole(want, got):
+    """Where the output differs from the doc's block, compared whole: each line of want is the
+    next line printed, a `...` line stands for lines the doc leaves out (none or more), and
+    nothing is printed after the last. None when they agree."""
+    lines = got.splitlines()
+    i = 0
+    for n, w in enumerate(want):
+        if w == "...":
+            rest = next((x for x in want[n + 1:] if x != "..."), None)
+            if rest is None:
+                return None
+            j = next((k for k in range(i, len(lines)) if lines[k] == rest), None)
+            if j is None:
+                return "not printed: %r" % rest
+            i = j
+            continue
+        if i >= len(lines) or lines[i] != w:
+            return "line %d: the doc has %r, printed %r" % (n + 1, w, lines[i] if i < len(lines) else "<nothing>")
+        i += 1
+    return "printed after the doc's last line: %r" % lines[i:] if i < len(lines) else None
+
+
 def shell(command, env):
     """The doc's command as printed, by bash: (exit status, stdout, stderr)."""
     p = run(["/bin/bash", "-c", command], env, timeout=120)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
-def check_block(t, name, stand_ins, env, status=None, any_component=False, version=None):
-    """Runs every command of block `name` with the stand-ins replaced; its lines must be printed.
-    version: (the doc's, the build's) release, where the doc quotes a version the build may differ in."""
+def check_block(t, name, stand_ins, env, status=None, any_component=False, version=None, whole=False):
+    """Runs every command of block `name` with the stand-ins replaced; its lines must be printed
+    (whole: exactly those lines, `...` marking what the doc leaves out). version: (the doc's, the
+    build's) release, where the doc quotes a version the build may differ in."""
     for command, want in runs(name):
         real = command
         for stand_in, path in stand_ins.items():
@@ -88,9 +112,14 @@ def check_block(t, name, stand_ins, env, status=None, any_component=False, versi
         if version:
             want = [w.replace(version[0], version[1]) for w in want]
         rc, out, err = shell(real, env)
-        absent = printed_in_order(want, out, any_component)
-        t.check("[%s] `%s` prints the doc's %d lines, in order" % (name, command, len(want)), not absent,
-                "not printed: %r\n--- stdout:\n%s--- stderr:\n%s" % (absent, out, err))
+        if whole:
+            differs = not_whole(want, out)
+            t.check("[%s] `%s` prints the doc's block, whole" % (name, command), not differs,
+                    "%s\n--- stdout:\n%s--- stderr:\n%s" % (differs, out, err))
+        else:
+            absent = printed_in_order(want, out, any_component)
+            t.check("[%s] `%s` prints the doc's %d lines, in order" % (name, command, len(want)), not absent,
+                    "not printed: %r\n--- stdout:\n%s--- stderr:\n%s" % (absent, out, err))
         if status is not None:
             t.equal("[%s] ... and exits %d" % (name, status), rc, status, out + err)
 
@@ -197,12 +226,13 @@ def doctor_block(t, which, machine):
     if not b:
         return
     venv = venv_of(b[0])
-    check_block(t, "%s-doctor-%s" % (which, machine), {SITE: site_packages(venv)}, wheel_env(machine, venv), status=1)
+    check_block(t, "%s-doctor-%s" % (which, machine), {SITE: site_packages(venv)}, wheel_env(machine, venv), status=1,
+                whole=True)
 
 
 for _which in ("nixl", "rapids"):
     for _machine in MACHINES:
-        add_case("ucxtls doctor --ucx on %s's wheel, %s replayed: the doc's lines, exit 1" % (_which, _machine),
+        add_case("ucxtls doctor --ucx on %s's wheel, %s replayed: the doc's block, whole, exit 1" % (_which, _machine),
                  doctor_block, _which, _machine, tags=("wheels",))
 
 
