@@ -5,7 +5,8 @@ launch-script and launch-script-env are written to ./launch.sh and started as us
 (exec of ./launch.sh, no shell or wrapper in front), with `train.py` a Python program that reports
 what it sees (os.environ), what a child started without the library sees (LD_PRELOAD emptied),
 and whether the library is mapped into it. They run on the intel-xe fixture machine, fresh, with a
-pair forwarded from a CUDA host, and with another LD_PRELOAD already set.
+pair forwarded from a CUDA host, and with another LD_PRELOAD already set; launch-script-env also
+with an invalid UCXTLS_WRITE, where it must stop before the program starts.
 
 ld-so-preload and ld-so-preload-lib are written to /etc/ld.so.preload of this test's private
 mount namespace, whose /etc is an overlay (recipes.overlay_etc): the machine's own /etc is never
@@ -50,6 +51,16 @@ def launch_scripts(t, job, other):
                        ", the other preload kept" if has_other and loaded else ""),
                     p.returncode == 0 and r is not None and r["shell"] == want and r["child"] == want
                     and r["loaded"] == loaded and (r["other"] or not (has_other and loaded)), out)
+        if name == "launch-script-env":
+            # The recipe stops when the command fails: an invalid setting is exit 1 of ucxtls env,
+            # and the script must not start the program without a value (eval "$(...)" would).
+            env = env_for("intel-xe", preload=False, UCXTLS_WRITE="bogus")
+            p = subprocess.run(["./launch.sh"], env=env, cwd=job, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=60)
+            out = p.stdout.decode() + p.stderr.decode()
+            t.check("%s as printed, UCXTLS_WRITE=bogus: ucxtls env fails and the script stops there (exit 1, "
+                    "the program not started, the error names UCXTLS_WRITE)" % name,
+                    p.returncode == 1 and not R.reports(out) and "UCXTLS_WRITE" in p.stderr.decode(), out)
 
 
 def ld_so_preload(t, scratch):
