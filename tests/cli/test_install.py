@@ -236,6 +236,24 @@ def lib_64(t):
         print("     $LIB here = %s" % os.path.relpath(os.path.dirname(lines[1]), TREE))
 
 
+INSTALL_MD = os.path.join(SOURCE_DIR, "docs", "install.md")
+
+
+@case("install.md's $LIB lines append to LD_PRELOAD and leave $LIB to ld.so")
+def lib_lines(t):
+    with open(INSTALL_MD, encoding="utf-8") as f:
+        lines = re.findall(r"^export LD_PRELOAD=.*\$LIB.*$", f.read(), re.M)
+    t.check("install.md has its two $LIB recipes' export lines (%d)" % len(lines), len(lines) == 2, "%r" % lines)
+    for line in lines:
+        want = re.search(r"(/\S*?)\\?\$LIB(/libucxtls\.so)", line)
+        lib = want.group(1) + "$LIB" + want.group(2) if want else "?"
+        for before, expect in ((None, lib), ("/site/libother.so", "/site/libother.so:" + lib)):
+            # The earlier entry is set inside the script: bash itself is never started with it.
+            script = ("export LD_PRELOAD=%s\n" % before if before else "") + line + '\nprintf %s "$LD_PRELOAD"'
+            p = run(["/bin/bash", "-c", script], env_for(None, preload=False))
+            t.equal("`%s` with LD_PRELOAD %s" % (line, before or "unset"), p.stdout.decode(), expect, p.stderr.decode())
+
+
 # The 32-bit half of the recipe: the library built with -m32 (the command is not needed), in
 # BUILD_DIR/install-m32 so that the two 32-bit cases, two CTest tests, share one build (CTest runs
 # them one at a time: RESOURCE_LOCK).
