@@ -20,6 +20,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import (LIB, SOURCE_DIR, add_case, case, env_for, main, run, site_packages,  # noqa: E402
                      FAKE_ZE_GPU, ucx_build_or_skip, wheels, ze_build_with_gpu)
+from doc_blocks import not_whole, transcript  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 DOC = os.path.join(SOURCE_DIR, "docs", "which-ucx.md")
@@ -44,13 +45,7 @@ def block(name):
 
 def runs(name):
     """The block's commands, each with the lines it must print: [(command, [line, ...])]."""
-    out = []
-    for line in block(name).splitlines():
-        if line.startswith("$ "):
-            out.append((line[2:], []))
-        elif line.strip():
-            out[-1][1].append(line)
-    return out
+    return transcript(block(name))
 
 
 def comparable(line, any_component):
@@ -70,28 +65,6 @@ def printed_in_order(want, got, any_component=False):
         else:
             i = j + 1
     return absent
-
-
-def not_whole(want, got):
-    """Where the output differs from the doc's block, compared whole: each line of want is the
-    next line printed, a `...` line stands for lines the doc leaves out (none or more), and
-    nothing is printed after the last. None when they agree."""
-    lines = got.splitlines()
-    i = 0
-    for n, w in enumerate(want):
-        if w == "...":
-            rest = next((x for x in want[n + 1:] if x != "..."), None)
-            if rest is None:
-                return None
-            j = next((k for k in range(i, len(lines)) if lines[k] == rest), None)
-            if j is None:
-                return "not printed: %r" % rest
-            i = j
-            continue
-        if i >= len(lines) or lines[i] != w:
-            return "line %d: the doc has %r, printed %r" % (n + 1, w, lines[i] if i < len(lines) else "<nothing>")
-        i += 1
-    return "printed after the doc's last line: %r" % lines[i:] if i < len(lines) else None
 
 
 def shell(command, env):

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""docs/troubleshooting.md, entry by entry: each error reproduced, each command run as printed.
+
+The page's blocks are marked `<!-- trouble: NAME -->`. An error block (`*-error`, `vram-debug`)
+holds the line a program prints, `...` standing for the part that varies (a timestamp, a path);
+the test makes the program print it and finds each line in what it printed. The other blocks are
+transcripts (tests/cli/doc_blocks.py), run by bash and compared whole, on the fixture machine
+their name ends with (`-dgx`, `-intel-xe`). Stand-ins: `<site-packages>` is the registry wheels'
+venv (tests/wheels), `/opt/ucxtls` an install of this build (`cmake --install`), and the fake CUDA
+driver of tests/cuda is the NVIDIA node's driver. What cannot be reproduced here prints SKIP and
+why: the dma-buf registration needs an Intel GPU and a ConnectX HCA.
+"""
+import atexit
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+import harness  # noqa: E402
+from harness import BUILD_DIR, LIB, SOURCE_DIR, case, env_for, have, main, run, site_packages  # noqa: E402
+from doc_blocks import not_whole, transcript  # noqa: E402
+
+sys.path.insert(0, os.path.join(harness.TESTS_DIR, "nixl"))
+sys.path.insert(0, os.path.join(harness.TESTS_DIR, "ze"))
+import nixl_pair  # noqa: E402
+
+sys.path.insert(0, os.path.join(harness.TESTS_DIR, "cuda"))
+import test_cuda  # noqa: E402  (its NIXL_REGISTER script; its cases run only as its own __main__)
+
+DOC = os.path.join(SOURCE_DIR, "docs", "troubleshooting.md")
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
+CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
+FAKE_CUDA = nixl_pair.FAKE_CUDA_DIR
+SITE = "<site-packages>"
+OPT = "/opt/ucxtls"
+LMOD_INIT = "/etc/profile.d/lmod.sh"
+SCRATCH = tempfile.mkdtemp(prefix="ucxtls-trouble-")
+atexit.register(shutil.rmtree, SCRATCH, True)
+
+
+def block(name):
+    with open(DOC, encoding="utf-8") as f:
+        found = re.findall(r"^<!-- trouble: %s -->\n```[a-z]*\n(.*?)^```$" % re.escape(name), f.read(), re.M | re.S)
+    if len(found) != 1:
+        raise LookupError("%d blocks marked '<!-- trouble: %s -->' in docs/troubleshooting.md" % (len(found), name))
+    return found[0]
+
+
+def quoted(t, name, printed, subs=(), where="printed"):
+    """Each line of error block `name` (with subs applied; `...`: any text) is a line of printed."""
+    lines = printed.splitlines()
+    for want in block(name).splitlines():
+        for a, b in subs:
+            want = want.replace(a, b)
+        pattern = re.compile(".*".join(re.escape(p) for p in want.split("...")) + r"\Z")
+        t.check("[%s] %s: %s" % (name, where, want), any(pattern.match(l) for l in lines), printed)
+
+
+_prefix = []
+
+
+def install(t):
+    """This build installed to a scratch prefix (the page's /opt/ucxtls), once; None after a FAIL."""
+    if not _prefix:
+        prefix = os.path.join(SCRATCH, "opt-ucxtls")
+        p = subprocess.run([CMAKE, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        if not t.check("cmake --install %s --prefix %s" % (BUILD_DIR, prefix), p.returncode == 0, p.stdout.decode()):
+            return None
+        _prefix.append(prefix)
+    return _prefix[0]
+
+
+def wheels(t):
+    """The wheels' venv, or None after a SKIP saying why."""
+    venv, why = harness.wheels()
+    if not venv:
+        t.skip("the registry wheels (tests/wheels)", why)
+    return venv
+
+
+def transcript_of(t, name, stand_ins, env, absent=()):
+    """Runs block `name`'s commands by bash with the stand-ins replaced; each prints its lines,
+    whole, and none of `absent`."""
+    for command, want in transcript(block(name)):
+        real = command
+        for a, b in stand_ins.items():
+            real = real.replace(a, b)
+            want = [w.replace(a, b) for w in want]
+        p = run(["/bin/bash", "--noprofile", "--norc", "-c", real], env, timeout=120)
+        out = p.stdout.decode()
+        differs = not_whole(want, out)
+        t.check("[%s] `%s` prints the page's block, whole" % (name, command), not differs,
+                "%s\n--- stdout:\n%s--- stderr:\n%s" % (differs, out, p.stderr.decode()))
+        for text in absent:
+            t.check("[%s] ... and not %r" % (name, text), text not in out, out)
+
+
+def machine_of(name):
+    return next((m for m in ("dgx", "intel-xe") if name.endswith("-" + m)), None)
+
+
+def node_env(name, venv=None, **extra):
+    """The command's environment on the block's node: the built ucxtls first in PATH, the venv's
+    python3 next, and on the NVIDIA node the fake CUDA driver (its cuda_copy then loads)."""
+    machine = machine_of(name)
+    path = [os.path.dirname(CLI)] + ([os.path.join(venv, "bin")] if venv else []) + [env_for(None)["PATH"]]
+    if machine == "dgx" and os.path.exists(os.path.join(FAKE_CUDA, "libcuda.so.1")):
+        extra.setdefault("LD_LIBRARY_PATH", FAKE_CUDA)
+    return env_for(machine, preload=False, PATH=":".join(path), **extra)
+
+
+def wheel_transcripts(t, names, absent=None):
+    venv = wheels(t)
+    if venv:
+        for name in names:
+            transcript_of(t, name, {SITE: site_packages(venv)}, node_env(name, venv), (absent or {}).get(name, ()))
+    return venv
+
+
+@case("VRAM memory is detected as host: NIXL's words, UCX's debug line, UCX_MEMTYPE_CACHE=n; the Intel check",
+      tags=("wheels",))
+def vram(t):
+    venv = wheel_transcripts(t, ["vram-check-intel-xe"])
+    if not venv:
+        return
+    if not os.path.exists(os.path.join(FAKE_CUDA, "libcuda.so.1")):
+        t.skip("NIXL registering VRAM", "the fake CUDA driver (tests/cuda) is not built: %s" % FAKE_CUDA)
+        return
+    # NIXL's Python API registers cuMemAlloc'd memory as VRAM, with no CUDA runtime loaded.
+    script = test_cuda.NIXL_REGISTER
+    python = os.path.join(venv, "bin", "python")
+    env = env_for(None, preload=False, LD_LIBRARY_PATH=FAKE_CUDA, UCX_TLS="cuda_copy,tcp", UCX_LOG_LEVEL="debug")
+    p = run([python, "-c", script], env, timeout=120)
+    out = p.stdout.decode() + p.stderr.decode()
+    t.check("UCX_TLS=cuda_copy,tcp, no CUDA runtime: NIXL refuses the VRAM registration", "register VRAM: nixlBackendError" in out, out)
+    quoted(t, "vram-error", out, where="NIXL printed")
+    quoted(t, "vram-debug", out, where="UCX's debug log has")
+    env = env_for(None, preload=False, LD_LIBRARY_PATH=FAKE_CUDA, UCX_TLS="cuda_copy,tcp", UCX_MEMTYPE_CACHE="n")
+    p = run([python, "-c", script], env, timeout=120)
+    t.check("the fix: UCX_MEMTYPE_CACHE=n, and NIXL registers it", "register VRAM: ok" in p.stdout.decode(),
+            p.stdout.decode() + p.stderr.decode())
+
+
+@case("no usable transports/devices: RAPIDS' UCX 1.22 on the trainers' list; doctor's check and fix", tags=("wheels",))
+def no_usable(t):
+    if not wheel_transcripts(t, ["nousable-check-dgx", "nousable-fix-dgx"], {"nousable-fix-dgx": ["refused"]}):
+        return
+    build = harness.ucx_build_or_skip(t, "rapids", "RAPIDS' ucx_info")
+    if not build:
+        return
+    libs = build.env.get("LD_LIBRARY_PATH", "") + ":" + FAKE_CUDA
+    for value, fails in (("rc_x,rc,dc_x,dc,cuda_copy", True), ("sm,self,tcp,cuda_ipc,cuda_copy", False)):
+        p = run([build.ucx_info, "-e", "-u", "t"], env_for(None, preload=False, LD_LIBRARY_PATH=libs, UCX_TLS=value))
+        out = p.stdout.decode() + p.stderr.decode()
+        if fails:
+            t.check("UCX_TLS=%s: no context (exit %d)" % (value, p.returncode), p.returncode != 0, out)
+            quoted(t, "nousable-error", out, where="UCX 1.22 printed")
+        else:
+            t.check("the fix's value %s: an endpoint" % value, p.returncode == 0 and "UCP endpoint" in out, out)
+
+
+@case("Invalid UCX_TLS=...: explain's check and fixes on dgx")
+def invalid(t):
+    for name in ("invalid-check-dgx", "invalid-repair-dgx", "invalid-write-dgx"):
+        transcript_of(t, name, {}, node_env(name))
+
+
+@case("Invalid UCX_TLS=...: NIXL's check refusing the Intel trainer's list on dgx, and the fix", tags=("wheels",))
+def invalid_nixl(t):
+    # Two trainer processes with NIXL (tests/nixl): no RDMA here, so `tcp` plays rc_x,rc,dc_x,dc.
+    res = nixl_pair.run_pair(t, "dgx", nixl_pair.INTEL_LIST, preload=False)
+    out = res["initiator"][1] + res["target"][1]
+    t.check("the Intel trainer's list, no library: NIXL creates no agent", nixl_pair.both(res, nixl_pair.AGENT), out)
+    quoted(t, "invalid-error", out, [("rc_x,rc,dc_x,dc,", "tcp,")], where="NIXL printed (tcp for rc_x,rc,dc_x,dc)")
+    res = nixl_pair.run_pair(t, "dgx", nixl_pair.INTEL_LIST, preload=True, UCXTLS_WRITE="always",
+                             UCXTLS_TEMPLATE=nixl_pair.HERE_TEMPLATE)
+    t.check("the fix, UCXTLS_WRITE=always (the template %s standing for the default): VRAM registered and moved"
+            % nixl_pair.HERE_TEMPLATE, nixl_pair.both(res, nixl_pair.OK), nixl_pair.outcome(res))
+
+
+@case("ibv_reg_dmabuf_mr: explain's check and fix on intel-xe")
+def dmabuf(t):
+    for name in ("dmabuf-check-intel-xe", "dmabuf-fix-intel-xe"):
+        transcript_of(t, name, {}, node_env(name))
+    block("dmabuf-error")
+    t.skip("the dma-buf registration failure itself",
+           "needs an Intel GPU and a ConnectX HCA (UCX registering GPU memory with the NIC); neither is here")
+
+
+@case("transport 'dc_x' is not available: on stdout from Debian's UCX 1.13; doctor's check and fix on NIXL's wheel")
+def dc_x(t):
+    if have("ucx_info"):
+        p = run(["ucx_info", "-e", "-u", "t"], env_for(None, preload=False, UCX_TLS="dc_x,tcp"))
+        quoted(t, "dcx-error", p.stdout.decode(), where="Debian's ucx_info printed on stdout")
+        t.check("... and not on stderr", "dc_x" not in p.stderr.decode(), p.stderr.decode())
+    else:
+        t.skip("UCX's warning", "ucx_info not installed (Debian ucx-utils)")
+
+
+@case("transport 'dc_x': doctor's check and fix on NIXL's wheel", tags=("wheels",))
+def dc_x_wheel(t):
+    wheel_transcripts(t, ["dcx-check-dgx", "dcx-fix-dgx"], {"dcx-fix-dgx": ["without DC"]})
+
+
+@case("ld.so cannot be preloaded: a path the process cannot see, a 32-bit process; ucxtls lib")
+def ld_so(t):
+    prefix = install(t)
+    if not prefix:
+        return
+    transcript_of(t, "ldso-check", {OPT: prefix}, env_for(None, preload=False, PATH=prefix + "/bin:/usr/bin:/bin"))
+    absent = os.path.join(SCRATCH, "not-mounted")
+    p = run(["/bin/true"], env_for(None, preload=False, LD_PRELOAD=absent + "/lib/libucxtls.so"))
+    quoted(t, "ldso-error", p.stderr.decode(), [(OPT, absent)], where="ld.so printed on stderr")
+    p = run(["/bin/sh", "-c", "true"], env_for(None, preload=False, LD_PRELOAD=prefix + "/lib/libucxtls.so"))
+    t.equal("the fix: the installed path, no ld.so line", p.stderr.decode(), "")
+    exe = os.path.join(SCRATCH, "m32")
+    with open(exe + ".c", "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    built = subprocess.run(["cc", "-m32", "-o", exe, exe + ".c"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    ran = built.returncode == 0 and run([exe], env_for(None, preload=False)).returncode == 0
+    if not ran:
+        t.skip("a 32-bit process", "cc -m32 cannot build or this kernel cannot run one (gcc-multilib): %s"
+               % built.stdout.decode().strip()[:200])
+        return
+    p = run([exe], env_for(None, preload=False, LD_PRELOAD=prefix + "/lib/libucxtls.so"))
+    quoted(t, "ldso-error-32", p.stderr.decode(), [(OPT, prefix)], where="ld.so printed for a 32-bit process")
+
+
+@case("module: command not found in a plain bash -c; Lmod's init first")
+def module(t):
+    p = run(["bash", "--noprofile", "--norc", "-c", "module use /nowhere"], env_for(None, preload=False))
+    quoted(t, "module-error", p.stderr.decode(), where="bash -c printed")
+    if not os.path.exists(LMOD_INIT):
+        t.skip("the fix", "%s is missing (Debian lmod)" % LMOD_INIT)
+        return
+    prefix = install(t)
+    if prefix:
+        transcript_of(t, "module-fix", {OPT: prefix}, env_for(None, preload=False, HOME=SCRATCH))
+
+
+if __name__ == "__main__":
+    main("docs/troubleshooting.md: each error reproduced, each command run as printed")
