@@ -279,6 +279,34 @@ def build_of_ucx_info(t):
     t.check("no-gpu, --value tcp: no build line, exit 0", p.returncode == 0 and "\nbuild " not in out, out)
 
 
+@case("a ucx_info that is a script: its build is the libucp beside the libucs its -v names, else one line, exit 2")
+@needs_ucx_info
+def script_ucx_info(t):
+    real = shutil.which("ucx_info", path=HERE_ENV["PATH"])
+    libucp = loader_libucp(real)
+    if not t.check("ldd names the libucp of %s" % real, libucp, real):
+        return
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "ucx_info")
+        env = env_for("intel-xe", preload=False, PATH=d + ":" + HERE_ENV["PATH"])
+        # A wrapper that says where its libucs is, as UCX 1.14 and newer print it (Debian's 1.13 does not).
+        libucs = os.path.join(os.path.dirname(libucp), "libucs.so.0")
+        with open(script, "w") as f:
+            f.write('#!/bin/sh\n[ "$1" = -v ] && echo "# Library path: %s"\nexec %s "$@"\n' % (libucs, real))
+        os.chmod(script, 0o755)
+        p, out, _ = doctor([], env)
+        t.check("a wrapper naming its libucs: the libucp beside it judged, built without Level Zero, exit 1",
+                p.returncode == 1 and ("libucp      %s " % libucp) in out and "built without Level Zero (ze) support" in out,
+                out + p.stderr.decode())
+        with open(script, "w") as f:
+            f.write('#!/bin/sh\nexec %s "$@"\n' % real)
+        p, out, _ = doctor([], env)
+        err = p.stderr.decode().splitlines()
+        t.check("a wrapper that names no library path: exit 2, nothing on stdout, one line naming --ucx",
+                p.returncode == 2 and out == "" and err[-1:] and "cannot tell which libucp" in err[-1]
+                and "--ucx PATH" in err[-1], out + p.stderr.decode())
+
+
 @case("doctor --json: one object on one line, the same findings as the text")
 @needs_ucx_info
 def json_findings(t):
