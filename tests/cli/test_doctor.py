@@ -241,6 +241,14 @@ def loader_libucp(ucx_info):
     return m.group(1) if m else None
 
 
+def real_ucx_info(t):
+    """(the ucx_info in PATH, the libucp ldd names for it); a failed check and (path, None) without one."""
+    ucx_info = shutil.which("ucx_info", path=HERE_ENV["PATH"])
+    libucp = loader_libucp(ucx_info)
+    t.check("ldd names the libucp of %s" % ucx_info, libucp, ucx_info)
+    return ucx_info, libucp
+
+
 # The node's family, in the words of the build line for a UCX without it.
 WITHOUT = {"intel-xe": "Level Zero (ze)", "mi300x": "ROCm", "no-rdma": "CUDA", "dgx": "CUDA"}
 
@@ -248,9 +256,8 @@ WITHOUT = {"intel-xe": "Level Zero (ze)", "mi300x": "ROCm", "no-rdma": "CUDA", "
 @case("plain doctor judges the build ucx_info loads as --ucx does, whatever the value (Debian's UCX: no GPU family)")
 @needs_ucx_info
 def build_of_ucx_info(t):
-    ucx_info = shutil.which("ucx_info", path=HERE_ENV["PATH"])
-    libucp = loader_libucp(ucx_info)
-    if not t.check("ldd names the libucp of %s" % ucx_info, libucp, ucx_info):
+    _, libucp = real_ucx_info(t)
+    if not libucp:
         return
     # The values a node gets: the default (all on intel-xe, mi300x and no-rdma; nothing written on a
     # DGX, whose rc runs UCX's own default), a --value, a --template, and the environment's UCX_TLS.
@@ -282,9 +289,8 @@ def build_of_ucx_info(t):
 @case("a ucx_info that is a script: its build is the libucp beside the libucs its -v names, else one line, exit 2")
 @needs_ucx_info
 def script_ucx_info(t):
-    real = shutil.which("ucx_info", path=HERE_ENV["PATH"])
-    libucp = loader_libucp(real)
-    if not t.check("ldd names the libucp of %s" % real, libucp, real):
+    real, libucp = real_ucx_info(t)
+    if not libucp:
         return
     with tempfile.TemporaryDirectory() as d:
         script = os.path.join(d, "ucx_info")
