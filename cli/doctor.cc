@@ -1,9 +1,10 @@
 // `ucxtls doctor [--value V | --template T] [--ucx PATH | --pid PID]`: does the local UCX
 // (ucx_info -d), or the build at PATH, or the UCX that process PID has mapped, serve every transport
 // of the value in effect, of V, or of what template T composes to here? A transport it lacks makes
-// UCX print "not available" on the stdout of every process that uses the value. A build (--ucx,
-// --pid) is asked in a bounded child (ucx_build.h), and what it cannot do whatever UCX_TLS says
-// (no ze_copy on an Intel node, no verbs on an RDMA node) is named in words.
+// UCX print "not available" on the stdout of every process that uses the value. The build (the
+// libucp ucx_info loads, --ucx's, --pid's) is asked in a bounded child (ucx_build.h), and what it
+// cannot do whatever UCX_TLS says (no ze_copy on an Intel node, no verbs on an RDMA node) is named
+// in words: one rule for the three modes, whatever the value.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "doctor_findings.h"
 #include "exit.h"
 #include "bounded_child.h"
 #include "repair.h"
@@ -183,6 +185,25 @@ std::vector<std::string> value_names(const std::string &value) {
   return names;
 }
 
+// What the build cannot do whatever UCX_TLS says (build_problems), a `build` line each, then the
+// status, in every mode: an empty value, a refused context, names missing, a problem for this node.
+// nothing: no value to judge (the node's family is still one to build for).
+int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::string &value, const std::string &source,
+            const std::string &version, bool empty, bool gpu_only, const std::vector<std::string> &missing) {
+  bool serious = false;
+  const std::vector<std::string> problems = build_problems(b, nothing ? std::vector<std::string>() : value_names(value),
+                                                           r.family, rdma_kind(r.f), &serious);
+  for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
+  DoctorFindings &found = doctor_findings();
+  found.missing.insert(found.missing.end(), missing.begin(), missing.end());
+  found.problems.insert(found.problems.end(), problems.begin(), problems.end());
+  if (empty) return empty_value(source);
+  if (gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
+  if (!missing.empty()) return missing_status(missing);
+  if (serious) return fail(kFailed, "doctor: " + problems[0]);
+  return 0;
+}
+
 // One build (--ucx, or a libucp a process maps): asked, then the value judged against it.
 int doctor_build(const Report &r, const Environment &caller, const std::string &libucp, const MappedUcx *proc, pid_t pid,
                  size_t index, const std::string &value, const std::string &source, const char *nothing,
@@ -196,6 +217,7 @@ int doctor_build(const Report &r, const Environment &caller, const std::string &
   if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err, proc ? pid : 0, proc ? proc->inside[index] : ""))
     return fail(kUsage, "doctor: " + err);
   print_line("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
+  doctor_findings().ucx.push_back({libucp, b->version, ""});
   if (proc)
     print_line("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
   if (nothing) {
@@ -215,22 +237,14 @@ int doctor_build(const Report &r, const Environment &caller, const std::string &
   std::vector<std::string> missing;
   bool gpu_only = false;
   const bool empty = !nothing && !judge(value, b->transports, b->version, &missing, &gpu_only);
-  bool serious = false;
-  const std::vector<std::string> problems = build_problems(*b, nothing ? std::vector<std::string>() : value_names(value),
-                                                           r.family, rdma_kind(r.f), &serious);
-  for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
-  if (empty) return empty_value(source);
-  if (gpu_only_refused(gpu_only, b->version)) return kFailed;  // worse than names missing: no context at all
-  if (!missing.empty()) return missing_status(missing);
-  if (serious) return fail(kFailed, "doctor: " + problems[0]);
-  return 0;
+  return verdict(r, *b, nothing, value, source, b->version, empty, gpu_only, missing);
 }
 
 }  // namespace
 
-int cmd_doctor(int argc, char **argv) {
+int doctor_checks(int argc, char **argv) {
   const char *explicit_value = nullptr, *tmpl = nullptr, *ucx_path = nullptr, *pid_text = nullptr, *timeout_text = nullptr;
-  const char *usage = " (ucxtls doctor [--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS])";
+  const char *usage = " (ucxtls doctor [--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS] [--json])";
   struct Opt {
     const char *name;
     const char **dest;
@@ -316,7 +330,9 @@ int cmd_doctor(int argc, char **argv) {
       return fail(kUsage, std::string("doctor: ") + tmpl_option + " '" + tmpl + "' " + r->s.invalid_why);
     const bool library_ran = pid_text && !tmpl && !proc->ucxtls.empty() && !proc->secure;
     if (r->d.error && !pid_text) {
-      fputs(library_line(*r).c_str(), stderr);
+      const std::string line = library_line(*r);
+      fputs(line.c_str(), stderr);
+      doctor_findings().messages.push_back(line.substr(8, line.size() - 9));  // as fail records its lines
       return kFailed;
     }
     // The value: the decision's (the library's, here or in that process), or, in a process the
@@ -358,6 +374,11 @@ int cmd_doctor(int argc, char **argv) {
     }
   }
 
+  DoctorFindings &found = doctor_findings();
+  found.family = family_name(r->family);
+  found.has_value = nothing.empty();
+  found.value = value;
+  found.source = nothing.empty() ? source : nothing;
   if (build_mode) {
     int status = 0;
     for (size_t i = 0; i < libucps.size(); i++) {
@@ -367,7 +388,8 @@ int cmd_doctor(int argc, char **argv) {
     }
     return status;
   }
-  if (!nothing.empty()) {
+  // A node without GPUs has no family to build UCX for: with nothing to check, nothing is asked.
+  if (!nothing.empty() && r->family == Family::none) {
     print_line("%s\n", nothing.c_str());
     return 0;
   }
@@ -376,19 +398,31 @@ int cmd_doctor(int argc, char **argv) {
   // A replayed machine has no UCX of its own to ask (as `ucxtls probe` says of its drivers).
   if (!r->in.secure && (explicit_value ? getenv(kOptions[kSysroot].name) : r->in.get(kSysroot)))
     fail(0, "doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info -d) is this machine's, not the replayed machine's");
-  if (!ucx_transports(caller, timeout_ms, &have, &err)) return fail(kUsage, "doctor: " + err);
-  std::string list;
-  for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
-  std::string version;
-  print_line("UCX         %s\n", ucx_info_identity(caller, timeout_ms, &version).c_str());
-  print_line("value       %s (%s)\n", value.c_str(), source.c_str());
-  mismatch_line(*r, value);
-  print_line("this UCX    %s (ucx_info -d)\n", list.c_str());
+  if (nothing.empty() && !ucx_transports(caller, timeout_ms, &have, &err)) return fail(kUsage, "doctor: " + err);
+  // The build ucx_info belongs to, judged as --ucx judges one: the libucp the loader gives it.
+  std::string libucp, version;
+  if (!ucx_info_libucp(caller, timeout_ms, &libucp, &err)) return fail(kUsage, "doctor: " + err);
+  char off[] = "UCXTLS_DISABLE=1";
+  std::vector<char *> envp = child_env(caller, nullptr, off);
+  auto b = std::make_unique<UcxBuild>();
+  if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err)) return fail(kUsage, "doctor: " + err);
+  const std::string identity = ucx_info_identity(caller, timeout_ms, &version);
+  print_line("UCX         %s\n", identity.c_str());
+  print_line("libucp      %s (the one ucx_info loads: its build is judged as --ucx judges one)\n", libucp.c_str());
+  found.ucx.push_back({libucp, version, ucx_info_path(caller)});
   std::vector<std::string> missing;
-  bool gpu_only = false;
-  if (!judge(value, have, version, &missing, &gpu_only)) return empty_value(source);
-  if (gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
-  return missing.empty() ? 0 : missing_status(missing);
+  bool gpu_only = false, empty = false;
+  if (!nothing.empty()) {
+    print_line("%s\n", nothing.c_str());
+  } else {
+    std::string list;
+    for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
+    print_line("value       %s (%s)\n", value.c_str(), source.c_str());
+    mismatch_line(*r, value);
+    print_line("this UCX    %s (ucx_info -d)\n", list.c_str());
+    empty = !judge(value, have, version, &missing, &gpu_only);
+  }
+  return verdict(*r, *b, nothing.empty() ? nullptr : nothing.c_str(), value, source, version, empty, gpu_only, missing);
 }
 
 }  // namespace cli

@@ -15,10 +15,17 @@
 namespace ucxtls {
 namespace cli {
 
+namespace {
+std::vector<std::string> *recorded = nullptr;
+}  // namespace
+
+void record_failures(std::vector<std::string> *lines) { recorded = lines; }
+
 int fail(int status, const std::string &msg) {
   std::string line = "ucxtls: " + msg + "\n";
   scrub_line(&line);  // a value, a path, a process's name: no control byte reaches the terminal
   fputs(line.c_str(), stderr);
+  if (recorded) recorded->push_back(line.substr(8, line.size() - 9));
   return status;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace ucxtls {
 namespace cli {
@@ -15,6 +16,10 @@ constexpr int kFailed = 1, kUsage = 2;
 // "ucxtls: <msg>" on stderr, its control bytes shown as '?' as on stdout (util.h scrub_line);
 // returns status. Every `ucxtls:` line of the commands goes through it.
 int fail(int status, const std::string &msg);
+
+// While lines is set, each message fail prints (without "ucxtls: ") is also appended there, in
+// order (doctor --json carries them in its object); nullptr: no longer.
+void record_failures(std::vector<std::string> *lines);
 
 // The command's guards, installed first thing in main (install_guards):
 // - stdout as coreutils treat it (their close_stdout): output that cannot be written (a full

@@ -36,6 +36,7 @@ const Flag kDoctorFlags[] = {{"--value", "V", "check the value V instead of the 
                              {"--ucx", "PATH", "judge the UCX build at PATH (a libucp, a prefix, a wheel's .libs)"},
                              {"--pid", "PID", "judge the UCX that process PID has mapped"},
                              {"--timeout-ms", "MS", "bound on ucx_info, or on the helper that asks the build (default 20000)"},
+                             {"--json", nullptr, "print the findings as one JSON object on one line"},
                              {nullptr, nullptr, nullptr}};
 const Flag kProbeFlags[] = {{"--save", nullptr, "store the answer for this node (UCXTLS_CACHE_DIR)"},
                             {nullptr, nullptr, nullptr}};
@@ -65,15 +66,16 @@ const Command kCommands[] = {
      "an AddressSanitizer runtime must be first, and one that COMMAND names in its DT_NEEDED is put "
      "first). The exit status is COMMAND's.",
      kNoFlags, true, cmd_run},
-    {"doctor", "[--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS]",
+    {"doctor", "[--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS] [--json]",
      "check that the local UCX (ucx_info -d) serves every transport of\n"
      "the value in effect, of V, or of what template T composes to here\n"
-     "({copy}, {ipc}, {rdma}); exit 1 if one is missing;\n"
-     "--ucx: the build at PATH (a libucp of any name, a prefix, a wheel's\n"
-     ".libs); --pid: the UCX process PID has mapped",
+     "({copy}, {ipc}, {rdma}), and that its build serves this node's GPUs;\n"
+     "exit 1 if not; --ucx: the build at PATH (a libucp of any name, a\n"
+     "prefix, a wheel's .libs); --pid: the UCX process PID has mapped",
      "Runs the local ucx_info -d, expands UCX's transport aliases, and reports every name of the "
      "value in effect (or of V, or of what template T composes to on this node) that this UCX "
-     "cannot serve; UCX would print a \"not available\" warning on stdout in every process. "
+     "cannot serve; UCX would print a \"not available\" warning on stdout in every process. Its build, the "
+     "libucp the loader gives ucx_info, is asked as --ucx asks one. "
      "With --ucx PATH it judges the build at PATH instead (a libucp shared object of any name, or a "
      "directory holding one: a prefix, its lib, lib64 or lib/<multiarch>, a wheel's *.libs or DIR/*/lib), with --pid PID the UCX "
      "that running process has mapped (/proc/PID/maps; the value is what the library in it decided "
@@ -84,9 +86,10 @@ const Command kCommands[] = {
      "code never runs with more privilege than the process has; ucx_info and the helper are children killed "
      "after MS milliseconds (default 20000), or as soon as doctor is interrupted. The first line names the UCX and its "
      "version; what the build cannot do whatever UCX_TLS says (no ze_copy, cuda_copy or rocm_copy "
-     "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1; "
-     "a value naming another GPU family's transports and none of this node's gets explain's warning. "
-     "A build that could not be asked (not a UCX libucp, a hang, a crash) exits 2.",
+     "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1, in "
+     "every mode, whatever the value, also with nothing to check (a node without GPUs with nothing to check "
+     "exits 0); a value naming another GPU family's transports and none of this node's gets explain's warning. A build that could not be asked (not a UCX libucp, a hang, a crash) exits 2. "
+     "--json prints the findings as one JSON object on one line.",
      kDoctorFlags, false, cmd_doctor},
     {"probe", "[--save]",
      "ask the CUDA and Level Zero drivers (in the helper ucxtls-probe)\n"

@@ -25,12 +25,6 @@ namespace {
 
 const char kQueryName[] = "ucxtls-ucx-query";
 
-// libucp.so.0, libucp-nixl.so.0, libucp-5b2e8c1a.so.0.0.0 (auditwheel), libucp.so: UCP itself,
-// never libucp_<x> or another library.
-bool is_libucp_name(const char *name) {
-  return !strncmp(name, "libucp", 6) && (name[6] == '.' || name[6] == '-') && strstr(name, ".so");
-}
-
 std::string base_name(const std::string &p) {
   size_t k = p.rfind('/');
   return k == std::string::npos ? p : p.substr(k + 1);
@@ -92,6 +86,10 @@ bool same_file(const char *a, const char *b) {
 }
 
 }  // namespace
+
+bool is_libucp_name(const char *name) {
+  return !strncmp(name, "libucp", 6) && (name[6] == '.' || name[6] == '-') && strstr(name, ".so");
+}
 
 bool UcxBuild::has(const std::string &tl) const {
   return std::find(transports.begin(), transports.end(), tl) != transports.end();

@@ -32,6 +32,10 @@ struct UcxBuild {
   bool has(const std::string &tl) const;
 };
 
+// libucp.so.0, libucp-nixl.so.0, libucp-5b2e8c1a.so.0.0.0 (auditwheel), libucp.so: UCP itself,
+// never libucp_<x> or another library.
+bool is_libucp_name(const char *name);
+
 // PATH is a libucp of any name, or a directory holding one (itself, lib, lib64, lib/<multiarch>,
 // a wheel's <pkg>.libs or <pkg>/lib beside it). Several different builds there: an error naming them.
 bool locate_libucp(const std::string &path, std::string *libucp, std::string *err);

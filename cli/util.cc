@@ -72,6 +72,12 @@ void scrub_line(std::string *s) {
   if (!s->empty()) scrub_controls(&(*s)[0], s->back() == '\n' ? s->size() - 1 : s->size());
 }
 
+namespace {
+std::vector<std::string> *captured = nullptr;
+}  // namespace
+
+void capture_lines(std::vector<std::string> *lines) { captured = lines; }
+
 void print_line(const char *fmt, ...) {
   va_list ap, again;
   va_start(ap, fmt);
@@ -84,7 +90,45 @@ void print_line(const char *fmt, ...) {
   va_end(again);
   s.resize(size_t(n));
   scrub_line(&s);
-  fputs(s.c_str(), stdout);
+  if (captured) captured->push_back(s);
+  else fputs(s.c_str(), stdout);
+}
+
+std::string json_str(const char *s) {
+  if (!s) return "null";
+  std::string o = "\"";
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned char c = *p;
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += char(c);
+      p++;
+    } else if (c < 0x20 || c == 0x7f) {
+      char u[8];
+      snprintf(u, sizeof u, "\\u%04x", c);
+      o += u;
+      p++;
+    } else if (c < 0x80) {
+      o += char(c);
+      p++;
+    } else {
+      int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+      bool ok = len > 0;
+      for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xc0) == 0x80;
+      // Overlong 3/4-byte forms, surrogates and code points above U+10FFFF are not UTF-8.
+      if (ok && len == 3) ok = !(c == 0xe0 && p[1] < 0xa0) && !(c == 0xed && p[1] >= 0xa0);
+      if (ok && len == 4) ok = !(c == 0xf0 && p[1] < 0x90) && !(c == 0xf4 && p[1] >= 0x90);
+      if (ok) {
+        o.append((const char *)p, size_t(len));
+        p += len;
+      } else {
+        o += "\\ufffd";
+        p++;
+      }
+    }
+  }
+  return o + "\"";
 }
 
 const char *only_flag(int argc, char **argv, const char *flag, bool *set) {

@@ -37,6 +37,14 @@ void scrub_line(std::string *s);
 // can fake a line or drive the terminal.
 __attribute__((format(printf, 1, 2))) void print_line(const char *fmt, ...);
 
+// While lines is set, print_line appends its line there instead of writing it (a command that
+// prints one JSON object in place of its text: doctor --json); nullptr: stdout again.
+void capture_lines(std::vector<std::string> *lines);
+
+// A JSON string: quotes, backslashes and control bytes escaped; bytes that are not valid UTF-8
+// (environment values can hold anything) become U+FFFD so the document always parses. nullptr: null.
+std::string json_str(const char *s);
+
 // The arguments of a command whose one option is a flag (explain --json, probe --save): *set
 // says whether it was given; the first other argument is returned (nullptr: none).
 const char *only_flag(int argc, char **argv, const char *flag, bool *set);

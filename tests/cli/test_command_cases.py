@@ -308,14 +308,16 @@ def doctor_escapes(t):
             and not re.search(r"^MISSING fake", out, re.M) and "value       tcp,?[31mred?MISSING fake? (" in out, repr(out))
 
 
-def fake_ucx_info(tag, transports=("tcp", "self", "sysv", "posix"), version="1.22.0"):
-    """A directory with a ucx_info that answers -d with these transports and -v with a version (the
-    real one's line format), for the plain doctor where Debian's UCX is not the point."""
+def fake_ucx_info(tag, transports=("tcp", "self", "sysv", "posix"), version="1.22.0", build="nixl"):
+    """A directory with a ucx_info that answers -d with these transports and -v with a version and
+    the library path of a fake build (the real one's line formats), for the plain doctor where
+    Debian's UCX is not the point. A script: doctor finds its build by that library path."""
     d = os.path.join(WORK, "ucx_info-" + tag)
     os.makedirs(d)
     with open(os.path.join(d, "ucx_info"), "w") as f:
-        f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: %s' ;;\n-d) printf '%s' ;;\nesac\n"
-                % (version, "".join("#      Transport: %s\\n" % tl for tl in transports)))
+        f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: %s'; echo '# Library path: %s' ;;\n"
+                "-d) printf '%s' ;;\nesac\n" % (version, os.path.join(FAKES, build, "libucs.so.0"),
+                                               "".join("#      Transport: %s\\n" % tl for tl in transports)))
     os.chmod(os.path.join(d, "ucx_info"), 0o755)
     return d
 

@@ -6,8 +6,10 @@
   and action appear (keep, clear, repair, an invalid setting, a misspelt variable, a ucx.conf,
   the driver tier, a template, a probe that fails), is in its tables, and every key and action
   the tables name is emitted; each value's JSON type is one its row allows.
-- The `$ ... ucxtls explain` transcripts of docs/command.md, run on the fixture machine they
-  name, print what the page shows.
+- docs/command.md's `doctor --json` keys: the same, over each GPU family, nothing to check, a
+  value given, a build named and no ucx_info; the object is one line, its status the exit status.
+- The `$ ... ucxtls explain` and `ucxtls doctor --json` transcripts of docs/command.md, run on the
+  fixture machine they name, print what the page shows.
 - README.md stays under 16 KB and leads with which value each kind of program gets; every
   relative link and #anchor of README.md and docs/*.md resolves.
 - The from-source build the docs show uses a build directory of its own, not scripts/test.sh's.
@@ -20,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import LIB, SOURCE_DIR, case, env_for, fixture, main, machines, run  # noqa: E402
+from harness import BUILD_DIR, LIB, SOURCE_DIR, case, env_for, fixture, have, main, machines, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 COMMAND_MD = os.path.join(SOURCE_DIR, "docs", "command.md")
@@ -32,7 +34,7 @@ CUDA_LIST = "rc_x,rc,dc_x,dc,cuda_copy"  # the list trainers hard-code
 # The words of the tables' "type" column, and the JSON values each allows.
 TYPES = {
     "string": {str}, "string or null": {str, type(None)}, "integer": {int}, "true or false": {bool},
-    "true, false or null": {bool, type(None)}, "list of strings": {list}, "object": {dict},
+    "true, false or null": {bool, type(None)}, "list of strings": {list}, "list of objects": {list}, "object": {dict},
 }
 
 
@@ -59,9 +61,12 @@ def table_rows(text):
     return rows
 
 
-def documented():
-    """({key path: allowed types}, {action}) from docs/command.md's `explain --json` section."""
-    text = section(read(COMMAND_MD), "## `explain --json`")
+def documented(heading="## `explain --json`"):
+    """({key path: allowed types}, {action}) from docs/command.md's `explain --json` section (or
+    another command's JSON section)."""
+    text = section(read(COMMAND_MD), heading)
+    if "\n### Actions\n" not in text:
+        return {path: cells[0] for path, cells in table_rows(section(text, "### Keys"))}, set()
     keys = {path: cells[0] for path, cells in table_rows(section(text, "### Keys"))}
     actions = {name for name, _ in table_rows(section(text, "### Actions"))}
     return keys, actions
@@ -80,6 +85,10 @@ def paths(obj, prefix=""):
         out.append((path, v))
         if isinstance(v, dict):
             out += paths(v, path + ".")
+        elif isinstance(v, list):  # a list of objects: its items' keys as path[].key
+            for item in v:
+                if isinstance(item, dict):
+                    out += paths(item, path + "[].")
     return out
 
 
@@ -169,6 +178,48 @@ def json_actions(t):
     t.equal("actions in command.md but never emitted", sorted(actions - set(seen)), [])
 
 
+def doctor_scenarios():
+    """(label, argv after the command, env) that make every key of doctor --json appear: each GPU
+    family, nothing to check (with and without GPUs), a value given, a build named, no ucx_info."""
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    out = [(m, [], env_for(m, preload=False)) for m in ("intel-xe", "mi300x", "no-rdma", "dgx", "no-gpu")]
+    out += [("dgx, --value tcp,cuda_copy", ["--value", "tcp,cuda_copy"], env_for("dgx", preload=False)),
+            ("intel-xe, --ucx the nixl-like build", ["--ucx", os.path.join(fakes, "nixl")], env_for("intel-xe", preload=False)),
+            ("no ucx_info in PATH", ["--value", "tcp"], env_for(None, preload=False, PATH="/nonexistent"))]
+    return out
+
+
+@case("command.md names every key doctor --json emits, and emits every key it names, with their types")
+def doctor_json_keys(t):
+    if not t.check("the command is built", os.access(CLI, os.X_OK), CLI):
+        return
+    if not have("ucx_info"):
+        t.skip("doctor --json", "ucx_info not installed (Debian ucx-utils); scripts/test.sh installs it")
+        return
+    keys, _ = documented("## `doctor --json`")
+    t.check("command.md's doctor --json Keys table has rows (%d)" % len(keys), len(keys) >= 10, repr(keys))
+    seen = {}
+    for label, args, env in doctor_scenarios():
+        p = run([CLI, "doctor", "--json"] + args, env)
+        lines = p.stdout.decode().splitlines()
+        try:
+            j = json.loads(lines[0]) if len(lines) == 1 else None
+        except ValueError:
+            j = None
+        if not t.check("%s: doctor --json prints one object on one line, its status the exit status" % label,
+                       isinstance(j, dict) and j.get("status") == p.returncode, repr(p.stdout) + repr(p.stderr)):
+            continue
+        t.equal("%s: its messages are the ucxtls: lines on stderr" % label,
+                ["ucxtls: " + m for m in j["messages"]], p.stderr.decode().splitlines())
+        for path, value in paths(j):
+            seen.setdefault(path, {}).setdefault(type(value), label)
+    t.equal("keys emitted but not in command.md", sorted(set(seen) - set(keys)), [])
+    t.equal("keys in command.md but never emitted", sorted(set(keys) - set(seen)), [])
+    for path in sorted(set(seen) & set(keys)):
+        wrong = {tp.__name__: label for tp, label in seen[path].items() if tp not in TYPES.get(keys[path], set())}
+        t.check("%s: every value emitted is %s" % (path, keys[path]), not wrong, "emitted %r" % wrong)
+
+
 def transcripts(text):
     """[(command line, [output lines])] of the `$ ` lines in text's fenced blocks."""
     out = []
@@ -183,12 +234,13 @@ def transcripts(text):
     return out
 
 
-@case("command.md: its explain transcripts print what the page shows, on the machine they name")
+@case("command.md: its explain and doctor --json transcripts print what the page shows, on the machine they name")
 def explain_transcripts(t):
     if not t.check("the command is built", os.access(CLI, os.X_OK), CLI):
         return
-    shown = [(c, o) for c, o in transcripts(read(COMMAND_MD)) if re.search(r"\bucxtls explain\b", c)]
+    shown = [(c, o) for c, o in transcripts(read(COMMAND_MD)) if re.search(r"\bucxtls (explain|doctor --json)\b", c)]
     t.check("command.md has explain transcripts (%d)" % len(shown), len(shown) >= 3, repr(shown))
+    t.check("... and a doctor --json one", any("doctor --json" in c for c, _ in shown), repr(shown))
     names = set(sorted(machines.MACHINES))
     for command, output in shown:
         m = re.match(r"^UCXTLS_SYSROOT=/tmp/machines/(\S+) ", command)
@@ -196,7 +248,8 @@ def explain_transcripts(t):
                        m and m.group(1) in names):
             continue
         root = fixture(m.group(1))
-        line = command.replace("/tmp/machines/" + m.group(1), shlex.quote(root)).replace("ucxtls explain", shlex.quote(CLI) + " explain", 1)
+        line = command.replace("/tmp/machines/" + m.group(1), shlex.quote(root))
+        line = re.sub(r"\bucxtls (explain|doctor)\b", lambda c: shlex.quote(CLI) + " " + c.group(1), line, 1)
         line = re.sub(r"\s+#.*$", "", line)
         p = run(["/bin/sh", "-c", line], env_for(None, preload=False))
         got = p.stdout.decode().rstrip("\n").replace(root, "/tmp/machines/" + m.group(1)).splitlines()

@@ -9,7 +9,9 @@ when it is built, so that cuda_copy is served; and against a UCX with Level Zero
 whole value must also be UCX's: 1.22 refuses a context whose only usable transports are
 accelerator ones."""
 import os
+import json
 import re
+import shutil
 import sys
 import tempfile
 
@@ -92,14 +94,16 @@ def ucx_conf(t):
             f.write("UCX_TLS=tcp\n")
         p, out, _ = doctor([], env_for("dgx", preload=False, UCX_CONFIG_DIR=conf))
         t.check("a ucx.conf assigns UCX_TLS: the doctor names the file instead of checking the environment",
-                p.returncode == 0 and os.path.join(conf, "ucx.conf") in out and "--value" in out, out)
+                os.path.join(conf, "ucx.conf") in out and "--value" in out, out)
+        t.check("... and still judges the build for the node's GPUs (a DGX, this UCX without CUDA): exit 1",
+                p.returncode == 1 and re.search(r"^build +this UCX was built without CUDA support", out, re.M), out)
 
 
 @case("the user's UCX_TLS is checked")
 @needs_ucx_info
 def users_value(t):
-    p, out, missing = doctor([], env_for("dgx", preload=False, UCX_TLS="sm,self"))
-    t.check("the user's UCX_TLS=sm,self is checked and passes (sm -> posix, sysv, cma)",
+    p, out, missing = doctor([], env_for("no-gpu", preload=False, UCX_TLS="sm,self"))
+    t.check("the user's UCX_TLS=sm,self is checked and passes on a node without GPUs (sm -> posix, sysv, cma)",
             p.returncode == 0 and "(UCX_TLS as set)" in out and re.search(r"^ok +sm -> .*posix", out, re.M), out)
 
 
@@ -228,6 +232,113 @@ def same_as_ucx122(t, name, value):
 for _name, _tag in (("rapids", "wheels"), ("ze", "ucx_ze")):
     for _value in VALUES + GPU_VALUES[_name]:
         add_case("doctor == UCX 1.22 (%s) on %s" % (_name, _value), same_as_ucx122, _name, _value, tags=(_tag,))
+
+
+def loader_libucp(ucx_info):
+    """The libucp ldd names for ucx_info (ld.so's own answer), or None."""
+    p = run(["ldd", ucx_info], HERE_ENV)
+    m = re.search(r"^\s*libucp\S* => (/\S+)", p.stdout.decode(), re.M)
+    return m.group(1) if m else None
+
+
+def real_ucx_info(t):
+    """(the ucx_info in PATH, the libucp ldd names for it); a failed check and (path, None) without one."""
+    ucx_info = shutil.which("ucx_info", path=HERE_ENV["PATH"])
+    libucp = loader_libucp(ucx_info)
+    t.check("ldd names the libucp of %s" % ucx_info, libucp, ucx_info)
+    return ucx_info, libucp
+
+
+# The node's family, in the words of the build line for a UCX without it.
+WITHOUT = {"intel-xe": "Level Zero (ze)", "mi300x": "ROCm", "no-rdma": "CUDA", "dgx": "CUDA"}
+
+
+@case("plain doctor judges the build ucx_info loads as --ucx does, whatever the value (Debian's UCX: no GPU family)")
+@needs_ucx_info
+def build_of_ucx_info(t):
+    _, libucp = real_ucx_info(t)
+    if not libucp:
+        return
+    # The values a node gets: the default (all on intel-xe, mi300x and no-rdma; nothing written on a
+    # DGX, whose rc runs UCX's own default), a --value, a --template, and the environment's UCX_TLS.
+    ways = [("the default", [], {}), ("--value tcp", ["--value", "tcp"], {}),
+            ("--template tcp,{copy}", ["--template", "tcp,{copy}"], {}), ("UCX_TLS=tcp", [], {"UCX_TLS": "tcp"})]
+    for machine, family in sorted(WITHOUT.items()):
+        for label, args, extra in ways:
+            env = env_for(machine, preload=False, **extra)
+            p, out, _ = doctor(args, env)
+            err = p.stderr.decode()
+            q, ucx_out, _ = doctor(args + ["--ucx", libucp], env)
+            named = re.search(r"^build +(this UCX was built without %s support.*)$" % re.escape(family), out, re.M)
+            # The last stderr line: the names missing where there are (they come first), else the build's.
+            t.check("%s, %s: the build line and exit 1" % (machine, label), p.returncode == 1 and named, out + err)
+            t.check("... stderr ends with the line for it, or for the names missing",
+                    named and (err.splitlines()[-1:] == ["ucxtls: doctor: " + named.group(1)] or re.search(r"^MISSING ", out, re.M)),
+                    out + err)
+            t.equal("%s, %s: the same build lines and exit status as doctor --ucx %s" % (machine, label, libucp),
+                    (p.returncode, re.findall(r"^build .*$", out, re.M)), (q.returncode, re.findall(r"^build .*$", ucx_out, re.M)),
+                    out + "\n--ucx:\n" + ucx_out)
+            t.check("... the libucp line names it", ("libucp      %s " % libucp) in out, out)
+    p, out, _ = doctor([], env_for("no-gpu", preload=False))
+    t.check("no-gpu: nothing to check, one line, exit 0, stderr silent",
+            p.returncode == 0 and out.count("\n") == 1 and "nothing to check" in out and p.stderr == b"", out)
+    p, out, _ = doctor(["--value", "tcp"], env_for("no-gpu", preload=False))
+    t.check("no-gpu, --value tcp: no build line, exit 0", p.returncode == 0 and "\nbuild " not in out, out)
+
+
+@case("a ucx_info that is a script: its build is the libucp beside the libucs its -v names, else one line, exit 2")
+@needs_ucx_info
+def script_ucx_info(t):
+    real, libucp = real_ucx_info(t)
+    if not libucp:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "ucx_info")
+        env = env_for("intel-xe", preload=False, PATH=d + ":" + HERE_ENV["PATH"])
+        # A wrapper that says where its libucs is, as UCX 1.14 and newer print it (Debian's 1.13 does not).
+        libucs = os.path.join(os.path.dirname(libucp), "libucs.so.0")
+        with open(script, "w") as f:
+            f.write('#!/bin/sh\n[ "$1" = -v ] && echo "# Library path: %s"\nexec %s "$@"\n' % (libucs, real))
+        os.chmod(script, 0o755)
+        p, out, _ = doctor([], env)
+        t.check("a wrapper naming its libucs: the libucp beside it judged, built without Level Zero, exit 1",
+                p.returncode == 1 and ("libucp      %s " % libucp) in out and "built without Level Zero (ze) support" in out,
+                out + p.stderr.decode())
+        with open(script, "w") as f:
+            f.write('#!/bin/sh\nexec %s "$@"\n' % real)
+        p, out, _ = doctor([], env)
+        err = p.stderr.decode().splitlines()
+        t.check("a wrapper that names no library path: exit 2, nothing on stdout, one line naming --ucx",
+                p.returncode == 2 and out == "" and err[-1:] and "cannot tell which libucp" in err[-1]
+                and "--ucx PATH" in err[-1], out + p.stderr.decode())
+
+
+@case("doctor --json: one object on one line, the same findings as the text")
+@needs_ucx_info
+def json_findings(t):
+    for machine, want_family, want_value in (("intel-xe", "ze", "all"), ("dgx", "cuda", None), ("no-gpu", "none", None)):
+        env = env_for(machine, preload=False)
+        p, out, _ = doctor([], env)
+        j_p = run([CLI, "doctor", "--json"], env)
+        lines = j_p.stdout.decode().splitlines()
+        if not t.check("%s: one line of JSON" % machine, len(lines) == 1, j_p.stdout.decode()):
+            continue
+        j = json.loads(lines[0])
+        problems = re.findall(r"^build +(.*)$", out, re.M)
+        t.check("%s: family %s, value %r, the text's build problems, its exit status, its stderr lines" % (machine, want_family, want_value),
+                j["family"] == want_family and j["value"] == want_value and j["problems"] == problems
+                and j["status"] == p.returncode == j_p.returncode
+                and j["messages"] == [l[len("ucxtls: "):] for l in j_p.stderr.decode().splitlines()], lines[0] + "\n" + out)
+        if machine == "intel-xe":
+            t.check("intel-xe: names this UCX as without Level Zero, and the ucx_info and libucp judged",
+                    any("without Level Zero" in x for x in j["problems"]) and j["ucx"]
+                    and j["ucx"][0]["ucx_info"] == shutil.which("ucx_info", path=HERE_ENV["PATH"])
+                    and j["ucx"][0]["libucp"] == loader_libucp(j["ucx"][0]["ucx_info"]), lines[0])
+    j_p = run([CLI, "doctor", "--json", "--value", "rc_x,tcp"], env_for("no-gpu", preload=False))
+    j = json.loads(j_p.stdout.decode())
+    ucx, _, _ = ucx_unavailable("rc_x,tcp")
+    t.check("--value rc_x,tcp: missing is what UCX calls not available, status 1 exactly then",
+            sorted(j["missing"]) == sorted(ucx) and j["status"] == (1 if ucx else 0) and j["source"] == "--value", repr(j))
 
 
 @case("no ucx_info in PATH")

@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import C, LIB, TESTS_DIR, UNSET, Z, add_case, case, env_for, fixture, machines, main, run, sh_value  # noqa: E402
+from harness import BUILD_DIR, C, LIB, TESTS_DIR, UNSET, Z, add_case, case, env_for, fixture, machines, main, run, sh_value  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 PORTABLE = "{rdma},sm,self,{ipc},{copy}"
@@ -59,13 +59,15 @@ def work():
         _work.append(d)
         import atexit
         atexit.register(lambda: (chmod_all(d), shutil.rmtree(d, ignore_errors=True)))
-        # A ucx_info for doctor's plain mode: every transport the values here name.
+        # A ucx_info for doctor's plain mode: every transport the values here name; its build (the
+        # library path -v prints, as UCX 1.14 and newer do) a fake one (tests/cli/fake_ucx.c).
         bindir = os.path.join(d, "bin")
         os.makedirs(bindir)
         tls = "rc_mlx5 ud_mlx5 dc_mlx5 rc_verbs ud_verbs tcp posix sysv self cma cuda_copy cuda_ipc rocm_copy rocm_ipc ze_copy"
+        libucs = os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx", "nixl", "libucs.so.0")
         with open(os.path.join(bindir, "ucx_info"), "w") as f:
-            f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: 1.22.0-fake';;\n"
-                    "-d) for t in %s; do echo \"#      Transport: $t\"; done;;\nesac\n" % tls)
+            f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: 1.22.0-fake'; echo '# Library path: %s';;\n"
+                    "-d) for t in %s; do echo \"#      Transport: $t\"; done;;\nesac\n" % (libucs, tls))
         os.chmod(os.path.join(bindir, "ucx_info"), 0o755)
     return _work[0]
 

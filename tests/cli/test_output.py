@@ -24,7 +24,8 @@ PRINTING = [("env", ["env"], {"UCXTLS_WRITE": "always"}, None),
             ("--help", ["--help"], {}, None),
             ("--version", ["--version"], {}, None),
             ("--man", ["--man"], {}, None),
-            ("doctor --value tcp", ["doctor", "--value", "tcp"], {}, "ucx_info"),
+            # This machine's facts (no GPU): Debian's UCX, without CUDA, fails a DGX whatever the value.
+            ("doctor --value tcp", ["doctor", "--value", "tcp"], {"UCXTLS_SYSROOT": None}, "ucx_info"),
             ("probe", ["probe"], {}, None)]
 
 

@@ -11,12 +11,15 @@ a child started without the library sees, and whether the library is mapped into
 value forwarded from the submit host cannot pass for one derived on the node.
 
 Blocks (recipes.block): slurm-srun (each line), slurm-sbatch (with and without --export=NONE),
-slurm-env, slurm-check, slurm-taskprolog. Each is run in four caller environments: plain, an
+slurm-env, slurm-check, slurm-taskprolog, and slurm-doctor (every node's `ucxtls doctor --json`,
+grouped: two groups on the mixed cluster, one when both nodes replay a DGX). Each is run in four caller environments: plain, an
 existing LD_PRELOAD, an empty LD_PRELOAD, and a forwarded pair (UCX_TLS = UCXTLS_DERIVED = the
 CUDA list, as a CUDA submit host running the library would send). The pitfalls the README states
 are asserted too.
 """
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -169,7 +172,7 @@ def cluster_case(t):
         t.exit()
     try:
         srun_lines = R.commands("slurm-srun")
-        blocks = {n: R.block(n) for n in ("slurm-sbatch", "slurm-env", "slurm-check", "slurm-taskprolog")}
+        blocks = {n: R.block(n) for n in ("slurm-sbatch", "slurm-env", "slurm-check", "slurm-taskprolog", "slurm-doctor")}
     except LookupError as e:
         t.check("README recipe blocks present", False, str(e))
         t.exit()
@@ -315,6 +318,49 @@ def run_all(t, s, blocks, srun_lines):
                 rc != 0 and "TaskProlog failed" in err and not R.reports(out), out + err)
     finally:
         os.unlink(flag)
+
+    # 6. Every node's doctor in one view (docs/recipes.md), as printed, in the allocation.
+    doctor_view(t, s, blocks["slurm-doctor"])
+
+
+def groups(out):
+    """{nodes: answer} of the slurm-doctor recipe's output: a `---- n1,n2 (2 nodes)` line, then the
+    answer (one line of JSON)."""
+    lines, found = out.splitlines(), {}
+    for i, line in enumerate(lines):
+        m = re.match(r"^---- (\S+) \((\d+) nodes?\)$", line)
+        if m and i + 1 < len(lines):
+            try:
+                found[m.group(1)] = json.loads(lines[i + 1])
+            except ValueError:
+                found[m.group(1)] = lines[i + 1]
+    return found
+
+
+def doctor_view(t, s, recipe):
+    # n1 replays a DGX, n2 an Intel xe node; this machine's UCX is Debian's: no CUDA, no Level Zero.
+    rc, out, err = s.alloc(recipe, {})
+    got = groups(out)
+    t.check("slurm-doctor, a DGX and an Intel node: two groups, n1 and n2", rc == 0 and sorted(got) == ["n1", "n2"],
+            out + err)
+    n1, n2 = got.get("n1"), got.get("n2")
+    t.check("... n2 (Intel): family ze, this UCX named as built without Level Zero, status 1",
+            isinstance(n2, dict) and n2["family"] == "ze" and n2["status"] == 1
+            and any("built without Level Zero (ze) support" in p for p in n2["problems"]), out)
+    t.check("... n1 (DGX): family cuda, this UCX named as built without CUDA, status 1",
+            isinstance(n1, dict) and n1["family"] == "cuda" and n1["status"] == 1
+            and any("built without CUDA support" in p for p in n1["problems"]), out)
+    t.check("... each node's own value (the TaskProlog's UCXTLS_WRITE=always: its template)",
+            isinstance(n1, dict) and isinstance(n2, dict) and n1["value"] == C and n2["value"] == Z, out)
+    rc, out, err = s.alloc(recipe, {"UCXTLSTEST_MACHINE_n2": fixture("dgx")})
+    got = groups(out)
+    t.check("slurm-doctor, both nodes DGX: one group of the two nodes", rc == 0 and list(got) == ["n1,n2"]
+            and "(2 nodes)" in out, out + err)
+    rc, out, err = s.alloc(recipe, {"UCXTLSTEST_MACHINE_n2": fixture("no-gpu")})
+    got = groups(out)
+    t.check("slurm-doctor, n2 without GPUs: its group says nothing to check, status 0",
+            rc == 0 and isinstance(got.get("n2"), dict) and got["n2"]["status"] == 0 and got["n2"]["value"] is None
+            and "nothing to check" in got["n2"]["source"], out + err)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,63 @@
+// `ucxtls doctor --json`: the same checks, their findings printed as one JSON object on one line
+// instead of the text (docs/command.md, "doctor --json"), so that the answers of many nodes can be
+// compared and grouped. The `ucxtls:` lines still go to stderr, and are in the object too.
+#include <stdio.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "doctor_findings.h"
+#include "exit.h"
+#include "util.h"
+
+namespace ucxtls {
+namespace cli {
+namespace {
+
+DoctorFindings findings;
+
+std::string json_list(const std::vector<std::string> &items) {
+  std::string o = "[";
+  for (size_t i = 0; i < items.size(); i++) o += (i ? "," : "") + json_str(items[i].c_str());
+  return o + "]";
+}
+
+std::string json_or_null(const std::string &s) { return s.empty() ? "null" : json_str(s.c_str()); }
+
+}  // namespace
+
+DoctorFindings &doctor_findings() { return findings; }
+
+int cmd_doctor(int argc, char **argv) {
+  std::vector<char *> args;
+  bool json = false;
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--json")) json = true;
+    else args.push_back(argv[i]);
+  if (!json) return doctor_checks(argc, argv);
+  // Every run gives an object, an error's too (its status and messages say what went wrong), so
+  // that a node where doctor could not ask its UCX still has an answer among the others.
+  std::vector<std::string> text;
+  capture_lines(&text);
+  record_failures(&findings.messages);
+  const int status = doctor_checks(int(args.size()), args.data());
+  capture_lines(nullptr);
+  record_failures(nullptr);
+  const DoctorFindings &f = findings;
+  std::string o = "{\"family\":" + json_str(f.family.c_str());
+  o += ",\"value\":" + (f.has_value ? json_str(f.value.c_str()) : std::string("null"));
+  o += ",\"source\":" + json_or_null(f.source);
+  o += ",\"ucx\":[";
+  for (size_t i = 0; i < f.ucx.size(); i++)
+    o += std::string(i ? "," : "") + "{\"libucp\":" + json_str(f.ucx[i].libucp.c_str()) + ",\"version\":" +
+         json_or_null(f.ucx[i].version) + ",\"ucx_info\":" + json_or_null(f.ucx[i].ucx_info) + "}";
+  o += "],\"missing\":" + json_list(f.missing) + ",\"problems\":" + json_list(f.problems);
+  o += ",\"messages\":" + json_list(f.messages) + ",\"status\":" + std::to_string(status) + "}\n";
+  fputs(o.c_str(), stdout);
+  return status;
+}
+
+}  // namespace cli
+}  // namespace ucxtls
