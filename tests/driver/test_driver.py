@@ -187,6 +187,35 @@ def save_file(t):
     t.equal("--save: no temporary file left beside it", sorted(os.listdir(cache)), ["driver"])
 
 
+# ucxtls probe's exit status: 0 when a family's driver initialised (its init call succeeded, even
+# with no GPU), 1 when none did; a result that only answers "0 devices" is not a driver.
+EXIT_ROWS = [
+    ("cuda initialised", {"FAKE_CUDA_COUNT": "1", "FAKE_ZE_INIT": "0x78000001"}, 0),
+    ("ze initialised, no GPU", {"FAKE_CUDA_INIT": "100"}, 0),
+    ("ze UNINITIALIZED, cuda NO_DEVICE", {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x78000001"}, 1),
+    ("ze UNINITIALIZED, cuda STUB_LIBRARY", {"FAKE_CUDA_INIT": "34", "FAKE_ZE_INIT": "0x78000001"}, 1),
+    ("ze INSUFFICIENT_PERMISSIONS, cuda NO_DEVICE", {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x70010000"}, 1),
+]
+
+
+@case("ucxtls probe exits 1 when no family's driver initialised, 0 when one did")
+def probe_exit(t):
+    for label, fake, want in EXIT_ROWS:
+        for args in ([], ["--save"]):
+            cache = new_dir()
+            p, _ = probe(args, "dgx", cache, **fake)
+            err = without_sysroot_note(p.stderr.decode())
+            t.check("%s, probe %s: exit %d%s" % (label, " ".join(args), want, ", 'no driver initialised' on stderr" if want else ""),
+                    p.returncode == want and (("no driver initialised" in err and err.count("\n") == 1) if want else not err),
+                    "exit %d: %s" % (p.returncode, err))
+            if args:
+                t.check("%s: saved all the same" % label, os.listdir(cache) == ["driver"], str(os.listdir(cache)))
+    # Without libcuda.so.1 on the path and a loader without a driver: the case users meet.
+    p, _ = probe([], "dgx", new_dir(), [ZE_NEW], FAKE_ZE_INIT="0x78000001")
+    t.check("no libcuda.so.1 here, ze UNINITIALIZED: exit 1", p.returncode == 1 and b"no driver initialised" in p.stderr,
+            repr(p))
+
+
 # `ucxtls probe --save`, then a process reads it: which tier answers.
 ROWS = [
     ("dgx", [CUDA, ZE_NEW], {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu,gpu"}, {}, Z,
@@ -671,6 +700,8 @@ def real_ze(t):
     print("     real Level Zero loader, via ucxtls probe: " + p.stdout.decode().replace("\n", " | "))
     t.check("real libze_loader.so.1 (no GPU driver here): an answer, 0 GPUs, ZE_RESULT_ERROR_UNINITIALIZED",
             re.search(r"^ze\s+0 device\(s\) \(ZE_RESULT_ERROR_UNINITIALIZED\)$", p.stdout.decode(), re.M), p.stdout.decode())
+    t.check("real loader, CUDA NO_DEVICE: no driver initialised, exit 1", p.returncode == 1 and b"no driver initialised" in p.stderr,
+            repr(p))
     tls, err = tls_of(host_env("intel-xe", cache))
     t.check("real loader on an Intel fixture: the saved answer says no ze device, so none",
             tls == UNSET and "ze: driver API: 0 device(s) (ZE_RESULT_ERROR_UNINITIALIZED)" in err, err)
