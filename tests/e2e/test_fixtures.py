@@ -119,6 +119,7 @@ ROWS = [
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "y"}, UNSET),
     ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "false"}, C),
     ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "n"}, C),
+    ("intel-xe", {"UCX_TLS": "^cuda_ipc,cuda_copy", "UCXTLS_REPAIR": "1"}, "^cuda_ipc,cuda_copy"),  # a deny list stands
     ("dgx", {"UCXTLS_TEMPLATE": "{copy},rc"}, "cuda_copy,rc"),
     ("dgx", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,cuda_copy,tcp"),
     ("no-gpu", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,tcp"),
