@@ -25,7 +25,9 @@ PRINTING = [("env", ["env"], {"UCXTLS_WRITE": "always"}, None),
             ("--version", ["--version"], {}, None),
             ("--man", ["--man"], {}, None),
             ("doctor --value tcp", ["doctor", "--value", "tcp"], {}, "ucx_info"),
-            ("probe", ["probe"], {}, None)]
+            # the fake libcuda.so.1 of tests/driver: a driver that initialises (exit 0)
+            ("probe", ["probe"], {"LD_LIBRARY_PATH": os.path.join(os.path.dirname(LIB), "tests", "driver", "fakes", "cuda"),
+                                  "FAKE_CUDA_COUNT": "1"}, None)]
 
 
 def cli(args, env, stdout):
