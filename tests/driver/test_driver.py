@@ -9,133 +9,18 @@ then read that file. Fixture machines make the kernel's and the driver's answers
 test sees which tier answered. Then the real libraries where they exist: Debian's Level Zero loader
 (libze1) and the CUDA toolkit's stub libcuda.so.
 """
-import atexit
 import os
 import re
 import shutil
 import signal
 import stat
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, EMPTY_HOME, LIB, SHOW, C, R, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run  # noqa: E402
-
-
-HELPER = os.path.join(os.path.dirname(LIB), "ucxtls-probe")
-UCXTLS = os.path.join(os.path.dirname(LIB), "ucxtls")
-FAKES = os.path.join(BUILD_DIR, "tests", "driver", "fakes")
-NO_FORK = os.path.join(BUILD_DIR, "tests", "driver", "no_fork")
-CUDA, ZE_NEW, ZE_OLD = (os.path.join(FAKES, d) for d in ("cuda", "ze-new", "ze-old"))
-SCRATCH = tempfile.mkdtemp(prefix="ucxtls-driver-")
-U0 = "GPU-6b8f3a4e-2a1c-9d7e-8f00-1c2d3e4f5a6b"
-U1 = "GPU-0d7e2f11-8c4b-4a3d-b2e1-9f8e7d6c5b4a"
-REMEDY = "run ucxtls probe --save"
-
-
-def machine(name):
-    """A fixture machine; its /proc/sys/kernel/random/boot_id is the boot the cache is checked against."""
-    return fixture(name)
-
-
-def boot_of(name):
-    with open(os.path.join(machine(name), "proc/sys/kernel/random/boot_id")) as f:
-        return f.read().strip()
-
-
-def new_dir(prefix="cache-"):
-    return tempfile.mkdtemp(prefix=prefix, dir=SCRATCH)
-
-
-def probe(args, name, cache, libs=(CUDA, ZE_NEW), exe=UCXTLS, timeout=60, **extra):
-    """(CompletedProcess, seconds) of `ucxtls probe ARGS` on fixture `name` (None: this machine)."""
-    machine(name) if name else None
-    env = env_for(name, preload=False, LD_LIBRARY_PATH=":".join(libs), UCXTLS_CACHE_DIR=cache, **extra)
-    t0 = time.monotonic()
-    p = run([exe, "probe"] + args, env, timeout=timeout)
-    return p, time.monotonic() - t0
-
-
-SYSROOT_NOTE = "ucxtls: probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's"
-
-
-def without_sysroot_note(err):
-    """stderr without the note `ucxtls probe` prints under UCXTLS_SYSROOT (the fakes replay here)."""
-    return "".join(l for l in err.splitlines(True) if not l.startswith(SYSROOT_NOTE))
-
-
-def host_env(name, cache, **extra):
-    """A host's environment: the library, the driver tier, the debug line, the saved answer in cache;
-    UCXTLS_WRITE=always, so that the value names the family the tier found (the default writes
-    nothing beside NVIDIA GPUs and rc, all beside others)."""
-    extra.setdefault("UCXTLS_PROBE", "driver")
-    extra.setdefault("UCXTLS_WRITE", "always")
-    extra.setdefault("UCXTLS_DEBUG", "1")
-    machine(name)
-    return env_for(name, UCXTLS_CACHE_DIR=cache, **extra)
-
-
-def tls_of(env):
-    """(UCX_TLS, stderr) as /bin/sh sees them."""
-    p = run(["/bin/sh", "-c", SHOW], env)
-    return p.stdout.decode().split("|")[0], p.stderr.decode()
-
-
-def saved(name, libs=(CUDA, ZE_NEW), **fake):
-    """A cache directory holding what `ucxtls probe --save` recorded for these fake answers."""
-    cache = new_dir()
-    p, _ = probe(["--save"], name, cache, libs, **fake)
-    return cache, p
-
-
-def new_log():
-    fd, path = tempfile.mkstemp(prefix="fake-", suffix=".log", dir=SCRATCH)
-    os.close(fd)
-    return path
-
-
-def log_lines(path):
-    with open(path) as f:
-        return f.read().splitlines()
-
-
-def system_has(soname):
-    try:
-        out = subprocess.run(["/sbin/ldconfig", "-p"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
-    except OSError:
-        return False
-    return any(l.split()[:1] == [soname] for l in out.splitlines())
-
-
-def once(fn):
-    """fn() computed once per process, for the cases that share what it made."""
-    made = []
-
-    def cached():
-        if not made:
-            made.append(fn())
-        return made[0]
-    return cached
-
-
-def alive(pid):
-    try:
-        with open("/proc/%s/stat" % pid) as f:
-            return f.read().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return False
-
-
-def start():
-    t = Checks("driver tier: ucxtls probe --save, the helper, the saved answer read by every process")
-    for path in (HELPER, UCXTLS, NO_FORK, os.path.join(CUDA, "libcuda.so.1"), os.path.join(ZE_NEW, "libze_loader.so.1")):
-        if not os.path.exists(path):
-            t.check("built: " + path, False, "build the project first")
-            t.exit()
-    return t
+from driver_common import (C, CUDA, HELPER, LIB, NO_FORK, R, REMEDY, SCRATCH, SHOW, SYSROOT_NOTE, U0, U1,
+                           UCXTLS, UNSET, Z, ZE_NEW, ZE_OLD, add_case, alive, boot_of, case, env_for,
+                           fixture, have, host_env, log_lines, machine, main, new_dir, new_log, once, probe,
+                           run, saved, start, system_has, tls_of, without_sysroot_note)
 
 
 @case("the helper by hand: its report on stdout")
@@ -185,35 +70,6 @@ def save_file(t):
     t.check("--save: the file names this boot (the replayed machine's boot id)",
             st and ("boot %s\n" % boot_of("dgx")) in open(path).read())
     t.equal("--save: no temporary file left beside it", sorted(os.listdir(cache)), ["driver"])
-
-
-# ucxtls probe's exit status: 0 when a family's driver initialised (its init call succeeded, even
-# with no GPU), 1 when none did; a result that only answers "0 devices" is not a driver.
-EXIT_ROWS = [
-    ("cuda initialised", {"FAKE_CUDA_COUNT": "1", "FAKE_ZE_INIT": "0x78000001"}, 0),
-    ("ze initialised, no GPU", {"FAKE_CUDA_INIT": "100"}, 0),
-    ("ze UNINITIALIZED, cuda NO_DEVICE", {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x78000001"}, 1),
-    ("ze UNINITIALIZED, cuda STUB_LIBRARY", {"FAKE_CUDA_INIT": "34", "FAKE_ZE_INIT": "0x78000001"}, 1),
-    ("ze INSUFFICIENT_PERMISSIONS, cuda NO_DEVICE", {"FAKE_CUDA_INIT": "100", "FAKE_ZE_INIT": "0x70010000"}, 1),
-]
-
-
-@case("ucxtls probe exits 1 when no family's driver initialised, 0 when one did")
-def probe_exit(t):
-    for label, fake, want in EXIT_ROWS:
-        for args in ([], ["--save"]):
-            cache = new_dir()
-            p, _ = probe(args, "dgx", cache, **fake)
-            err = without_sysroot_note(p.stderr.decode())
-            t.check("%s, probe %s: exit %d%s" % (label, " ".join(args), want, ", 'no driver initialised' on stderr" if want else ""),
-                    p.returncode == want and (("no driver initialised" in err and err.count("\n") == 1) if want else not err),
-                    "exit %d: %s" % (p.returncode, err))
-            if args:
-                t.check("%s: saved all the same" % label, os.listdir(cache) == ["driver"], str(os.listdir(cache)))
-    # Without libcuda.so.1 on the path and a loader without a driver: the case users meet.
-    p, _ = probe([], "dgx", new_dir(), [ZE_NEW], FAKE_ZE_INIT="0x78000001")
-    t.check("no libcuda.so.1 here, ze UNINITIALIZED: exit 1", p.returncode == 1 and b"no driver initialised" in p.stderr,
-            repr(p))
 
 
 # `ucxtls probe --save`, then a process reads it: which tier answers.
@@ -624,124 +480,6 @@ def save_where(t):
             p.returncode == 1 and b"UCXTLS_CACHE_DIR" in p.stderr, repr(p))
 
 
-@case("concurrent probe --save runs never give a reader half a file")
-def concurrent(t):
-    cache, _ = saved("dgx", FAKE_CUDA_COUNT="1")
-    stop = threading.Event()
-    writer_errors = []
-
-    saves = []
-
-    # A fixed amount of work, whatever the machine's load: each writer saves 8 times, and hosts read
-    # until both are done. Each save's own read-back may find the other's file: not an error.
-    def writer(fake):
-        for _ in range(8):
-            p, _ = probe(["--save"], "dgx", cache, **fake)
-            saves.append(p.returncode)
-            if p.returncode != 0:
-                writer_errors.append(p.stderr.decode())
-
-    writers = [threading.Thread(target=writer, args=(f,)) for f in
-               ({"FAKE_CUDA_COUNT": "1"}, {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu"})]
-    for w in writers:
-        w.start()
-    seen, bad_reads, reads = set(), [], 0
-    while reads < 20 or any(w.is_alive() for w in writers):
-        tls, err = tls_of(host_env("dgx", cache))
-        reads += 1
-        seen.add(tls)
-        if tls not in (C, Z) or "answer saved by ucxtls probe" not in err:
-            bad_reads.append(err)
-    for w in writers:
-        w.join()
-    t.check("%d reads while two writers saved different answers 16 times (every save exit 0): every read a whole file (%s)"
-            % (reads, sorted(seen)), not bad_reads and not writer_errors and len(saves) == 16,
-            "\n".join(bad_reads[:3] + writer_errors[:3]))
-    t.equal("... and no temporary file is left", sorted(os.listdir(cache)), ["driver"])
-    # Control: a writer that rewrites the file in place (no rename) is caught by the same readers.
-    text = open(os.path.join(cache, "driver")).read()
-    stop.clear()
-
-    def in_place():
-        while not stop.is_set():
-            with open(os.path.join(cache, "driver"), "w") as f:
-                f.write(text[:len(text) // 2])
-                f.flush()
-                time.sleep(0.002)
-                f.write(text[len(text) // 2:])
-
-    w = threading.Thread(target=in_place)
-    w.start()
-    caught = 0
-    for _ in range(30):
-        tls, err = tls_of(host_env("dgx", cache))
-        caught += "malformed" in err
-    stop.set()
-    w.join()
-    t.check("control: the same readers catch a writer that rewrites in place (%d of 30 reads saw half a file)" % caught,
-            caught > 0)
-
-
-DRIVER_OPEN = re.compile(r'^openat\((\d+), "driver",')  # the reader's open, in the cache directory
-
-
-def held_at_open(argv, env, replace):
-    """Runs argv under strace with its open of the saved answer held (delay_enter) until replace()
-    has run: another save's rename lands between the reader's check of the file and its open, on
-    every run. (CompletedProcess-like (returncode, stdout, stderr), or None when the open was not
-    seen.) The open's index comes from a first, undelayed trace of the same command."""
-    child_env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}  # strace itself runs without the library
-    pre = ["-E", "LD_PRELOAD=" + env["LD_PRELOAD"]] if "LD_PRELOAD" in env else []
-    out = os.path.join(new_dir("strace-"), "trace")
-    run(["strace", "-qq", "-o", out, "-e", "trace=openat"] + pre + argv, child_env)
-    opens = [l for l in open(out).read().splitlines() if l.startswith("openat(")]
-    index = next((i + 1 for i, l in enumerate(opens) if DRIVER_OPEN.match(l)), None)
-    if not index:
-        return None
-    os.unlink(out)
-    p = subprocess.Popen(["strace", "-qq", "-o", out, "-e", "trace=openat",
-                          "-e", "inject=openat:delay_enter=3000000:when=%d" % index] + pre + argv,
-                         env=child_env, cwd=EMPTY_HOME, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    held = False
-    while p.poll() is None and not held:  # the open's line is written when it enters, before the delay
-        held = os.path.exists(out) and any(DRIVER_OPEN.match(l) for l in open(out).read().splitlines())
-        time.sleep(0.002)
-    if held:
-        replace()
-    stdout, stderr = p.communicate(timeout=60)
-    return p.returncode, stdout.decode(), stderr.decode(), held
-
-
-def replace_answer(cache, other):
-    """What another `ucxtls probe --save` does: a whole file beside it, renamed over it."""
-    tmp = os.path.join(cache, ".driver.other")
-    shutil.copy(os.path.join(other, "driver"), tmp)
-    os.chmod(tmp, 0o644)
-    os.rename(tmp, os.path.join(cache, "driver"))
-
-
-@case("another save replacing the file between a reader's check and its open is read, not an error", tags=("strace",))
-def replaced_while_read(t):
-    if not have("strace"):
-        t.skip("a reader held at its open (strace inject)", "strace is not installed")
-        return
-    other, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")  # ze's answer
-    # A host: the file checked is the CUDA answer, the file opened the ze one.
-    cache, _ = saved("dgx", FAKE_CUDA_COUNT="1")
-    res = held_at_open(["/bin/sh", "-c", SHOW], host_env("dgx", cache), lambda: replace_answer(cache, other))
-    t.check("a host held at its open while the answer is replaced reads the new answer (ze)",
-            res and res[3] and res[1].split("|")[0] == Z and "answer saved by ucxtls probe" in res[2], repr(res))
-    # ucxtls probe --save: its read-back finds the other save's file.
-    cache = new_dir()
-    env = env_for("dgx", preload=False, LD_LIBRARY_PATH=":".join([CUDA, ZE_NEW]), UCXTLS_CACHE_DIR=cache, FAKE_CUDA_COUNT="1")
-    res = held_at_open([UCXTLS, "probe", "--save"], env, lambda: replace_answer(cache, other))
-    t.check("probe --save whose read-back finds another save's file: exit 0, the reader accepts it",
-            res and res[3] and res[0] == 0 and "reader answer saved by ucxtls probe" in res[1]
-            and "changed while" not in res[2], repr(res))
-    t.equal("... and the file is the other save's", open(os.path.join(cache, "driver")).read(),
-            open(os.path.join(other, "driver")).read())
-
-
 @case("the saved answer is read only when the decision needs it")
 def read_when_needed(t):
     cache, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
@@ -799,5 +537,4 @@ def cuda_stub(t):
 
 
 if __name__ == "__main__":
-    atexit.register(shutil.rmtree, SCRATCH, True)
     main("driver tier: ucxtls probe --save, the helper, the saved answer read by every process", start)
