@@ -230,9 +230,9 @@ int cmd_probe(int argc, char **argv) {
   const std::string dir = cache_dir_path(dirs[0]);
   int status = 0;
   if (!run->ok) status = probe_fail(kFailed, run->why + "; the kernel probe's answer stands");
-  else if (r.cuda.answer.answered != Tri::yes && r.ze.answer.answered != Tri::yes)
-    status = probe_fail(kFailed, std::string("no driver answered (cuda: ") + r.cuda.answer.name + "; ze: " + r.ze.answer.name +
-                               "); the kernel probe's answer stands");
+  else if (!driver_initialised(r.cuda.answer) && !driver_initialised(r.ze.answer))
+    status = probe_fail(kFailed, std::string("no driver initialised (cuda: ") + r.cuda.answer.name + "; ze: " + r.ze.answer.name +
+                               "): no usable driver answer");
   if (!want_save) {
     printf("saved  no (ucxtls probe --save stores it as %s/%s)\n", dir.c_str(), kCacheFileName);
     return status;

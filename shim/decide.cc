@@ -211,7 +211,9 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     if (!note_family(s, a, d)) return;
     d->family = a.family;
     d->family_known = true;
-    if (default_template && a.family == Family::none && !s.accel_forced) {
+    // UCXTLS_ACCEL=none is the same answer as a node without GPUs, never a list narrower than
+    // UCX's default; only UCXTLS_WRITE=always still composes the template for it.
+    if (default_template && a.family == Family::none && !(s.accel_forced && s.write_always)) {
       d->action = leave_unset;
       return d->note(Reason::no_gpu);
     }

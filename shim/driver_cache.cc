@@ -85,9 +85,9 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
     return reject(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)");
   }
   // The file is checked before it is opened (fstatat, not following a link): a FIFO named like it
-  // gets no reader, a device no open. Then what was opened is checked again, and must be the
-  // same file: only root or the reader can write the (trusted) directory, so only they could
-  // swap it in between.
+  // gets no reader, a device no open. Then what was opened is checked again by the same rules:
+  // only root or the reader can write the (trusted) directory, so a file swapped in between is
+  // another `ucxtls probe --save` replacing the answer (a rename), read as any other.
   int fd = stat_in(dfd, kCacheFileName, &facts);
   if (fd == -ENOENT) return close_fd(dfd), Found::missing;
   const char *what = nullptr, *detail = nullptr;
@@ -105,8 +105,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
     ev.add(" ignored: it cannot be opened (").add(errno_name(fd)).add(")").add(kRemedy);
     return Found::decided;
   }
-  const FileFacts checked = facts;
-  if (stat_fd(fd, &facts) != 0 || facts.dev != checked.dev || facts.ino != checked.ino ||
+  if (stat_fd(fd, &facts) != 0 || !cache_trusted(facts, reader(facts), false, why) ||
       facts.size > (long long)sizeof g_report) {
     close_fd(fd);
     return reject(ev, dir, "it changed while it was read");

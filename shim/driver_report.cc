@@ -245,6 +245,8 @@ bool cuda_result_answers(long code) { return code == 0 || code == 100 || code ==
 
 bool ze_result_answers(long code) { return code == 0 || code == 0x78000001 || code == 0x70010000; }
 
+bool driver_initialised(const DriverAnswer &a) { return a.answered == Tri::yes && a.code == 0; }
+
 struct CodeName {
   long code;
   const char *name;

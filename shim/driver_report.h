@@ -65,6 +65,10 @@ bool cuda_result_answers(long code);
 // Level Zero: SUCCESS, UNINITIALIZED (0x78000001: no driver, or no device it supports) and
 // INSUFFICIENT_PERMISSIONS (0x70010000: /dev/dri not ours, e.g. a cgroup-blocked GPU).
 bool ze_result_answers(long code);
+// Did the family's driver initialise (its init call succeeded: CUDA_SUCCESS, ZE_RESULT_SUCCESS)?
+// The results above that answer 0 devices (NO_DEVICE, STUB_LIBRARY, UNINITIALIZED,
+// INSUFFICIENT_PERMISSIONS) do not: `ucxtls probe` exits 1 when no family's driver initialised.
+bool driver_initialised(const DriverAnswer &a);
 // Names of the codes above and a few more; NULL for a code not in the table.
 const char *cuda_result_name(long code);  // fallback when libcuda lacks cuGetErrorName
 const char *ze_result_name(long code);     // Level Zero has no name function

@@ -100,7 +100,7 @@ const Option kOptions[kVarCount] = {
     {"UCXTLS_DISABLE", kDisable, kToggle, kEvery, "unset",
      "y, yes, on, 1, true (any case): turn the library off; n, no, off, 0, false: leave it on", kOnWords,
      0, 0, kBoolWhy.s},
-    {"UCXTLS_ACCEL", kAccel, kWord, kEvery, "auto", "accelerator family: auto (probe), cuda, rocm, ze or none",
+    {"UCXTLS_ACCEL", kAccel, kWord, kEvery, "auto", "accelerator family: auto (probe), cuda, rocm, ze or none (as without GPUs)",
      kAccelWords, 0, 0, kAccelWhy.s},
     {"UCXTLS_REPAIR", kRepair, kToggle, kEvery, "unset",
      "y, yes, on, 1, true (any case): a kept UCX_TLS naming another GPU family's transports and none of this node's gets them rewritten to this node's; n, no, off, 0, false: not",

@@ -26,7 +26,9 @@ PRINTING = [("env", ["env"], {"UCXTLS_WRITE": "always"}, None),
             ("--man", ["--man"], {}, None),
             # This machine's facts (no GPU): Debian's UCX, without CUDA, fails a DGX whatever the value.
             ("doctor --value tcp", ["doctor", "--value", "tcp"], {"UCXTLS_SYSROOT": None}, "ucx_info"),
-            ("probe", ["probe"], {}, None)]
+            # the fake libcuda.so.1 of tests/driver: a driver that initialises (exit 0)
+            ("probe", ["probe"], {"LD_LIBRARY_PATH": os.path.join(os.path.dirname(LIB), "tests", "driver", "fakes", "cuda"),
+                                  "FAKE_CUDA_COUNT": "1"}, None)]
 
 
 def cli(args, env, stdout):

@@ -9,133 +9,18 @@ then read that file. Fixture machines make the kernel's and the driver's answers
 test sees which tier answered. Then the real libraries where they exist: Debian's Level Zero loader
 (libze1) and the CUDA toolkit's stub libcuda.so.
 """
-import atexit
 import os
 import re
 import shutil
 import signal
 import stat
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, LIB, SHOW, C, R, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run  # noqa: E402
-
-
-HELPER = os.path.join(os.path.dirname(LIB), "ucxtls-probe")
-UCXTLS = os.path.join(os.path.dirname(LIB), "ucxtls")
-FAKES = os.path.join(BUILD_DIR, "tests", "driver", "fakes")
-NO_FORK = os.path.join(BUILD_DIR, "tests", "driver", "no_fork")
-CUDA, ZE_NEW, ZE_OLD = (os.path.join(FAKES, d) for d in ("cuda", "ze-new", "ze-old"))
-SCRATCH = tempfile.mkdtemp(prefix="ucxtls-driver-")
-U0 = "GPU-6b8f3a4e-2a1c-9d7e-8f00-1c2d3e4f5a6b"
-U1 = "GPU-0d7e2f11-8c4b-4a3d-b2e1-9f8e7d6c5b4a"
-REMEDY = "run ucxtls probe --save"
-
-
-def machine(name):
-    """A fixture machine; its /proc/sys/kernel/random/boot_id is the boot the cache is checked against."""
-    return fixture(name)
-
-
-def boot_of(name):
-    with open(os.path.join(machine(name), "proc/sys/kernel/random/boot_id")) as f:
-        return f.read().strip()
-
-
-def new_dir(prefix="cache-"):
-    return tempfile.mkdtemp(prefix=prefix, dir=SCRATCH)
-
-
-def probe(args, name, cache, libs=(CUDA, ZE_NEW), exe=UCXTLS, timeout=60, **extra):
-    """(CompletedProcess, seconds) of `ucxtls probe ARGS` on fixture `name` (None: this machine)."""
-    machine(name) if name else None
-    env = env_for(name, preload=False, LD_LIBRARY_PATH=":".join(libs), UCXTLS_CACHE_DIR=cache, **extra)
-    t0 = time.monotonic()
-    p = run([exe, "probe"] + args, env, timeout=timeout)
-    return p, time.monotonic() - t0
-
-
-SYSROOT_NOTE = "ucxtls: probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's"
-
-
-def without_sysroot_note(err):
-    """stderr without the note `ucxtls probe` prints under UCXTLS_SYSROOT (the fakes replay here)."""
-    return "".join(l for l in err.splitlines(True) if not l.startswith(SYSROOT_NOTE))
-
-
-def host_env(name, cache, **extra):
-    """A host's environment: the library, the driver tier, the debug line, the saved answer in cache;
-    UCXTLS_WRITE=always, so that the value names the family the tier found (the default writes
-    nothing beside NVIDIA GPUs and rc, all beside others)."""
-    extra.setdefault("UCXTLS_PROBE", "driver")
-    extra.setdefault("UCXTLS_WRITE", "always")
-    extra.setdefault("UCXTLS_DEBUG", "1")
-    machine(name)
-    return env_for(name, UCXTLS_CACHE_DIR=cache, **extra)
-
-
-def tls_of(env):
-    """(UCX_TLS, stderr) as /bin/sh sees them."""
-    p = run(["/bin/sh", "-c", SHOW], env)
-    return p.stdout.decode().split("|")[0], p.stderr.decode()
-
-
-def saved(name, libs=(CUDA, ZE_NEW), **fake):
-    """A cache directory holding what `ucxtls probe --save` recorded for these fake answers."""
-    cache = new_dir()
-    p, _ = probe(["--save"], name, cache, libs, **fake)
-    return cache, p
-
-
-def new_log():
-    fd, path = tempfile.mkstemp(prefix="fake-", suffix=".log", dir=SCRATCH)
-    os.close(fd)
-    return path
-
-
-def log_lines(path):
-    with open(path) as f:
-        return f.read().splitlines()
-
-
-def system_has(soname):
-    try:
-        out = subprocess.run(["/sbin/ldconfig", "-p"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
-    except OSError:
-        return False
-    return any(l.split()[:1] == [soname] for l in out.splitlines())
-
-
-def once(fn):
-    """fn() computed once per process, for the cases that share what it made."""
-    made = []
-
-    def cached():
-        if not made:
-            made.append(fn())
-        return made[0]
-    return cached
-
-
-def alive(pid):
-    try:
-        with open("/proc/%s/stat" % pid) as f:
-            return f.read().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return False
-
-
-def start():
-    t = Checks("driver tier: ucxtls probe --save, the helper, the saved answer read by every process")
-    for path in (HELPER, UCXTLS, NO_FORK, os.path.join(CUDA, "libcuda.so.1"), os.path.join(ZE_NEW, "libze_loader.so.1")):
-        if not os.path.exists(path):
-            t.check("built: " + path, False, "build the project first")
-            t.exit()
-    return t
+from driver_common import (C, CUDA, HELPER, LIB, NO_FORK, R, REMEDY, SCRATCH, SHOW, SYSROOT_NOTE, U0, U1,
+                           UCXTLS, UNSET, Z, ZE_NEW, ZE_OLD, add_case, alive, boot_of, case, env_for,
+                           fixture, have, host_env, log_lines, machine, main, new_dir, new_log, once, probe,
+                           run, saved, start, system_has, tls_of, without_sysroot_note)
 
 
 @case("the helper by hand: its report on stdout")
@@ -595,62 +480,6 @@ def save_where(t):
             p.returncode == 1 and b"UCXTLS_CACHE_DIR" in p.stderr, repr(p))
 
 
-@case("concurrent probe --save runs never give a reader half a file")
-def concurrent(t):
-    cache, _ = saved("dgx", FAKE_CUDA_COUNT="1")
-    stop = threading.Event()
-    writer_errors = []
-
-    saves = []
-
-    def writer(fake):
-        while not stop.is_set():
-            p, _ = probe(["--save"], "dgx", cache, **fake)
-            saves.append(p.returncode)
-            if p.returncode != 0:
-                writer_errors.append(p.stderr.decode())
-
-    writers = [threading.Thread(target=writer, args=(f,)) for f in
-               ({"FAKE_CUDA_COUNT": "1"}, {"FAKE_CUDA_INIT": "100", "FAKE_ZE_DEVICES": "gpu"})]
-    for w in writers:
-        w.start()
-    seen, bad_reads = set(), []
-    for _ in range(150):
-        tls, err = tls_of(host_env("dgx", cache))
-        seen.add(tls)
-        if tls not in (C, Z) or "answer saved by ucxtls probe" not in err:
-            bad_reads.append(err)
-    stop.set()
-    for w in writers:
-        w.join()
-    t.check("150 reads while two writers saved different answers %d times: every read a whole file (%s)"
-            % (len(saves), sorted(seen)), not bad_reads and not writer_errors and len(saves) >= 4 and len(seen) == 2,
-            "\n".join(bad_reads[:3] + writer_errors[:3]))
-    t.equal("... and no temporary file is left", sorted(os.listdir(cache)), ["driver"])
-    # Control: a writer that rewrites the file in place (no rename) is caught by the same readers.
-    text = open(os.path.join(cache, "driver")).read()
-    stop.clear()
-
-    def in_place():
-        while not stop.is_set():
-            with open(os.path.join(cache, "driver"), "w") as f:
-                f.write(text[:len(text) // 2])
-                f.flush()
-                time.sleep(0.002)
-                f.write(text[len(text) // 2:])
-
-    w = threading.Thread(target=in_place)
-    w.start()
-    caught = 0
-    for _ in range(30):
-        tls, err = tls_of(host_env("dgx", cache))
-        caught += "malformed" in err
-    stop.set()
-    w.join()
-    t.check("control: the same readers catch a writer that rewrites in place (%d of 30 reads saw half a file)" % caught,
-            caught > 0)
-
-
 @case("the saved answer is read only when the decision needs it")
 def read_when_needed(t):
     cache, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")
@@ -671,6 +500,8 @@ def real_ze(t):
     print("     real Level Zero loader, via ucxtls probe: " + p.stdout.decode().replace("\n", " | "))
     t.check("real libze_loader.so.1 (no GPU driver here): an answer, 0 GPUs, ZE_RESULT_ERROR_UNINITIALIZED",
             re.search(r"^ze\s+0 device\(s\) \(ZE_RESULT_ERROR_UNINITIALIZED\)$", p.stdout.decode(), re.M), p.stdout.decode())
+    t.check("real loader, CUDA NO_DEVICE: no driver initialised, exit 1", p.returncode == 1 and b"no driver initialised" in p.stderr,
+            repr(p))
     tls, err = tls_of(host_env("intel-xe", cache))
     t.check("real loader on an Intel fixture: the saved answer says no ze device, so none",
             tls == UNSET and "ze: driver API: 0 device(s) (ZE_RESULT_ERROR_UNINITIALIZED)" in err, err)
@@ -706,5 +537,4 @@ def cuda_stub(t):
 
 
 if __name__ == "__main__":
-    atexit.register(shutil.rmtree, SCRATCH, True)
     main("driver tier: ucxtls probe --save, the helper, the saved answer read by every process", start)

@@ -77,7 +77,8 @@ def ucx_info_config(t, ucx_info, machine, extra, want):
 # on AMD and Intel nodes; the template's values with UCXTLS_WRITE=always.
 for _machine, _extra, _want in (("dgx", {}, ALL), ("intel-xe", {}, ALL), ("mi300x", {}, ALL),
                                 ("dgx", ALWAYS, C), ("intel-xe", ALWAYS, Z), ("mi300x", ALWAYS, R),
-                                ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),
+                                ("dgx", {"UCXTLS_ACCEL": "none"}, ALL),
+                                ("no-gpu", {**ALWAYS, "UCXTLS_ACCEL": "none"}, NONE),
                                 ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
                                 ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, Z)):
     add_ucx_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want)

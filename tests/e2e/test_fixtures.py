@@ -98,12 +98,15 @@ ROWS = [
     ("aws-p5", {"UCXTLS_TEMPLATE": PORTABLE}, "sm,self,cuda_ipc,cuda_copy"),
     # Forcing a family, disabling, templates
     ("dgx", {**ALWAYS, "UCXTLS_ACCEL": "ze"}, Z),
-    ("dgx", {"UCXTLS_ACCEL": "none"}, NONE),                   # a GPU node told it has none: {rdma}
+    ("dgx", {"UCXTLS_ACCEL": "none"}, UNSET),                  # told it has no GPU: what a CPU node gets
+    ("intel-xe", {"UCXTLS_ACCEL": "none"}, UNSET),
+    ("dgx", {**ALWAYS, "UCXTLS_ACCEL": "none"}, NONE),         # composed on request: {rdma}
     ("no-gpu", {**ALWAYS, "UCXTLS_ACCEL": "rocm"}, R),
     ("dgx", {**ALWAYS, "UCXTLS_ACCEL": "auto"}, C),
     ("no-rdma", {"UCXTLS_ACCEL": "cuda"}, ALL),                 # forcing a family keeps the RDMA rule
-    ("no-gpu", {"UCXTLS_ACCEL": "none"}, NONE),                 # none, as asked: the template without {copy}
-    ("no-rdma", {"UCXTLS_ACCEL": "none"}, UNSET),               # none and no RDMA: an empty value is never written
+    ("no-gpu", {"UCXTLS_ACCEL": "none"}, UNSET),                # MPI keeps sm, self
+    ("no-gpu", {**ALWAYS, "UCXTLS_ACCEL": "none"}, NONE),       # the template without {copy}
+    ("no-rdma", {**ALWAYS, "UCXTLS_ACCEL": "none"}, UNSET),     # none and no RDMA: an empty value is never written
     ("aws-p5", {"UCXTLS_ACCEL": "ze"}, ALL),
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "1"}, UNSET),
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "0"}, C),
@@ -116,6 +119,7 @@ ROWS = [
     ("dgx", {**ALWAYS, "UCXTLS_DISABLE": "y"}, UNSET),
     ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "false"}, C),
     ("intel-xe", {"UCX_TLS": C, "UCXTLS_REPAIR": "n"}, C),
+    ("intel-xe", {"UCX_TLS": "^cuda_ipc,cuda_copy", "UCXTLS_REPAIR": "1"}, "^cuda_ipc,cuda_copy"),  # a deny list stands
     ("dgx", {"UCXTLS_TEMPLATE": "{copy},rc"}, "cuda_copy,rc"),
     ("dgx", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,cuda_copy,tcp"),
     ("no-gpu", {"UCXTLS_TEMPLATE": "rc,{copy},tcp"}, "rc,tcp"),
@@ -189,6 +193,13 @@ for _var, _value in [("UCXTLS_ACCEL", "foo"), ("UCXTLS_TEMPLATE", "rc, {copy}"),
                      ("UCXTLS_DISABLE", "00"), ("UCXTLS_REPAIR", "always"), ("UCXTLS_DEBUG", "2"),
                      ("UCXTLS_WRITE", "bogus"), ("UCXTLS_WRITE", "Always")]:
     add_case("invalid %s=%r" % (_var, _value), invalid, _var, _value)
+
+
+@case("UCXTLS_ACCEL=none removes an inherited value of ours: UCX_TLS and UCXTLS_DERIVED unset")
+def accel_none_inherited(t):
+    for machine in ("dgx", "intel-xe"):
+        tls, derived, err = sh_value(env_for(machine, UCX_TLS=C, UCXTLS_DERIVED=C, UCXTLS_ACCEL="none"))
+        t.equal("%s: an inherited %s with UCXTLS_ACCEL=none" % (machine, C), (tls, derived, err), (UNSET, UNSET, ""))
 
 
 @case("UCXTLS_REPAIR takes boolean words in any case: Yes, TRUE, on repair")

@@ -73,6 +73,21 @@ int main(void) {
 """ % (linked, linked)
 
 
+def printing_host(linked, name):
+    """A C host that calls `linked` first in main, then prints the variable `name` as it sees it."""
+    return r"""
+#include <stdio.h>
+#include <stdlib.h>
+void %s(void);
+int main(void) {
+  %s();
+  const char *v = getenv("%s");
+  printf("%%s\n", v ? v : "<unset>");
+  return 0;
+}
+""" % (linked, linked, name)
+
+
 def scratch_dir(prefix):
     """A new directory, removed when the test process ends."""
     d = tempfile.mkdtemp(prefix=prefix)

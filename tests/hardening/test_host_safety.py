@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import C, LIB, R, Z, case, compile_c, env_for, have, linked_host, main, run, scratch_dir
+from common import C, LIB, R, Z, case, compile_c, env_for, have, linked_host, main, printing_host, run, scratch_dir
 
 SETENV_LIB = os.environ.get("UCXTLSTEST_SETENV_LIB", "")
 RUNS = 300
@@ -70,17 +70,7 @@ __attribute__((constructor)) static void start_reader(void) {
 void stop_reader(void) { stop = 1; pthread_join(reader_thread, 0); }
 """
 
-GETENV_THREAD_HOST = r"""
-#include <stdio.h>
-#include <stdlib.h>
-void stop_reader(void);
-int main(void) {
-  stop_reader();
-  const char *v = getenv("UCX_TLS");
-  printf("%s\n", v ? v : "<unset>");
-  return 0;
-}
-"""
+GETENV_THREAD_HOST = printing_host("stop_reader", "UCX_TLS")
 
 ERRNO_LIB = r"""
 #include <errno.h>

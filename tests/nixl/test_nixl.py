@@ -174,12 +174,13 @@ def efa_trainer(t):
     record("CUDA trainer's literal list on aws-p5, library", res)
 
 
-@case("UCXTLS_ACCEL=none on dgx (a list without a copy transport, asked for): NIXL refuses it", tags=("wheels",))
+@case("UCXTLS_ACCEL=none UCXTLS_WRITE=always on dgx (a list without a copy transport, asked for): NIXL refuses it",
+      tags=("wheels",))
 def accel_none(t):
-    res = run_pair(t, "dgx", C, preload=True, UCXTLS_ACCEL="none")
+    res = run_pair(t, "dgx", C, preload=True, UCXTLS_ACCEL="none", **ALWAYS)
     t.equal("the library wrote the RDMA transports alone, as asked", seen(res), "rc_x,rc,dc_x,dc")
     t.check("NIXL refuses: %r" % NIXL_INVALID, both(res, AGENT) and NIXL_INVALID in res["initiator"][1], outcome(res))
-    record("`UCXTLS_ACCEL=none` on dgx (asked for)", res)
+    record("`UCXTLS_ACCEL=none UCXTLS_WRITE=always` on dgx (asked for)", res)
 
 
 FAKE_ZE = os.environ.get("UCXTLSTEST_ZE_FAKE_GPU", os.path.join(harness.BUILD_DIR, "tests", "ze", "libze_fake_gpu.so"))

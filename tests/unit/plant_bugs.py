@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plants each bug that tests/unit/test_planted_bugs.cc names (one row is test_core.cc's), one at a time, in the working tree;
+"""Plants each bug that tests/unit/test_planted_bugs.cc names (a few rows are test_core.cc's and test_repair.cc's), one at a time, in the working tree;
 rebuilds the unit binary; shows which test cases fail; and restores the file (git checkout).
 By hand, from the source root, with a configured build directory:
 
@@ -23,10 +23,13 @@ MUTANTS = [
      "settings: invalid values"),
     ("shim/decide.cc", 'if (!d->value[0] || !strcmp(d->value, "^")) {', "if (!d->value[0]) {",
      "compose: a value of ^ alone is never written"),
-    ("shim/decide.cc", "if (s.invalid || !gpu_families_named(tls)", "if (!gpu_families_named(tls)",
+    ("shim/decide.cc", "return error(d, Reason::invalid);\n  }\n  if (!gpu_families_named(tls)",
+     "}\n  if (!gpu_families_named(tls)",
      "repair: a kept value is not repaired while a setting is invalid"),
     ("shim/repair.cc", "if (k == n && !memcmp(p, e, n)) return true;", "if (k >= n && !memcmp(p, e, n)) return true;",
      "repair: a rewritten entry that is a prefix of an earlier one is not a repeat"),
+    ("shim/repair.cc", "if (!value || value[0] == '^') return 0;", "if (!value) return 0;",
+     "repair_value: other families' entries rewritten"),
     ("shim/driver_cache.cc", "if (fd == -ENOENT) return close_fd(dfd), Found::missing;",
      'if (fd == -ENOENT) return close_fd(dfd), reject(ev, dir, "missing");',
      "driver tier: a cache directory without the file gives way to the next place"),

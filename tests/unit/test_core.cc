@@ -595,10 +595,13 @@ TEST_CASE("the decision ladder") {
   rows.push_back({"forced ze: all", Env{{kAccel, "ze"}}, facts(Y, N, Y, N, N), Action::set, "all"});
   rows.push_back({"forced ze, always", Env{{kAccel, "ze"}, W}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc,ze_copy"});
   rows.push_back({"forced cuda on an nvidia node with rc: the CUDA list fits", Env{{kAccel, "cuda"}}, facts(Y, N, Y, N, N), Action::skip, ""});
-  rows.push_back({"forced none", Env{{kAccel, "none"}}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc"});
+  rows.push_back({"forced none: no family, nothing written (UCX's default stands)", Env{{kAccel, "none"}}, facts(Y, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"forced none, always: the template composed without {copy}", Env{{kAccel, "none"}, W}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc"});
+  rows.push_back({"forced none, a user's template: composed as written", Env{{kAccel, "none"}, {kTemplate, "{rdma},sm,self,{copy}"}}, facts(Y, N, Y, N, N), Action::set, "rc_x,rc,dc_x,dc,sm,self"});
+  rows.push_back({"forced none: an inherited value of ours is removed", Env{{kAccel, "none"}, {kUcxTls, D}, {kDerived, D}}, facts(Y, N, Y, N, N), Action::clear, ""});
   rows.push_back({"forced cuda without rdma: all", Env{{kAccel, "cuda"}}, facts(N, N, N, N, N), Action::set, "all"});
-  rows.push_back({"forced none without rdma: an empty value, not written", Env{{kAccel, "none"}}, facts(N, N, Y, N, N), Action::skip, ""});
-  rows.push_back({"forced none on a node without a gpu: {rdma}", Env{{kAccel, "none"}}, facts(Y, N, N, N, N), Action::set, "rc_x,rc,dc_x,dc"});
+  rows.push_back({"forced none without rdma, always: an empty value, not written", Env{{kAccel, "none"}, W}, facts(N, N, Y, N, N), Action::skip, ""});
+  rows.push_back({"forced none on a node without a gpu: nothing written", Env{{kAccel, "none"}}, facts(Y, N, N, N, N), Action::skip, ""});
   rows.push_back({"invalid accel", Env{{kAccel, "foo"}}, facts(Y, N, Y, N, N), Action::skip, ""});
   rows.push_back({"invalid template", Env{{kTemplate, "rc, cuda"}}, facts(Y, N, Y, N, N), Action::skip, ""});
   rows.push_back({"invalid write word", Env{{kWrite, "bogus"}}, facts(Y, N, N, N, Y), Action::skip, ""});

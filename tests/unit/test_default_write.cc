@@ -119,10 +119,14 @@ TEST_CASE("step 7: the default asks the RDMA fact for NVIDIA GPUs alone (cost or
   CHECK(decide_on({}, node(Family::none, Net::mlx5)).asked == V{Need::cuda, Need::rocm, Need::ze});
   // UCXTLS_WRITE=always composes {rdma} on every GPU node: asked last.
   CHECK(decide_on({{kWrite, "always"}}, node(Family::rocm, Net::mlx5)).asked == V{Need::cuda, Need::rocm, Need::ucx_conf, Need::rdma});
-  // UCXTLS_ACCEL=none with the default template is asked for: composed, {rdma} needed.
+  // UCXTLS_ACCEL=none is a node without GPUs: nothing is asked, nothing written.
   Got none = decide_on({{kAccel, "none"}}, node(Family::cuda, Net::mlx5));
-  CHECK(none.asked == V{Need::ucx_conf, Need::rdma});
-  CHECK(none.what == "rc_x,rc,dc_x,dc");
+  CHECK(none.asked == V{});
+  CHECK(none.what == "unset");
+  // With UCXTLS_WRITE=always it is composed: {rdma} needed.
+  Got always = decide_on({{kAccel, "none"}, {kWrite, "always"}}, node(Family::cuda, Net::mlx5));
+  CHECK(always.asked == V{Need::ucx_conf, Need::rdma});
+  CHECK(always.what == "rc_x,rc,dc_x,dc");
 }
 
 TEST_CASE("step 7: UCXTLS_WRITE takes needed or always; another word is one line and the library is off") {

@@ -37,6 +37,7 @@ TEST_CASE("gpu_mismatch: another family's GPU transports and none of this node's
       {"rc,tcp,sm,self", Family::ze, false},         // no GPU transport at all
       {"all", Family::rocm, false},
       {"^cuda_ipc", Family::ze, false},              // an exclusion list removes, names nothing
+      {"^cuda_ipc,cuda_copy", Family::ze, false},    // every entry of it excluded, cuda_copy too
       {"cuda", Family::ze, true},                    // UCX's family alias
       {"\\cuda_copy", Family::rocm, true},           // the name, not an alias
       {"gdr_copy:aux,tcp", Family::ze, true},        // gdr_copy is CUDA's
@@ -76,6 +77,7 @@ TEST_CASE("repair_value: other families' entries rewritten, every other entry ke
       {"rocm_copy,cuda_copy,tcp", Family::ze, "ze_copy,tcp"},           // a rewrite made a repeat: dropped
       {"cuda_ipc", Family::ze, "<none>"},                               // nothing would remain
       {"^cuda_copy", Family::ze, "<none>"},                             // exclusions are left alone
+      {"^cuda_ipc,cuda_copy", Family::ze, "<none>"},                    // ^ excludes both: ze_copy would deny the node's own
       {"rc,tcp", Family::ze, "<none>"},                                 // no GPU transport
       {"cuda_copy,ze_copy", Family::ze, "<none>"},                      // names this node's already
       {kCudaList, Family::none, "<none>"},                              // no known family
@@ -208,6 +210,11 @@ TEST_CASE("step 3: a kept value of another family is named, and repaired only wh
   Result excl = decide_keep(Env{{kUcxTls, "^cuda_ipc"}, {kRepair, "1"}}, Family::ze, false);
   CHECK(excl.action == Action::keep);
   CHECK(excl.asked.empty());
+  // A deny list of several entries: the ^ covers them all, so cuda_copy is denied, not named.
+  Result deny = decide_keep(Env{{kUcxTls, "^cuda_ipc,cuda_copy"}, {kRepair, "1"}}, Family::ze, false);
+  CHECK(deny.action == Action::keep);
+  CHECK_FALSE(deny.mismatch);
+  CHECK(deny.asked.empty());
   Result nofam = decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "1"}}, Family::none, false);
   CHECK(nofam.action == Action::keep);
   CHECK_FALSE(nofam.mismatch);
