@@ -4,7 +4,7 @@
 // takes the process's place before it is executed: its namespaces (mount, and the others it does not
 // share), its root and working directory, its user and group ids and supplementary groups,
 // capabilities no more than its own, and no_new_privs. A process that runs as root loads its build
-// as root only from files that only root can change.
+// as root only from files that only root can change (inspect_safety.h).
 #pragma once
 
 #include <sys/types.h>
@@ -16,8 +16,9 @@ namespace cli {
 
 // In the forked child, before it executes the helper (exe_fd, opened before: after a chroot its path
 // may not exist there): takes the place of process pid. inside: the libucp to load, as that process
-// names it from its own root. False: why, one line (nothing is executed then).
-bool enter_process(pid_t pid, const std::string &inside, std::string *why);
+// names it from its own root; envp: the helper's environment. False: why, one line (nothing is
+// executed then).
+bool enter_process(pid_t pid, const std::string &inside, char *const envp[], std::string *why);
 
 }  // namespace cli
 }  // namespace ucxtls
