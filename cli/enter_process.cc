@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bounded_child.h"
+#include "confinement.h"
 #include "inspect_safety.h"
 #include "util.h"
 
@@ -82,6 +83,9 @@ bool enter_process(pid_t pid, const std::string &inside, char *const envp[], std
   if (!c.read) return no(why, "cannot read " + proc + "/status: its user is unknown");
   if (!same_ns(proc, "user"))
     return no(why, "it runs in another user namespace, whose ids doctor cannot take: run doctor inside it");
+  // Its cgroups, bounding set and seccomp filters, read from doctor's own /proc and /sys.
+  Confinement limits;
+  if (!take_confinement(pid, &limits, why)) return false;
   // Its root and working directory, opened before any namespace is entered.
   const int root = open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   const int cwd = open((proc + "/cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -117,6 +121,7 @@ bool enter_process(pid_t pid, const std::string &inside, char *const envp[], std
   const unsigned long uid = least(c.uid), gid = least(c.gid);
   // As root: every file it would load, and every directory above, only root can change.
   if (uid == 0 && !root_may_load(inside, envp, why)) return false;
+  if (!apply_bounding(limits, why)) return false;
   // Its groups, then its group and user ids (all three of each), then no capability it lacks.
   if (setgroups(c.groups.size(), c.groups.data()) != 0) {
     std::vector<gid_t> own(size_t(getgroups(0, nullptr) > 0 ? getgroups(0, nullptr) : 0));
@@ -141,6 +146,7 @@ bool enter_process(pid_t pid, const std::string &inside, char *const envp[], std
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   // No exec of the helper may give back what was given up (root's exec keeps only these capabilities).
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return no(why, with_errno("cannot set no_new_privs"));
+  if (!apply_filters(limits, why)) return false;  // last: what follows must pass them
   uid_t ru, eu, su;
   gid_t rg, eg, sg;
   if (getresuid(&ru, &eu, &su) != 0 || getresgid(&rg, &eg, &sg) != 0 || ru != uid || eu != uid || su != uid ||

@@ -42,6 +42,37 @@ HOSTILE_C = r"""#include <errno.h>
 #ifdef HOSTILE_VERSION
 __attribute__((visibility("default"))) const char *ucp_get_version_string(void) { return HOSTILE_VERSION; }
 #endif
+#ifdef LIMITS  /* in every process that loads it: its seccomp mode, bounding set and memory (or v2) cgroup */
+static void field(const char *text, const char *key, char *out, size_t n) {
+  const char *p = strstr(text, key);
+  size_t i = 0;
+  if (p)
+    for (p += strlen(key); *p == '\t' || *p == ' ';) p++;
+  while (p && p[i] && p[i] != '\n' && i + 1 < n) out[i] = p[i], i++;
+  out[i] = '\0';
+}
+static void slurp(const char *path, char *out, size_t n) {
+  int fd = open(path, O_RDONLY);
+  ssize_t got = fd >= 0 ? read(fd, out, n - 1) : 0;
+  out[got > 0 ? got : 0] = '\0';
+  if (fd >= 0) close(fd);
+}
+__attribute__((constructor)) static void limits(void) {
+  char st[8192], cg[4096], comm[64], a[64], b[64], c[512], line[1024];
+  slurp("/proc/self/status", st, sizeof st);
+  slurp("/proc/self/cgroup", cg, sizeof cg);
+  slurp("/proc/self/comm", comm, sizeof comm);
+  comm[strcspn(comm, "\n")] = '\0';
+  field(st, "Seccomp:", a, sizeof a);
+  field(st, "CapBnd:", b, sizeof b);
+  field(cg, ":memory:", c, sizeof c);
+  if (!c[0]) field(cg, "0::", c, sizeof c);
+  int fd = open(RECORD, O_WRONLY | O_APPEND | O_CREAT, 0666);
+  int n = snprintf(line, sizeof line, "%s seccomp=%s capbnd=%s cgroup=%s\n", comm, a, b, c);
+  if (fd >= 0 && write(fd, line, (size_t)n) < 0) {}
+  if (fd >= 0) close(fd);
+}
+#endif
 __attribute__((constructor)) static void hostile(void) {
   char comm[64] = "?", line[512];
   int fd = open("/proc/self/comm", O_RDONLY);
@@ -364,6 +395,59 @@ def control_bytes(t):
         release(p)
     t.check("control: the version and the name are printed (exit 0)", rc == 0 and "1.22?]0;owned?" in out and "py?[2Jx" in out, out + err)
     t.check("no ESC or BEL reaches the terminal", "\x1b" not in out + err and "\x07" not in out + err, repr(out + err))
+
+
+PODMAN = ["podman", "--runtime", "runc"]
+TAG = "ucxtls-test-doctor-hostile"
+
+
+@case("a root process in a Podman container: the helper runs under its seccomp filter, bounding set and cgroup", tags=("podman",))
+def container_limits(t):
+    if not needs_root(t, ("cc", "podman", "runc", "tar")):
+        return
+    d = os.path.join(WORK, "image")
+    root = os.path.join(d, "root")
+    for sub in ("lib64", "lib/x86_64-linux-gnu", "usr/bin", "ucx", "tmp", "etc"):
+        os.makedirs(os.path.join(root, sub))
+    os.chmod(os.path.join(root, "tmp"), 0o1777)
+    shutil.copy("/lib64/ld-linux-x86-64.so.2", os.path.join(root, "lib64"))
+    shutil.copy("/lib/x86_64-linux-gnu/libc.so.6", os.path.join(root, "lib/x86_64-linux-gnu"))
+    harness.compile_c(os.path.join(root, "usr/bin/holder"), '#include <dlfcn.h>\n#include <unistd.h>\nint main(int c, char **v) {'
+                      ' (void)c; if (!dlopen(v[1], RTLD_NOW)) return 3; for (;;) pause(); }\n', check=True)
+    build(os.path.join(root, "ucx/libucp.so.0"), "/tmp/limits", defines=["-DLIMITS"])
+    with open(os.path.join(root, "etc/passwd"), "w") as f:
+        f.write("root:x:0:0:root:/:/bin/sh\n")
+    image = "localhost/%s:%d" % (TAG, os.getpid())
+    tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
+    p = subprocess.run(PODMAN + ["import", "-", image], stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    tar.wait()
+    if not t.check("podman import of the test's image", p.returncode == 0, p.stdout.decode(errors="replace")):
+        return
+    try:
+        p = subprocess.run(PODMAN + ["run", "-d", "--rm", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+                                     "--label", TAG, image, "/usr/bin/holder", "/ucx/libucp.so.0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        if p.returncode != 0:
+            t.skip("a root process in a Podman container", "podman cannot run a container here: " + p.stderr.strip())
+            return
+        cid = p.stdout.strip()
+        pid = subprocess.run(PODMAN + ["inspect", "--format", "{{.State.Pid}}", cid], stdout=subprocess.PIPE,
+                             universal_newlines=True, timeout=60).stdout.strip()
+        record = "/proc/%s/root/tmp/limits" % pid
+        for _ in range(100):
+            if records(record):
+                break
+            time.sleep(0.1)
+        rc, out, err = doctor(["--pid", pid, "--value", "tcp"])
+        got = records(record)
+    finally:
+        subprocess.run(PODMAN + ["rm", "-f", "--filter", "label=" + TAG], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        subprocess.run(PODMAN + ["rmi", "-f", image], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    own = [r.split(" ", 1)[1] for r in got if r.startswith("holder ")]
+    helper = [r.split(" ", 1)[1] for r in got if r.startswith("ucxtls-ucx")]
+    t.check("control: the container's process runs under a seccomp filter (mode 2)", own and "seccomp=2 " in own[0], repr(got))
+    t.check("doctor asked its build (exit 0)", rc == 0 and "UCX " in out, out + err)
+    t.equal("the helper's seccomp mode, bounding set and cgroup are the container's", helper, own[:1])
 
 
 if __name__ == "__main__":
