@@ -299,7 +299,7 @@ def setuid_nobody(t):
         release(p)
     got = records(record)
     t.check("doctor asked the build (exit 0)", rc == 0 and "UCX " in out, out + err)
-    t.check("the helper's constructor ran as 65534, once", len(got) == 1 and " euid=65534 " in got[0], got)
+    t.check("the helper's constructor ran as 65534, once", len(got) == 1 and " euid=65534 " in got[0], repr(got))
 
 
 @case("doctor --ucx as root of a build that nobody owns: refused in one line, not run; a root-owned copy is asked")
