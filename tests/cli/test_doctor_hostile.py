@@ -42,6 +42,12 @@ HOSTILE_C = r"""#include <errno.h>
 #ifdef HOSTILE_VERSION
 __attribute__((visibility("default"))) const char *ucp_get_version_string(void) { return HOSTILE_VERSION; }
 #endif
+static void slurp(const char *path, char *out, size_t n) {
+  int fd = open(path, O_RDONLY);
+  ssize_t got = fd >= 0 ? read(fd, out, n - 1) : 0;
+  out[got > 0 ? got : 0] = '\0';
+  if (fd >= 0) close(fd);
+}
 #ifdef LIMITS  /* in every process that loads it: its seccomp mode, bounding set and memory (or v2) cgroup */
 static void field(const char *text, const char *key, char *out, size_t n) {
   const char *p = strstr(text, key);
@@ -50,12 +56,6 @@ static void field(const char *text, const char *key, char *out, size_t n) {
     for (p += strlen(key); *p == '\t' || *p == ' ';) p++;
   while (p && p[i] && p[i] != '\n' && i + 1 < n) out[i] = p[i], i++;
   out[i] = '\0';
-}
-static void slurp(const char *path, char *out, size_t n) {
-  int fd = open(path, O_RDONLY);
-  ssize_t got = fd >= 0 ? read(fd, out, n - 1) : 0;
-  out[got > 0 ? got : 0] = '\0';
-  if (fd >= 0) close(fd);
 }
 __attribute__((constructor)) static void limits(void) {
   char st[8192], cg[4096], comm[64], a[64], b[64], c[512], line[1024];
@@ -74,23 +74,18 @@ __attribute__((constructor)) static void limits(void) {
 }
 #endif
 __attribute__((constructor)) static void hostile(void) {
-  char comm[64] = "?", line[512];
-  int fd = open("/proc/self/comm", O_RDONLY);
-  if (fd >= 0) {
-    ssize_t n = read(fd, comm, sizeof comm - 1);
-    comm[n > 0 ? n - 1 : 0] = '\0';
-    close(fd);
-  }
+  char comm[64], line[512];
+  slurp("/proc/self/comm", comm, sizeof comm);
+  comm[strcspn(comm, "\n")] = '\0';
   if (strncmp(comm, "ucxtls-ucx", 10)) return;
-  int tty = open("/dev/tty", O_RDWR), tty_errno = tty < 0 ? errno : 0, pushed = 0;
+  int fd, tty = open("/dev/tty", O_RDWR), tty_errno = tty < 0 ? errno : 0, pushed = 0;
   if (tty >= 0) {
     for (const char *c = "echo INJECTED\n"; *c; c++) pushed += ioctl(tty, TIOCSTI, c) == 0;
     if (write(tty, "TTYWRITE\n", 9) < 0) {}
     close(tty);
   }
   const char *secret = getenv("SECRET_TOKEN"), *mine = getenv("TARGET_VAR");
-  fd = open(RECORD, O_WRONLY | O_APPEND | O_CREAT, 0666);
-  if (fd < 0) return;
+  if ((fd = open(RECORD, O_WRONLY | O_APPEND | O_CREAT, 0666)) < 0) return;
   int n = snprintf(line, sizeof line, "%s euid=%u tty_errno=%d pushed=%d secret=%s target=%s\n", WHO, (unsigned)geteuid(),
                    tty_errno, pushed, secret ? secret : "-", mine ? mine : "-");
   if (write(fd, line, (size_t)n) < 0) {}

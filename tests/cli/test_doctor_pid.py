@@ -201,24 +201,32 @@ def suid_holder(exe):
     os.chmod(exe, 0o4755)
 
 
+def suid_doctor(t, name, env, libs):
+    """doctor --pid's (stdout, stderr) on a set-user-ID-root holder started by nobody with env, that
+    loads libs and then the nixl fake UCX, on a replayed Intel node; None when it did not start so."""
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    exe = os.path.join(WORK, name)
+    suid_holder(exe)
+    p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", exe] + libs +
+                   [os.path.join(fakes, "nixl", "libucp.so.0")], env)
+    try:
+        if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
+            return None
+        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("intel-xe", preload=False))
+    finally:
+        release(p)
+    return q.returncode, q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+
+
 @case("a set-user-ID program started by nobody that maps libucxtls.so, UCX_TLS=rc,cuda_copy: that value, secure execution")
 def secure_with_library(t):
     if not needs_root(t):
         return
-    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
-    exe = os.path.join(WORK, "suid-lib")
-    suid_holder(exe)
     # Its facts (the replayed Intel node) would give a family, and the library a decision, were it read.
-    env = env_for("intel-xe", preload=False, UCX_TLS="rc,cuda_copy")
-    p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", exe, LIB,
-                    os.path.join(fakes, "nixl", "libucp.so.0")], env)
-    try:
-        if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
-            return
-        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("intel-xe", preload=False))
-    finally:
-        release(p)
-    out, err = q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+    got = suid_doctor(t, "suid-lib", env_for("intel-xe", preload=False, UCX_TLS="rc,cuda_copy"), [LIB])
+    if not got:
+        return
+    rc, out, err = got
     t.check("the value line shows rc,cuda_copy and says secure execution (its library read nothing)",
             re.search(r"^value +rc,cuda_copy \(.*secure execution: its libucxtls.so read nothing\)$", out, re.M), out + err)
     t.check("... not 'UCX_TLS stays unset', no line of its library's decision", "stays unset" not in out and
@@ -229,22 +237,13 @@ def secure_with_library(t):
 def secure_execution(t):
     if not needs_root(t):
         return
-    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
-    exe = os.path.join(WORK, "suid-ucx")
-    suid_holder(exe)
     # UCX_TLS unset in it; what it would compose without secure execution
-    env = env_for("intel-xe", preload=False, UCXTLS_TEMPLATE="tcp,{copy}")
-    p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", exe,
-                    os.path.join(fakes, "nixl", "libucp.so.0")], env)
-    try:
-        if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
-            return
-        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("intel-xe", preload=False))
-    finally:
-        release(p)
-    out, err = q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+    got = suid_doctor(t, "suid-ucx", env_for("intel-xe", preload=False, UCXTLS_TEMPLATE="tcp,{copy}"), [])
+    if not got:
+        return
+    rc, out, err = got
     t.check("'secure execution (its libucxtls.so read nothing)' ... 'nothing to check', exit 0",
-            q.returncode == 0 and "its libucxtls.so read nothing" in out and "nothing to check" in out, "%d %r %r" % (q.returncode, out, err))
+            rc == 0 and "its libucxtls.so read nothing" in out and "nothing to check" in out, "%d %r %r" % (rc, out, err))
     t.check("... no value line (nothing composed from its UCXTLS_TEMPLATE), no build line for the node's family (ze)",
             not re.search(r"^value ", out, re.M) and "Level Zero" not in out and "ze_copy" not in out, out)
 
