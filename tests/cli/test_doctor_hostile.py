@@ -8,7 +8,6 @@ root; FIFOs and a mount that never answers do not hold doctor past its bound; th
 reach the terminal without control bytes. Run as root (setpriv); SKIP otherwise."""
 import fcntl
 import os
-import pty
 import re
 import select
 import shutil
