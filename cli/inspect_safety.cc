@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <link.h>
 #include <poll.h>
@@ -129,19 +130,49 @@ bool dynamic_of(const std::string &path, std::vector<std::string> *needed, std::
   return true;
 }
 
+// The directories /etc/ld.so.conf lists (its include lines followed): where the entries of
+// ld.so's cache are, searched before the system's own.
+void conf_dirs(const std::string &file, int depth, std::vector<std::string> *out) {
+  const int fd = open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  struct stat st;
+  std::string text;
+  const bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (1 << 20) && read_all(fd, &text);
+  if (fd >= 0) close(fd);
+  if (!ok) return;
+  for (std::string line : split(text.c_str(), "\n")) {
+    line = line.substr(0, line.find('#'));
+    const std::vector<std::string> words = split(line.c_str(), " \t");
+    std::vector<std::string> w;
+    for (const std::string &x : words)
+      if (!x.empty()) w.push_back(x);
+    if (w.size() == 2 && w[0] == "include" && depth < 8) {
+      glob_t g;
+      const std::string pattern = w[1][0] == '/' ? w[1] : dir_of(file) + "/" + w[1];
+      if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; i++) conf_dirs(g.gl_pathv[i], depth + 1, out);
+      globfree(&g);
+    } else if (w.size() == 1 && w[0][0] == '/') {
+      out->push_back(w[0]);
+    }
+  }
+}
+
 // Where ld.so finds a name without a slash when no listed directory has it: its cache, whose
-// entries are in the system's library directories (these).
+// entries are in the directories of ld.so.conf and the system's library directories (these).
 const char *const kSystemDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                                    "/usr/lib/aarch64-linux-gnu", "/lib/powerpc64le-linux-gnu", "/usr/lib/powerpc64le-linux-gnu",
                                    "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
 
 struct Closure {
+  std::vector<std::string> conf;    // ld.so.conf's directories
   std::vector<std::string> search;  // every directory searched (LD_LIBRARY_PATH, RPATH, RUNPATH)
   std::vector<std::string> seen;    // every file mapped, as found
   std::string culprit;
 
   bool check_dir(const std::string &dir) {
     if (std::find(search.begin(), search.end(), dir) != search.end()) return true;
+    if (dir.find('$') != std::string::npos)  // $LIB, $PLATFORM: ld.so's own expansion, not checked here
+      return culprit = dir + " (a directory doctor cannot expand)", false;
     search.push_back(dir);
     return walk(absolute(dir), 0, &culprit);
   }
@@ -161,6 +192,7 @@ struct Closure {
         continue;
       }
       std::vector<std::string> where = search;
+      where.insert(where.end(), conf.begin(), conf.end());
       where.insert(where.end(), std::begin(kSystemDirs), std::end(kSystemDirs));
       for (const std::string &d : where) {
         const std::string p = (d == "/" ? "" : d) + "/" + n;
@@ -187,6 +219,7 @@ bool root_only_path(const std::string &path, std::string *culprit) { return walk
 
 bool root_may_load(const std::string &libucp, char *const envp[], std::string *why) {
   Closure c;
+  conf_dirs("/etc/ld.so.conf", 0, &c.conf);
   const char *changeable = " can be changed by a user other than root: not loaded as root";
   if (const char *llp = env_get(envp, "LD_LIBRARY_PATH"))
     for (const std::string &d : split(llp, ":;"))

@@ -259,6 +259,18 @@ def parent_dir(t):
         t.equal("no constructor ran in a helper", records(record), [])
 
 
+@case("a root process whose libucp has an RPATH with $LIB (ld.so's own expansion): not loaded as root")
+def rpath_token(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("token-rec")
+    lib = build(os.path.join(WORK, "token", "libucp.so.0"), record, libs=["-Wl,-rpath,/opt/ucxtls-none/$LIB"])
+    got = root_case(t, "token", lib)
+    if got:
+        one_line_refusal(t, "exit 2, one line naming the directory", got, "/opt/ucxtls-none/$LIB (a directory doctor cannot expand)")
+        t.equal("no constructor ran in a helper", records(record), [])
+
+
 @case("a root process mapping a libucp that nobody owns (0644, in a root 0755 directory): refused, nothing loaded")
 def owner_not_mode(t):
     if not needs_root(t):
