@@ -8,150 +8,19 @@ root; FIFOs and a mount that never answers do not hold doctor past its bound; th
 reach the terminal without control bytes. Run as root (setpriv); SKIP otherwise."""
 import fcntl
 import os
-import re
 import select
 import shutil
 import subprocess
 import sys
-import tempfile
 import termios
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 import harness  # noqa: E402
-from harness import LIB, case, env_for, have, main, run  # noqa: E402
-
-CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_ucx.c")
-WORK = tempfile.mkdtemp(prefix="ucxtls-hostile-")
-os.chmod(WORK, 0o755)
-import atexit  # noqa: E402
-atexit.register(shutil.rmtree, WORK, True)
-HOLD = "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
-NOBODY = ["--reuid=65534", "--regid=65534", "--clear-groups"]
-
-# Run only in the helper (its comm): what the target's code can reach from there.
-HOSTILE_C = r"""#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
-#ifdef HOSTILE_VERSION
-__attribute__((visibility("default"))) const char *ucp_get_version_string(void) { return HOSTILE_VERSION; }
-#endif
-static void slurp(const char *path, char *out, size_t n) {
-  int fd = open(path, O_RDONLY);
-  ssize_t got = fd >= 0 ? read(fd, out, n - 1) : 0;
-  out[got > 0 ? got : 0] = '\0';
-  if (fd >= 0) close(fd);
-}
-#ifdef LIMITS  /* in every process that loads it: its seccomp mode, bounding set and memory (or v2) cgroup */
-static void field(const char *text, const char *key, char *out, size_t n) {
-  const char *p = strstr(text, key);
-  size_t i = 0;
-  if (p)
-    for (p += strlen(key); *p == '\t' || *p == ' ';) p++;
-  while (p && p[i] && p[i] != '\n' && i + 1 < n) out[i] = p[i], i++;
-  out[i] = '\0';
-}
-__attribute__((constructor)) static void limits(void) {
-  char st[8192], cg[4096], comm[64], a[64], b[64], c[512], line[1024];
-  slurp("/proc/self/status", st, sizeof st);
-  slurp("/proc/self/cgroup", cg, sizeof cg);
-  slurp("/proc/self/comm", comm, sizeof comm);
-  comm[strcspn(comm, "\n")] = '\0';
-  field(st, "Seccomp:", a, sizeof a);
-  field(st, "CapBnd:", b, sizeof b);
-  field(cg, ":memory:", c, sizeof c);
-  if (!c[0]) field(cg, "0::", c, sizeof c);
-  int fd = open(RECORD, O_WRONLY | O_APPEND | O_CREAT, 0666);
-  int n = snprintf(line, sizeof line, "%s seccomp=%s capbnd=%s cgroup=%s\n", comm, a, b, c);
-  if (fd >= 0 && write(fd, line, (size_t)n) < 0) {}
-  if (fd >= 0) close(fd);
-}
-#endif
-__attribute__((constructor)) static void hostile(void) {
-  char comm[64], line[512];
-  slurp("/proc/self/comm", comm, sizeof comm);
-  comm[strcspn(comm, "\n")] = '\0';
-  if (strncmp(comm, "ucxtls-ucx", 10)) return;
-  int fd, tty = open("/dev/tty", O_RDWR), tty_errno = tty < 0 ? errno : 0, pushed = 0;
-  if (tty >= 0) {
-    for (const char *c = "echo INJECTED\n"; *c; c++) pushed += ioctl(tty, TIOCSTI, c) == 0;
-    if (write(tty, "TTYWRITE\n", 9) < 0) {}
-    close(tty);
-  }
-  const char *secret = getenv("SECRET_TOKEN"), *mine = getenv("TARGET_VAR");
-  if ((fd = open(RECORD, O_WRONLY | O_APPEND | O_CREAT, 0666)) < 0) return;
-  int n = snprintf(line, sizeof line, "%s euid=%u tty_errno=%d pushed=%d secret=%s target=%s\n", WHO, (unsigned)geteuid(),
-                   tty_errno, pushed, secret ? secret : "-", mine ? mine : "-");
-  if (write(fd, line, (size_t)n) < 0) {}
-  close(fd);
-}
-"""
-
-
-def needs_root(t, tools=("cc", "setpriv")):
-    missing = [x for x in tools if not have(x)]
-    if os.geteuid() != 0 or missing:
-        t.skip("doctor as root against a hostile build", "not root" if os.geteuid() else "no %s" % ", ".join(missing))
-        return False
-    return True
-
-
-def build(out, record, who="libucp", ucx=True, defines=(), libs=()):
-    """A shared object at out: fake_ucx.c (NIXL-like transports) unless ucx is False, plus the
-    hostile constructor recording into record as who."""
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    src = os.path.join(WORK, "hostile.c")
-    with open(src, "w") as f:
-        f.write(HOSTILE_C)
-    cmd = ["cc", "-shared", "-fPIC", "-fvisibility=hidden", '-DRECORD="%s"' % record, '-DWHO="%s"' % who, "-o", out, src]
-    if ucx:
-        cmd += ["-DFAKE_UCX_TLS_NIXL=1", SRC]
-    subprocess.run(cmd + list(defines) + list(libs), check=True)
-    return out
-
-
-def records(path):
-    try:
-        with open(path) as f:
-            return f.read().splitlines()
-    except OSError:
-        return []
-
-
-def hold(argv, env, **kw):
-    p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
-    return p, p.stdout.readline()
-
-
-def release(p):
-    p.stdin.close()
-    p.wait(timeout=30)
-
-
-def as_nobody(argv):
-    return [shutil.which("setpriv")] + NOBODY + argv
-
-
-def doctor(args, extra=None, timeout=60):
-    p = run([CLI, "doctor"] + args, env_for(None, preload=False, **(extra or {})), timeout=timeout)
-    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
-
-
-def one_line_refusal(t, name, got, words):
-    rc, out, err = got
-    return t.check(name, rc == 2 and out == "" and err.count("\n") == 1 and words in err, "%d %r %r" % got)
-
-
-def rec_dir(name):
-    d = os.path.join(WORK, name)
-    os.makedirs(d)
-    os.chmod(d, 0o777)
-    return os.path.join(d, "record")
+from harness import case, env_for, main  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hostile_build import (CLI, HOLD, WORK, as_nobody, build, doctor, hold, needs_root, one_line_refusal,  # noqa: E402
+                           rec_dir, records, release)
 
 
 @case("a nobody process's libucp cannot reach doctor's terminal (no /dev/tty, no TIOCSTI) nor its environment")
@@ -401,77 +270,6 @@ def control_bytes(t):
         release(p)
     t.check("control: the version and the name are printed (exit 0)", rc == 0 and "1.22?]0;owned?" in out and "py?[2Jx" in out, out + err)
     t.check("no ESC or BEL reaches the terminal", "\x1b" not in out + err and "\x07" not in out + err, repr(out + err))
-
-
-PODMAN = ["podman", "--runtime", "runc"]
-TAG = "ucxtls-test-doctor-hostile"
-
-
-@case("a root process in a Podman container: the helper runs under its seccomp filter, bounding set and cgroup", tags=("podman",))
-def container_limits(t):
-    if not needs_root(t, ("cc", "podman", "runc", "tar")):
-        return
-    d = os.path.join(WORK, "image")
-    root = os.path.join(d, "root")
-    for sub in ("lib64", "lib/x86_64-linux-gnu", "usr/bin", "ucx", "tmp", "etc"):
-        os.makedirs(os.path.join(root, sub))
-    os.chmod(os.path.join(root, "tmp"), 0o1777)
-    shutil.copy("/lib64/ld-linux-x86-64.so.2", os.path.join(root, "lib64"))
-    shutil.copy("/lib/x86_64-linux-gnu/libc.so.6", os.path.join(root, "lib/x86_64-linux-gnu"))
-    harness.compile_c(os.path.join(root, "usr/bin/holder"), '#include <dlfcn.h>\n#include <unistd.h>\nint main(int c, char **v) {'
-                      ' (void)c; if (!dlopen(v[1], RTLD_NOW)) return 3; for (;;) pause(); }\n', check=True)
-    build(os.path.join(root, "ucx/libucp.so.0"), "/tmp/limits", defines=["-DLIMITS"])
-    with open(os.path.join(root, "etc/passwd"), "w") as f:
-        f.write("root:x:0:0:root:/:/bin/sh\n")
-    image = "localhost/%s:%d" % (TAG, os.getpid())
-    tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
-    p = subprocess.run(PODMAN + ["import", "-", image], stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-    tar.wait()
-    if not t.check("podman import of the test's image", p.returncode == 0, p.stdout.decode(errors="replace")):
-        return
-    try:
-        p = subprocess.run(PODMAN + ["run", "-d", "--rm", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-                                     "--label", TAG, image, "/usr/bin/holder", "/ucx/libucp.so.0"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
-        if p.returncode != 0:
-            t.skip("a root process in a Podman container", "podman cannot run a container here: " + p.stderr.strip())
-            return
-        cid = p.stdout.strip()
-        pid = subprocess.run(PODMAN + ["inspect", "--format", "{{.State.Pid}}", cid], stdout=subprocess.PIPE,
-                             universal_newlines=True, timeout=60).stdout.strip()
-        record = "/proc/%s/root/tmp/limits" % pid
-        for _ in range(100):
-            if records(record):
-                break
-            time.sleep(0.1)
-        rc, out, err = doctor(["--pid", pid, "--value", "tcp"])
-        got = records(record)
-        # Traced already (strace): its filter cannot be read, so doctor refuses and says how to ask from inside.
-        tracer = subprocess.Popen(["strace", "-p", pid, "-o", "/dev/null"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) \
-            if have("strace") else None
-        for _ in range(100):
-            with open("/proc/%s/status" % pid) as f:
-                if tracer is None or re.search(r"^TracerPid:\s+[1-9]", f.read(), re.M):
-                    break
-            time.sleep(0.05)
-        traced = doctor(["--pid", pid, "--value", "tcp"]) if tracer else None
-        after = records(record)
-        if tracer:
-            tracer.terminate()
-            tracer.wait(timeout=30)
-    finally:
-        subprocess.run(PODMAN + ["rm", "-f", "--filter", "label=" + TAG], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-        subprocess.run(PODMAN + ["rmi", "-f", image], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-    own = [r.split(" ", 1)[1] for r in got if r.startswith("holder ")]
-    helper = [r.split(" ", 1)[1] for r in got if r.startswith("ucxtls-ucx")]
-    t.check("control: the container's process runs under a seccomp filter (mode 2)", own and "seccomp=2 " in own[0], repr(got))
-    t.check("doctor asked its build (exit 0)", rc == 0 and "UCX " in out, out + err)
-    t.equal("the helper's seccomp mode, bounding set and cgroup are the container's", helper, own[:1])
-    if traced is None:
-        t.skip("a traced container process", "no strace (Debian strace)")
-        return
-    one_line_refusal(t, "traced by strace: exit 2, one line saying how to ask from inside", traced, "podman exec ID ucxtls doctor")
-    t.equal("... and no helper ran", after, got)
 
 
 if __name__ == "__main__":
