@@ -59,7 +59,39 @@ struct Forwarding {
   }
 };
 
+// Every descriptor but stdio and the report's: nothing the caller left open (a terminal, a
+// socket) reaches the helper.
+void close_inherited(int keep) {
+  const unsigned from = keep > 2 ? unsigned(keep) + 1 : 3;
+  if (keep > 3 && syscall(SYS_close_range, 3u, unsigned(keep) - 1, 0u) != 0)
+    for (int fd = 3; fd < keep; fd++) close(fd);
+  if (syscall(SYS_close_range, from, ~0u, 0u) != 0)
+    for (long fd = from, max = sysconf(_SC_OPEN_MAX) > 0 && sysconf(_SC_OPEN_MAX) < 65536 ? sysconf(_SC_OPEN_MAX) : 65536; fd < max; fd++)
+      close(int(fd));
+}
+
 }  // namespace
+
+void relay_from_child() {
+  const pid_t child = fork();
+  if (child < 0) _exit(126);
+  if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    return;
+  }
+  end_as(child);
+}
+
+void end_as(pid_t child) {
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    signal(WTERMSIG(status), SIG_DFL);
+    raise(WTERMSIG(status));
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
 
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
                  bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd,
@@ -87,7 +119,10 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     return;
   }
   if (pid == 0) {
-    setpgid(0, 0);  // its own group: at the deadline the group goes, with whatever it started
+    // Its own session (and so its own group: at the deadline the group goes, with whatever it
+    // started), without the caller's controlling terminal: nothing it loads can open /dev/tty to
+    // read the caller's keys or push input into the caller's shell (TIOCSTI).
+    if (setsid() < 0) setpgid(0, 0);
     // It dies with the command, however the command ends (a SIGKILL cannot be forwarded).
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(126);  // the command is already gone
@@ -97,9 +132,13 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     int w = fcntl(p[1], F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
     if (w < 0 || n4 < 0 || dup2(n4, 0) < 0 || dup2(n4, 1) < 0 || dup2(n4, 2) < 0 || dup2(w, report_fd) < 0)
       _exit(126);
+    close_inherited(report_fd);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    // A session leader that opens a terminal takes it as its controlling one: the helper is its
+    // child, which cannot.
+    relay_from_child();
     if (before_exec) {  // it may leave this root: the helper is executed from a descriptor
       const int exe = open(argv[0], O_PATH | O_CLOEXEC);
       std::string why;
@@ -112,8 +151,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     dprintf(report_fd, "!exec %d\n", errno);
     _exit(127);
   }
-  setpgid(pid, pid);  // as the child does: either may run first
-  g_child_group = pid;
+  g_child_group = pid;  // its session's id, and its group's
   sigprocmask(SIG_SETMASK, &saved, nullptr);
   close(p[1]);
   char buf[4096];
@@ -139,6 +177,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     else usleep(1000);
   }
   kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);  // in case it had not yet made its session
   for (long long until = monotonic_ms() + 1000; !r->reaped && monotonic_ms() < until;) {
     pid_t w = waitpid(pid, &r->status, WNOHANG);
     if (w == pid) r->reaped = true;

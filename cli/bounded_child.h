@@ -1,8 +1,10 @@
 // A helper program run as a bounded child of the command (`ucxtls probe`, `ucxtls doctor --ucx`):
-// its own process group, /dev/null for stdio, its report on fd 3, killed with its group at the
-// deadline. The helper is where a driver or a UCX is loaded, never the command itself: a library's
+// its own session without a controlling terminal, /dev/null for stdio, no other descriptor of the
+// caller's, its report on fd 3, killed with its group at the deadline. The helper is where a driver or a UCX is loaded, never the command itself: a library's
 // constructors may hang, crash or print, and that must cost one named failure, not the command.
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 
@@ -40,6 +42,13 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
                  int report_fd = kReportFd, const BeforeExec *before_exec = nullptr);
 
 long long monotonic_ms();
+
+// In a child: forks, and returns in the new child alone; this process waits for it and ends as it
+// ends (its exit status, or its signal). Whatever the new child leaves stays in this one's group.
+void relay_from_child();
+
+// Waits for child and ends this process as it ended (its exit status, or its signal).
+[[noreturn]] void end_as(pid_t child);
 
 }  // namespace cli
 }  // namespace ucxtls

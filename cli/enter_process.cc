@@ -18,6 +18,9 @@
 
 #include <vector>
 
+#include "bounded_child.h"
+#include "confinement.h"
+#include "inspect_safety.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -65,15 +68,6 @@ bool same_ns(const std::string &proc, const char *ns) {
          a.st_ino == b.st_ino && a.st_dev == b.st_dev;
 }
 
-// Only root may change it (and the directory that holds it): what a root process loads as root.
-bool root_only(const std::string &path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) return false;
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  return stat(dir.c_str(), &st) == 0 && st.st_uid == 0 && (!(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX));
-}
-
 bool no(std::string *why, const std::string &text) {
   *why = text;
   return false;
@@ -83,12 +77,15 @@ std::string with_errno(const char *what) { return std::string(what) + " (" + str
 
 }  // namespace
 
-bool enter_process(pid_t pid, const std::string &inside, std::string *why) {
+bool enter_process(pid_t pid, const std::string &inside, char *const envp[], std::string *why) {
   const std::string proc = "/proc/" + std::to_string(pid);
   const Credentials c = credentials_of(proc);
   if (!c.read) return no(why, "cannot read " + proc + "/status: its user is unknown");
   if (!same_ns(proc, "user"))
     return no(why, "it runs in another user namespace, whose ids doctor cannot take: run doctor inside it");
+  // Its cgroups, bounding set and seccomp filters, read from doctor's own /proc and /sys.
+  Confinement limits;
+  if (!take_confinement(pid, &limits, why)) return false;
   // Its root and working directory, opened before any namespace is entered.
   const int root = open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   const int cwd = open((proc + "/cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -122,8 +119,9 @@ bool enter_process(pid_t pid, const std::string &inside, std::string *why) {
   close(root);
   if (cwd >= 0) close(cwd);
   const unsigned long uid = least(c.uid), gid = least(c.gid);
-  if (uid == 0 && !root_only(inside))
-    return no(why, inside + " (or its directory) can be changed by a user other than root: not loaded as root");
+  // As root: every file it would load, and every directory above, only root can change.
+  if (uid == 0 && !root_may_load(inside, envp, why)) return false;
+  if (!apply_bounding(limits, why)) return false;
   // Its groups, then its group and user ids (all three of each), then no capability it lacks.
   if (setgroups(c.groups.size(), c.groups.data()) != 0) {
     std::vector<gid_t> own(size_t(getgroups(0, nullptr) > 0 ? getgroups(0, nullptr) : 0));
@@ -148,27 +146,15 @@ bool enter_process(pid_t pid, const std::string &inside, std::string *why) {
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   // No exec of the helper may give back what was given up (root's exec keeps only these capabilities).
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return no(why, with_errno("cannot set no_new_privs"));
+  if (!apply_filters(limits, why)) return false;  // last: what follows must pass them
   uid_t ru, eu, su;
   gid_t rg, eg, sg;
   if (getresuid(&ru, &eu, &su) != 0 || getresgid(&rg, &eg, &sg) != 0 || ru != uid || eu != uid || su != uid ||
       rg != gid || eg != gid || sg != gid)
     return no(why, "its user and group ids did not hold");
-  if (!new_pid) return true;
   // In its pid namespace: the helper is a child of this process, which passes its end on.
-  const pid_t child = fork();
-  if (child < 0) return no(why, with_errno("fork"));
-  if (child == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    return true;
-  }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) {
-    signal(WTERMSIG(status), SIG_DFL);
-    raise(WTERMSIG(status));
-  }
-  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+  if (new_pid) relay_from_child();
+  return true;
 }
 
 }  // namespace cli

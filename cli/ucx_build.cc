@@ -17,6 +17,7 @@
 #include "bounded_child.h"
 #include "enter_process.h"
 #include "exit.h"
+#include "inspect_safety.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -44,9 +45,11 @@ std::string real_path(const std::string &p) {
 // libucp.so.0.0.0 of one build as three copies of one file (RAPIDS' libucx wheel).
 bool same_bytes(const std::string &a, const std::string &b) {
   struct stat sa, sb;
-  if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0 || sa.st_size != sb.st_size) return false;
-  int fa = open(a.c_str(), O_RDONLY | O_CLOEXEC), fb = open(b.c_str(), O_RDONLY | O_CLOEXEC);
-  bool same = fa >= 0 && fb >= 0;
+  // Regular files alone, opened without blocking: a FIFO named libucp.so.0 is never waited on.
+  const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+  int fa = open(a.c_str(), flags), fb = open(b.c_str(), flags);
+  bool same = fa >= 0 && fb >= 0 && fstat(fa, &sa) == 0 && fstat(fb, &sb) == 0 && S_ISREG(sa.st_mode) &&
+              S_ISREG(sb.st_mode) && sa.st_size == sb.st_size;
   char ba[4096], bb[4096];  // on the stack: a .bss buffer would not load under a tight ulimit -d
   for (ssize_t n; same && (n = read(fa, ba, sizeof ba)) > 0;)
     same = read(fb, bb, n) == n && !memcmp(ba, bb, n);
@@ -103,6 +106,7 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd)) abs = std::string(cwd) + "/" + path;
   }
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return *err = path + ": not a regular file", false;
   if (!S_ISDIR(st.st_mode)) return *libucp = abs, true;
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
   // A prefix, its lib directories, or a site-packages directory with wheels' library folders.
@@ -118,7 +122,8 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
     for (const std::string &e : entries(d)) {
       if (!is_libucp_name(e.c_str())) continue;
       std::string p = join(d, e), r = real_path(p);
-      if (is_dir(p)) continue;
+      struct stat f;
+      if (stat(p.c_str(), &f) != 0 || !S_ISREG(f.st_mode)) continue;  // a directory, a FIFO: no build
       auto at = std::find_if(real.begin(), real.end(), [&](const std::string &o) {
         return o == r || (o.substr(0, o.rfind('/')) == r.substr(0, r.rfind('/')) && same_bytes(o, r));
       });
@@ -235,12 +240,14 @@ std::string stage_words(const std::string &stage) {
 
 namespace {
 struct Place {
-  pid_t pid;
+  pid_t pid;  // 0: the caller's own build (--ucx), loaded as the caller
   std::string inside;
+  char *const *envp;
 };
 bool enter(const void *ctx, std::string *why) {
   const Place *p = static_cast<const Place *>(ctx);
-  return enter_process(p->pid, p->inside, why);
+  if (p->pid) return enter_process(p->pid, p->inside, p->envp, why);
+  return geteuid() != 0 || root_may_load(p->inside, p->envp, why);  // as root: what only root can change
 }
 }  // namespace
 
@@ -256,12 +263,13 @@ bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_
   char *argv[] = {&helper[0], fd_arg, &path[0], nullptr};
   ChildRun run;
   std::string why;
-  const Place place = {as_process, inside};
+  const Place place = {as_process, path, envp};
   const BeforeExec before = {enter, &place};
-  run_bounded(argv, envp, timeout_ms, 1 << 20, query_complete, &run, &why, kReportFd, as_process ? &before : nullptr);
+  run_bounded(argv, envp, timeout_ms, 1 << 20, query_complete, &run, &why, kReportFd, &before);
   if (!why.empty()) return *err = why, false;
   if (!run.not_entered.empty())
-    return *err = "the UCX at " + libucp + " was not loaded as process " + std::to_string(as_process) + ": " + run.not_entered, false;
+    return *err = "the UCX at " + libucp + " was not loaded" + (as_process ? " as process " + std::to_string(as_process) : "") +
+                  ": " + run.not_entered, false;
   if (run.exec_errno) return *err = "cannot execute " + helper + " (" + strerror(run.exec_errno) + ")", false;
   b->libucp = libucp;
   std::string stage, error;

@@ -13,18 +13,21 @@ namespace ucxtls {
 namespace cli {
 
 // The environment for a child that asks UCX: the caller's without UCX_TLS (it must not narrow what
-// UCX reports) and with the library off. from_process: that process's UCX_* variables and
-// LD_LIBRARY_PATH instead of the caller's (they decide which libraries and modules it loaded).
+// UCX reports) and with the library off. from_process: that process's environment alone instead
+// (nothing of the caller's reaches its code), less every LD_* variable but LD_LIBRARY_PATH (which
+// decides which libraries and modules it loaded; LD_PRELOAD and LD_AUDIT would load more).
 std::vector<char *> child_env(const Environment &env, const std::vector<std::string> *from_process, char *off) {
   std::vector<char *> envp;
-  auto theirs = [](const char *e) { return !strncmp(e, "UCX_", 4) || !strncmp(e, "LD_LIBRARY_PATH=", 16); };
-  for (char *const *e = env.envp(); *e; e++)
-    if (strncmp(*e, "UCX_TLS=", 8) && strncmp(*e, "UCXTLS_DERIVED=", 15) && strncmp(*e, "UCXTLS_DISABLE=", 15) &&
-        !(from_process && theirs(*e)))
-      envp.push_back(*e);
+  auto ours = [](const char *e) {
+    return !strncmp(e, "UCX_TLS=", 8) || !strncmp(e, "UCXTLS_DERIVED=", 15) || !strncmp(e, "UCXTLS_DISABLE=", 15);
+  };
+  if (!from_process)
+    for (char *const *e = env.envp(); *e; e++)
+      if (!ours(*e)) envp.push_back(*e);
   if (from_process)
     for (const std::string &e : *from_process)
-      if (theirs(e.c_str()) && e.compare(0, 8, "UCX_TLS=")) envp.push_back(const_cast<char *>(e.c_str()));
+      if (!ours(e.c_str()) && (e.compare(0, 3, "LD_") || !e.compare(0, 16, "LD_LIBRARY_PATH=")))
+        envp.push_back(const_cast<char *>(e.c_str()));
   envp.push_back(off);
   envp.push_back(nullptr);
   return envp;

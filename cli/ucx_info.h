@@ -11,8 +11,8 @@ namespace ucxtls {
 namespace cli {
 
 // The environment for a child that asks UCX: the caller's without UCX_TLS (it must not narrow what
-// UCX reports) and with the library off. from_process: that process's UCX_* variables and
-// LD_LIBRARY_PATH instead of the caller's (they decide which libraries and modules it loaded).
+// UCX reports) and with the library off. from_process: that process's environment alone instead
+// of the caller's (its LD_LIBRARY_PATH and UCX_* decide what it loaded; no LD_PRELOAD, LD_AUDIT).
 std::vector<char *> child_env(const Environment &env, const std::vector<std::string> *from_process, char *off);
 
 // The ucx_info that PATH (of env) names, as execvp would find it; "" when none.

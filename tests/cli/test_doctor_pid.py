@@ -193,29 +193,57 @@ def chrooted(t):
     t.equal("the helper ran in its root: the record is the chroot's", [r[0] for r in records(root + "/euid")[1:]], ["0"])
 
 
+def suid_holder(exe):
+    """A set-user-ID-root program at exe that loads each argument, says 'ready <uid> <euid>' and holds."""
+    compile_c(exe, '#include <dlfcn.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(int c, char **v) {'
+              ' for (int i = 1; i < c; i++) if (!dlopen(v[i], RTLD_NOW)) return 3; printf("ready %d %d\\n", (int)getuid(),'
+              ' (int)geteuid()); fflush(stdout); char b; while (read(0, &b, 1) > 0) {} return 0; }\n', ["-ldl"], check=True)
+    os.chmod(exe, 0o4755)
+
+
+def suid_doctor(t, name, env, libs):
+    """doctor --pid's (stdout, stderr) on a set-user-ID-root holder started by nobody with env, that
+    loads libs and then the nixl fake UCX, on a replayed Intel node; None when it did not start so."""
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    exe = os.path.join(WORK, name)
+    suid_holder(exe)
+    p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", exe] + libs +
+                   [os.path.join(fakes, "nixl", "libucp.so.0")], env)
+    try:
+        if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
+            return None
+        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("intel-xe", preload=False))
+    finally:
+        release(p)
+    return q.returncode, q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+
+
+@case("a set-user-ID program started by nobody that maps libucxtls.so, UCX_TLS=rc,cuda_copy: that value, secure execution")
+def secure_with_library(t):
+    if not needs_root(t):
+        return
+    # Its facts (the replayed Intel node) would give a family, and the library a decision, were it read.
+    got = suid_doctor(t, "suid-lib", env_for("intel-xe", preload=False, UCX_TLS="rc,cuda_copy"), [LIB])
+    if not got:
+        return
+    rc, out, err = got
+    t.check("the value line shows rc,cuda_copy and says secure execution (its library read nothing)",
+            re.search(r"^value +rc,cuda_copy \(.*secure execution: its libucxtls.so read nothing\)$", out, re.M), out + err)
+    t.check("... not 'UCX_TLS stays unset', no line of its library's decision", "stays unset" not in out and
+            not re.search(r"^library ", out, re.M), out)
+
+
 @case("a set-user-ID program started by nobody that maps libucp (secure execution): nothing to check, exit 0")
 def secure_execution(t):
     if not needs_root(t):
         return
-    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
-    exe = os.path.join(WORK, "suid-ucx")
-    compile_c(exe, '#include <dlfcn.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(int c, char **v) { (void)c;'
-              ' if (!dlopen(v[1], RTLD_NOW)) return 3; printf("ready %d %d\\n", (int)getuid(), (int)geteuid()); fflush(stdout);'
-              ' char b; while (read(0, &b, 1) > 0) {} return 0; }\n', ["-ldl"], check=True)
-    os.chmod(exe, 0o4755)
     # UCX_TLS unset in it; what it would compose without secure execution
-    env = env_for("intel-xe", preload=False, UCXTLS_TEMPLATE="tcp,{copy}")
-    p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", exe,
-                    os.path.join(fakes, "nixl", "libucp.so.0")], env)
-    try:
-        if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
-            return
-        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("intel-xe", preload=False))
-    finally:
-        release(p)
-    out, err = q.stdout.decode(errors="replace"), q.stderr.decode(errors="replace")
+    got = suid_doctor(t, "suid-ucx", env_for("intel-xe", preload=False, UCXTLS_TEMPLATE="tcp,{copy}"), [])
+    if not got:
+        return
+    rc, out, err = got
     t.check("'secure execution (its libucxtls.so read nothing)' ... 'nothing to check', exit 0",
-            q.returncode == 0 and "its libucxtls.so read nothing" in out and "nothing to check" in out, "%d %r %r" % (q.returncode, out, err))
+            rc == 0 and "its libucxtls.so read nothing" in out and "nothing to check" in out, "%d %r %r" % (rc, out, err))
     t.check("... no value line (nothing composed from its UCXTLS_TEMPLATE), no build line for the node's family (ze)",
             not re.search(r"^value ", out, re.M) and "Level Zero" not in out and "ze_copy" not in out, out)
 

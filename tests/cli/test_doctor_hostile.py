@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""`doctor --pid` and `--ucx` against a hostile build, as root would run them on a shared node: a
+libucp (tests/cli/fake_ucx.c plus a constructor compiled here) that records what it can reach from
+the helper that loads it: the caller's terminal (it tries /dev/tty and TIOCSTI), the caller's
+environment (SECRET_TOKEN), its euid. Files a user other than root can change (the module
+directory, an LD_LIBRARY_PATH entry, a parent directory, the file's owner) are never loaded as
+root; FIFOs and a mount that never answers do not hold doctor past its bound; the target's strings
+reach the terminal without control bytes. Run as root (setpriv); SKIP otherwise."""
+import fcntl
+import os
+import select
+import shutil
+import subprocess
+import sys
+import termios
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
+import harness  # noqa: E402
+from harness import case, env_for, main  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hostile_build import (CLI, HOLD, WORK, as_nobody, build, doctor, hold, needs_root, one_line_refusal,  # noqa: E402
+                           rec_dir, records, release)
+
+
+@case("a nobody process's libucp cannot reach doctor's terminal (no /dev/tty, no TIOCSTI) nor its environment")
+def terminal_and_environment(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("tty-rec")
+    lib = build(os.path.join(WORK, "tty", "libucp.so.0"), record)
+    p, _ = hold(as_nobody([sys.executable, "-c", HOLD, lib]), env_for(None, preload=False, TARGET_VAR="theirs"))
+    master, slave = os.openpty()
+
+    def own_terminal():  # doctor in a session whose controlling terminal is the pty, as in root's shell
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    try:
+        d = subprocess.Popen([CLI, "doctor", "--pid", str(p.pid), "--value", "tcp"], stdin=slave, stdout=slave, stderr=slave,
+                             env=env_for(None, preload=False, SECRET_TOKEN="root-secret-42"), preexec_fn=own_terminal)
+        os.close(slave)
+        seen = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 30)
+            try:
+                chunk = os.read(master, 4096) if ready else b""
+            except OSError:  # EIO: every end of the slave is closed
+                chunk = b""
+            if not chunk:
+                break
+            seen += chunk
+        rc = d.wait(timeout=30)
+    finally:
+        os.close(master)
+        release(p)
+    got = records(record)
+    t.check("control: doctor asked the build (exit 0, its UCX line on the terminal)", rc == 0 and b"UCX " in seen, seen.decode(errors="replace"))
+    t.check("the helper ran the constructor once, as nobody", len(got) == 1 and " euid=65534 " in got[0], repr(got))
+    t.check("its open of /dev/tty failed with ENXIO (no controlling terminal), nothing pushed",
+            len(got) == 1 and " tty_errno=6 pushed=0 " in got[0], repr(got))
+    t.check("nothing it wrote or pushed reached the terminal", b"TTYWRITE" not in seen and b"INJECTED" not in seen, repr(seen))
+    t.check("the caller's SECRET_TOKEN is not in its environment; the process's own TARGET_VAR is",
+            len(got) == 1 and got[0].endswith(" secret=- target=theirs"), repr(got))
+
+
+def root_case(t, name, lib):
+    """doctor's answer on a root process holding lib."""
+    p, line = hold([sys.executable, "-c", HOLD, lib], env_for(None, preload=False))
+    try:
+        if not t.equal("control (%s): the process holds its build" % name, line, b"ready\n"):
+            return None
+        return doctor(["--pid", str(p.pid), "--value", "tcp"])
+    finally:
+        release(p)
+
+
+@case("a root process whose UCX module directory nobody can write: nobody's module is not loaded as root")
+def module_dir(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("mod-rec")
+    d = os.path.join(WORK, "moddir")
+    lib = build(os.path.join(d, "libucp.so.0"), record, who="libucp-unused", ucx=True)
+    os.makedirs(os.path.join(d, "ucx"))
+    os.chmod(os.path.join(d, "ucx"), 0o777)
+    mod = build(os.path.join(d, "ucx", "libuct_evil.so.0"), record, who="module", ucx=False)
+    os.chown(mod, 65534, 65534)
+    got = root_case(t, "module", lib)
+    if got:
+        one_line_refusal(t, "exit 2, one line naming the module directory", got, d + "/ucx (owner 0, mode 0777)")
+        t.equal("no constructor ran in a helper", records(record), [])
+
+
+@case("a root process whose LD_LIBRARY_PATH starts with a directory nobody can write: not loaded as root")
+def library_path(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("llp-rec")
+    open_dir, root_dir = os.path.join(WORK, "llp-open"), os.path.join(WORK, "llp-root")
+    os.makedirs(open_dir)
+    os.chmod(open_dir, 0o777)
+    ucs = build(os.path.join(root_dir, "libucs.so.0"), record, who="root-libucs", ucx=False)
+    lib = build(os.path.join(root_dir, "libucp.so.0"), record, who="libucp", libs=["-Wl,--no-as-needed", "-L" + root_dir, "-l:libucs.so.0"])
+    llp = {"LD_LIBRARY_PATH": open_dir + ":" + root_dir}
+    p, line = hold([sys.executable, "-c", HOLD, lib], env_for(None, preload=False, **llp))
+    try:
+        # nobody plants libucs.so.0 where the process's LD_LIBRARY_PATH looks first
+        shutil.copy(ucs, os.path.join(open_dir, "libucs.so.0"))
+        os.chown(os.path.join(open_dir, "libucs.so.0"), 65534, 65534)
+        got = doctor(["--pid", str(p.pid), "--value", "tcp"])
+    finally:
+        release(p)
+    one_line_refusal(t, "exit 2, one line naming the directory of its LD_LIBRARY_PATH", got, open_dir + " (owner 0, mode 0777)")
+    t.equal("no constructor ran in a helper", records(record), [])
+
+
+@case("a root process's libucp in a root directory whose parent nobody owns: not loaded as root")
+def parent_dir(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("parent-rec")
+    parent = os.path.join(WORK, "parent")
+    lib = build(os.path.join(parent, "root", "libucp.so.0"), record)
+    os.chown(parent, 65534, 65534)
+    got = root_case(t, "parent", lib)
+    if got:
+        one_line_refusal(t, "exit 2, one line naming the parent", got, parent + " (owner 65534, mode 0755)")
+        t.equal("no constructor ran in a helper", records(record), [])
+
+
+@case("a root process whose libucp has an RPATH with $LIB (ld.so's own expansion): not loaded as root")
+def rpath_token(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("token-rec")
+    lib = build(os.path.join(WORK, "token", "libucp.so.0"), record, libs=["-Wl,-rpath,/opt/ucxtls-none/$LIB"])
+    got = root_case(t, "token", lib)
+    if got:
+        one_line_refusal(t, "exit 2, one line naming the directory", got, "/opt/ucxtls-none/$LIB (a directory doctor cannot expand)")
+        t.equal("no constructor ran in a helper", records(record), [])
+
+
+@case("a root process mapping a libucp that nobody owns (0644, in a root 0755 directory): refused, nothing loaded")
+def owner_not_mode(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("owner-rec")
+    lib = build(os.path.join(WORK, "owner", "libucp.so.0"), record)
+    os.chmod(lib, 0o644)
+    os.chown(lib, 65534, 65534)
+    got = root_case(t, "owner", lib)
+    if got:
+        one_line_refusal(t, "exit 2, one line naming the file and its owner", got, lib + " (owner 65534, mode 0644)")
+        t.equal("no constructor ran in a helper", records(record), [])
+
+
+@case("a set-user-ID-root program started by nobody: the helper loads its build as nobody (65534), never as root")
+def setuid_nobody(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("suid-rec")
+    lib = build(os.path.join(WORK, "suid", "libucp.so.0"), record)
+    exe = os.path.join(WORK, "suid-holder")
+    harness.compile_c(exe, '#include <dlfcn.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(int c, char **v) { (void)c;'
+                      ' if (!dlopen(v[1], RTLD_NOW)) return 3; printf("ready %d %d\\n", (int)getuid(), (int)geteuid());'
+                      ' fflush(stdout); char b; while (read(0, &b, 1) > 0) {} return 0; }\n', ["-ldl"], check=True)
+    os.chmod(exe, 0o4755)
+    p, line = hold(as_nobody([exe, lib]), env_for(None, preload=False))
+    try:
+        if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
+            return
+        rc, out, err = doctor(["--pid", str(p.pid), "--value", "tcp"])
+    finally:
+        release(p)
+    got = records(record)
+    t.check("doctor asked the build (exit 0)", rc == 0 and "UCX " in out, out + err)
+    t.check("the helper's constructor ran as 65534, once", len(got) == 1 and " euid=65534 " in got[0], repr(got))
+
+
+@case("doctor --ucx as root of a build that nobody owns: refused in one line, not run; a root-owned copy is asked")
+def ucx_as_root(t):
+    if not needs_root(t):
+        return
+    record = rec_dir("ucx-rec")
+    d = os.path.join(WORK, "ucx-nobody")
+    lib = build(os.path.join(d, "libucp.so.0"), record)
+    os.chown(d, 65534, 65534)
+    os.chown(lib, 65534, 65534)
+    one_line_refusal(t, "exit 2, one line naming what nobody can change", doctor(["--ucx", d, "--value", "tcp"]),
+                     d + " (owner 65534, mode 0755)")
+    t.equal("no constructor ran in a helper", records(record), [])
+    os.chown(d, 0, 0)
+    os.chown(lib, 0, 0)
+    if os.path.exists(record):
+        os.unlink(record)
+    rc, out, err = doctor(["--ucx", d, "--value", "tcp"])
+    t.check("control: owned by root, it is asked (exit 0), its constructor ran as root",
+            rc == 0 and [r.split()[1] for r in records(record)] == ["euid=0"], "%d %r %r %r" % (rc, out, err, records(record)))
+
+
+@case("doctor --ucx DIR holding FIFOs named libucp.so.0 and libucp.so: an answer at once, nothing opened for reading")
+def fifos(t):
+    d = os.path.join(WORK, "fifos")
+    os.makedirs(d)
+    for name in ("libucp.so.0", "libucp.so"):
+        os.mkfifo(os.path.join(d, name))
+    start = time.time()
+    try:
+        rc, out, err = doctor(["--ucx", d, "--value", "tcp"], timeout=10)
+    except subprocess.TimeoutExpired:
+        rc, out, err = -1, "", "killed at 10 s"
+    took = time.time() - start
+    t.check("exit 2 within 5 s, one line: no libucp there", rc == 2 and took < 5 and "no libucp in" in err, "%d %.1fs %r" % (rc, took, err))
+    start = time.time()
+    try:
+        rc, out, err = doctor(["--ucx", os.path.join(d, "libucp.so.0"), "--value", "tcp"], timeout=10)
+    except subprocess.TimeoutExpired:
+        rc, out, err = -1, "", "killed at 10 s"
+    t.check("--ucx FIFO: exit 2 within 5 s, not a regular file", rc == 2 and time.time() - start < 5 and "not a regular file" in err,
+            "%d %r" % (rc, err))
+
+
+def hung_mount_class():
+    """tests/hardening/test_limits.py's HungMount, without its cases."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hardening"))
+    n = len(harness.CASES)
+    from test_limits import HungMount
+    del harness.CASES[n:]
+    return HungMount
+
+
+@case("a process whose UCX_CONFIG_DIR is a mount that never answers: doctor --pid ends at --timeout-ms, one line")
+def hung_config_dir(t):
+    if not needs_root(t, ("cc",)):
+        return
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(harness.BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    m = hung_mount_class()()
+    try:
+        if m.error:
+            t.skip("a mount that never answers", m.error)
+            return
+        p, _ = hold([sys.executable, "-c", HOLD, os.path.join(fakes, "nixl", "libucp.so.0")],
+                    env_for("dgx", preload=False, UCX_CONFIG_DIR=m.dir))
+        start = time.time()
+        try:
+            got = doctor(["--pid", str(p.pid), "--timeout-ms", "2000"], timeout=15)
+        except subprocess.TimeoutExpired:
+            got = (-1, "", "killed at 15 s")
+        took = time.time() - start
+        release(p)
+    finally:
+        m.close()
+    rc, out, err = got
+    t.check("exit 2 within 6 s, one line saying what gave no answer", rc == 2 and took < 6 and err.count("\n") == 1 and
+            "ucx.conf places" in err and "2000 ms" in err, "%d %.1fs %r %r" % (rc, took, out, err))
+
+
+@case("a process named with an escape sequence, a build whose version string holds one: printed with '?' for them")
+def control_bytes(t):
+    if not needs_root(t, ("cc",)):
+        return
+    record = os.path.join(WORK, "ctl-record")
+    lib = build(os.path.join(WORK, "ctl", "libucp.so.0"), record, defines=["-DFAKE_UCX_NOT_UCX",
+                                                                           '-DHOSTILE_VERSION="1.22\\033]0;owned\\007"'])
+    name = "import ctypes; ctypes.CDLL(None).prctl(15, b'py\\x1b[2Jx', 0, 0, 0); "
+    p, _ = hold([sys.executable, "-c", name + HOLD, lib], env_for(None, preload=False))
+    try:
+        rc, out, err = doctor(["--pid", str(p.pid), "--value", "tcp"])
+    finally:
+        release(p)
+    t.check("control: the version and the name are printed (exit 0)", rc == 0 and "1.22?]0;owned?" in out and "py?[2Jx" in out, out + err)
+    t.check("no ESC or BEL reaches the terminal", "\x1b" not in out + err and "\x07" not in out + err, repr(out + err))
+
+
+if __name__ == "__main__":
+    main("doctor --pid and --ucx against a hostile build")
