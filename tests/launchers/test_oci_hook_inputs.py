@@ -302,6 +302,48 @@ def under_podman(t):
             and "stderr: ucxtls-oci-hook: container " in p.stderr, shown(p))
 
 
+@case("under runc with umask 027 (Podman resets its own to 0022): a uid-65534 process of a GPU container loads the library",
+      tags=("podman",))
+def runc_umask(t):
+    if not t.needs("runc", "a container under runc"):
+        return
+    c = Container()
+    subprocess.run(["runc", "spec"], cwd=c.dir, check=True)
+    with open(os.path.join(c.dir, "config.json")) as f:
+        spec = json.load(f)
+    spec["root"] = {"path": c.root, "readonly": False}
+    spec["process"].update(args=["/bin/sh", "-c", MAPPED_SH], user={"uid": 65534, "gid": 65534}, terminal=False)
+    spec["linux"]["devices"] = [dict(GPU[0], major=1, minor=3, fileMode=0o666, uid=0, gid=0)]
+    spec["hooks"] = {"createRuntime": [{"path": HOOK, "args": [HOOK, "--library=" + LIB]}]}
+    with open(os.path.join(c.bundle, "config.json"), "w") as f:
+        json.dump(spec, f)
+    name = "ucxtls-hook-umask-%d" % os.getpid()
+    try:
+        p = subprocess.run(["runc", "run", "--bundle", c.bundle, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60, preexec_fn=lambda: os.umask(0o027))
+    finally:
+        subprocess.run(["runc", "delete", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t.check("runc run under umask 027, the process uid 65534: the library mapped, no ld.so ERROR line",
+            p.returncode == 0 and p.stdout == "MAPPED\nPRELOAD\n" and "ERROR" not in p.stderr, shown(p))
+
+
+@case("under Podman: a container started twice keeps one line of ours in /etc/ld.so.preload", tags=("podman",))
+def podman_restart(t):
+    import test_oci_hook as H
+    H.setup(t)
+    if not H.installed_hook(t):
+        return
+    show = 'while read l; do echo "P $l"; done < /etc/ld.so.preload'
+    p = H.podman(["create", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--label", H.TAG]
+                 + H.gpu_args("intel-xe") + [H.IMAGE_OWN, "/bin/sh", "-c", show])
+    cid = p.stdout.strip()
+    runs = [H.podman(["start", "-a", cid]) for _ in range(2)]
+    H.podman(["rm", "-f", cid])
+    want = "P %s\nP %s\n" % (H.OWN_FILE_LINE, TARGET)
+    t.check("podman start -a, twice: the image's line, then ours, once", p.returncode == 0
+            and all(r.returncode == 0 and r.stdout == want for r in runs), "\n".join(shown(r) for r in [p] + runs))
+
+
 # What Podman 4.3 with runc prints when a createRuntime hook exits non-zero (docs/containers.md quotes it).
 STRICT_SAYS = "error running hook #0: error running hook: exit status 1"
 
