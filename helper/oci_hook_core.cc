@@ -1,223 +1,77 @@
-// The pure part of ucxtls-oci-hook: a small JSON reader (enough for the OCI state and config.json,
-// strict about syntax), the device rule, and the new /etc/ld.so.preload text.
+// The pure part of ucxtls-oci-hook: the OCI state and config.json read with nlohmann-json (its
+// non-throwing parse; this code is built without exceptions, so a throw would abort, and none is
+// reachable from the calls below), the device rule, and /etc/ld.so.preload read as glibc reads it.
 #include "oci_hook_core.h"
 
 #include <string.h>
+
+#include <nlohmann/json.hpp>
 
 namespace ucxtls {
 
 namespace {
 
-const int kMaxDepth = 64;  // config.json nests a few levels; deeper is not a runtime's document
+using nlohmann::json;
 
-const char *skip_ws(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
-  return p;
+// The document, or false when it is not one JSON value or nests deeper than kJsonMaxDepth (what is
+// deeper is not even kept while parsing).
+bool parse_document(const char *text, size_t len, json *out) {
+  bool too_deep = false;
+  json::parser_callback_t keep = [&too_deep](int depth, json::parse_event_t, json &) {
+    if (depth > kJsonMaxDepth) too_deep = true;
+    return !too_deep;
+  };
+  *out = json::parse(text, text + len, keep, /*allow_exceptions=*/false);
+  return !out->is_discarded() && !too_deep;
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+// obj[key] when obj is an object that has it, else nullptr.
+const json *member(const json *obj, const char *key) {
+  if (!obj || !obj->is_object()) return nullptr;
+  auto it = obj->find(key);
+  return it == obj->end() ? nullptr : &*it;
 }
 
-bool read_hex4(const char *p, const char *end, unsigned *out) {
-  if (end - p < 4) return false;
-  unsigned v = 0;
-  for (int i = 0; i < 4; i++) {
-    int d = hex_digit(p[i]);
-    if (d < 0) return false;
-    v = v * 16 + (unsigned)d;
-  }
-  *out = v;
+// A string without NUL bytes (paths and environment entries cannot hold one).
+bool text_of(const json *v, std::string *out) {
+  if (!v || !v->is_string()) return false;
+  const std::string &s = v->get_ref<const std::string &>();
+  if (s.find('\0') != std::string::npos) return false;
+  *out = s;
   return true;
 }
 
-void put_utf8(unsigned cp, std::string *out) {
-  if (cp < 0x80) {
-    out->push_back((char)cp);
-  } else if (cp < 0x800) {
-    out->push_back((char)(0xC0 | (cp >> 6)));
-    out->push_back((char)(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back((char)(0xE0 | (cp >> 12)));
-    out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back((char)(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back((char)(0xF0 | (cp >> 18)));
-    out->push_back((char)(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back((char)(0x80 | (cp & 0x3F)));
-  }
-}
-
-// A string starting at its opening quote: the position after the closing quote, or nullptr. With
-// `out`, the decoded text (no NUL allowed in it).
-const char *scan_string(const char *p, const char *end, std::string *out) {
-  if (p >= end || *p != '"') return nullptr;
-  for (p++; p < end; p++) {
-    unsigned char c = (unsigned char)*p;
-    if (c == '"') return p + 1;
-    if (c < 0x20) return nullptr;
-    if (c != '\\') {
-      if (out) out->push_back((char)c);
-      continue;
-    }
-    if (++p >= end) return nullptr;
-    const char *simple = strchr("\"\\/bfnrt", *p);
-    if (*p && simple) {
-      if (out) out->push_back("\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"]);
-      continue;
-    }
-    unsigned cp;
-    if (*p != 'u' || !read_hex4(p + 1, end, &cp)) return nullptr;
-    p += 4;
-    if (cp >= 0xD800 && cp < 0xDC00 && end - p >= 7 && p[1] == '\\' && p[2] == 'u') {
-      unsigned low;
-      if (read_hex4(p + 3, end, &low) && low >= 0xDC00 && low < 0xE000) {
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        p += 6;
-      }
-    }
-    if (out) {
-      if (cp == 0) return nullptr;
-      put_utf8(cp, out);
-    }
-  }
-  return nullptr;
-}
-
-const char *scan_number(const char *p, const char *end) {
-  if (p < end && *p == '-') p++;
-  if (p >= end) return nullptr;
-  if (*p == '0') {
-    p++;
-  } else if (*p >= '1' && *p <= '9') {
-    while (p < end && *p >= '0' && *p <= '9') p++;
-  } else {
-    return nullptr;
-  }
-  if (p < end && *p == '.') {
-    const char *digits = ++p;
-    while (p < end && *p >= '0' && *p <= '9') p++;
-    if (p == digits) return nullptr;
-  }
-  if (p < end && (*p == 'e' || *p == 'E')) {
-    p++;
-    if (p < end && (*p == '+' || *p == '-')) p++;
-    const char *digits = p;
-    while (p < end && *p >= '0' && *p <= '9') p++;
-    if (p == digits) return nullptr;
-  }
-  return p;
-}
-
-const char *scan_value(const char *p, const char *end, int depth);
-
-// An object or array starting at its bracket; each member or element passed to `visit` (a key
-// span, empty for arrays, and the value span). Returns the position after the closing bracket.
+// Each element of an array (none when `arr` is not one).
 template <class Visit>
-const char *scan_container(const char *p, const char *end, int depth, Visit visit) {
-  if (depth > kMaxDepth) return nullptr;
-  const bool object = *p == '{';
-  const char close = object ? '}' : ']';
-  p = skip_ws(p + 1, end);
-  if (p < end && *p == close) return p + 1;
-  while (p < end) {
-    JsonSpan key;
-    if (object) {
-      key.begin = p;
-      if (!(p = scan_string(p, end, nullptr))) return nullptr;
-      key.end = p;
-      p = skip_ws(p, end);
-      if (p >= end || *p != ':') return nullptr;
-      p = skip_ws(p + 1, end);
-    }
-    JsonSpan value;
-    value.begin = p;
-    if (!(p = scan_value(p, end, depth + 1))) return nullptr;
-    value.end = p;
-    visit(key, value);
-    p = skip_ws(p, end);
-    if (p < end && *p == close) return p + 1;
-    if (p >= end || *p != ',') return nullptr;
-    p = skip_ws(p + 1, end);
-  }
-  return nullptr;
-}
-
-const char *scan_literal(const char *p, const char *end, const char *word) {
-  size_t n = strlen(word);
-  return (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : nullptr;
-}
-
-const char *scan_value(const char *p, const char *end, int depth) {
-  if (p >= end) return nullptr;
-  switch (*p) {
-    case '{':
-    case '[':
-      return scan_container(p, end, depth, [](JsonSpan, JsonSpan) {});
-    case '"':
-      return scan_string(p, end, nullptr);
-    case 't':
-      return scan_literal(p, end, "true");
-    case 'f':
-      return scan_literal(p, end, "false");
-    case 'n':
-      return scan_literal(p, end, "null");
-    default:
-      return scan_number(p, end);
-  }
+void each_element(const json *arr, Visit visit) {
+  if (arr && arr->is_array())
+    for (const json &e : *arr) visit(e);
 }
 
 }  // namespace
 
-JsonSpan json_document(const char *text, size_t len) {
-  const char *end = text + len, *p = skip_ws(text, end);
-  JsonSpan v;
-  const char *after = scan_value(p, end, 0);
-  if (after && skip_ws(after, end) == end) {
-    v.begin = p;
-    v.end = after;
-  }
-  return v;
-}
-
-JsonSpan json_member(JsonSpan obj, const char *key) {
-  JsonSpan found;
-  if (!obj.ok() || *obj.begin != '{') return found;
-  scan_container(obj.begin, obj.end, 0, [&](JsonSpan k, JsonSpan v) {
-    std::string name;
-    if (!found.ok() && scan_string(k.begin, k.end, &name) && name == key) found = v;
-  });
-  return found;
-}
-
-std::vector<JsonSpan> json_elements(JsonSpan arr) {
-  std::vector<JsonSpan> out;
-  if (arr.ok() && *arr.begin == '[') scan_container(arr.begin, arr.end, 0, [&](JsonSpan, JsonSpan v) { out.push_back(v); });
-  return out;
-}
-
-bool json_string(JsonSpan v, std::string *out) {
-  out->clear();
-  return v.ok() && scan_string(v.begin, v.end, out) == v.end;
+bool read_container_state(const char *text, size_t len, ContainerState *out) {
+  json doc;
+  if (!parse_document(text, len, &doc)) return false;
+  text_of(member(&doc, "id"), &out->id);
+  return text_of(member(&doc, "bundle"), &out->bundle) && !out->bundle.empty();
 }
 
 bool read_container_spec(const char *text, size_t len, ContainerSpec *out) {
-  JsonSpan doc = json_document(text, len);
-  if (!json_string(json_member(json_member(doc, "root"), "path"), &out->root) || out->root.empty()) return false;
+  json doc;
+  if (!parse_document(text, len, &doc)) return false;
+  if (!text_of(member(member(&doc, "root"), "path"), &out->root) || out->root.empty()) return false;
   std::string s;
-  for (JsonSpan e : json_elements(json_member(json_member(doc, "process"), "env")))
-    if (json_string(e, &s)) out->env.push_back(s);
-  for (JsonSpan d : json_elements(json_member(json_member(doc, "linux"), "devices")))
-    if (json_string(json_member(d, "path"), &s)) out->devices.push_back(s);
+  each_element(member(member(&doc, "process"), "env"), [&](const json &e) {
+    if (text_of(&e, &s)) out->env.push_back(s);
+  });
+  each_element(member(member(&doc, "linux"), "devices"), [&](const json &d) {
+    if (text_of(member(&d, "path"), &s)) out->devices.push_back(s);
+  });
+  each_element(member(&doc, "mounts"), [&](const json &m) {
+    if (text_of(member(&m, "destination"), &s)) out->mounts.push_back(s);
+  });
   return true;
-}
-
-bool read_state_bundle(const char *text, size_t len, std::string *bundle) {
-  return json_string(json_member(json_document(text, len), "bundle"), bundle) && !bundle->empty();
 }
 
 namespace {
@@ -229,6 +83,13 @@ bool digits_after(const std::string &s, const char *prefix) {
     if (s[i] < '0' || s[i] > '9') return false;
   return true;
 }
+
+bool is_ucxtls(const std::string &name) {
+  size_t slash = name.rfind('/');
+  return (slash == std::string::npos ? name : name.substr(slash + 1)) == "libucxtls.so";
+}
+
+bool glibc_separator(char c) { return c == ' ' || c == '\t' || c == '\n' || c == ':'; }
 
 }  // namespace
 
@@ -246,9 +107,7 @@ bool preload_list_has_ucxtls(const std::string &list) {
   while (i < list.size()) {
     size_t j = list.find_first_of(" \t\n:", i);
     if (j == std::string::npos) j = list.size();
-    std::string name = list.substr(i, j - i);
-    size_t slash = name.rfind('/');
-    if ((slash == std::string::npos ? name : name.substr(slash + 1)) == "libucxtls.so") return true;
+    if (is_ucxtls(list.substr(i, j - i))) return true;
     i = j + 1;
   }
   return false;
@@ -262,10 +121,69 @@ std::string env_value(const std::vector<std::string> &env, const char *name) {
   return value;
 }
 
-std::string preload_file_with(const std::string &existing, const std::string &library) {
-  std::string out = existing;
-  if (!out.empty() && out.back() != '\n') out.push_back('\n');
-  return out + library + "\n";
+std::vector<std::string> glibc_preload_names(const std::string &file) {
+  std::vector<std::string> names;
+  const size_t size = file.size();
+  if (size == 0) return names;  // _dl_sysdep_read_whole_file maps nothing for an empty file
+  std::string f = file;
+  // "Eliminate comments": memchr from the start each time, over what `rest` still counts.
+  size_t rest = size;
+  while (rest > 0) {
+    const void *hit = memchr(&f[0], '#', rest);
+    if (!hit) break;
+    size_t c = size_t(static_cast<const char *>(hit) - &f[0]);
+    rest -= c;
+    do
+      f[c] = ' ';
+    while (--rest > 0 && f[++c] != '\n');
+  }
+  // A last name without a separator after it is loaded on its own, up to a NUL in it.
+  size_t problem = size, main_end;  // the split covers [0, main_end), ending at a NUL
+  bool has_problem = !glibc_separator(f[size - 1]);
+  if (has_problem) {
+    while (problem > 0 && !glibc_separator(f[problem - 1])) problem--;
+    main_end = problem > 0 ? problem - 1 : 0;
+  } else {
+    main_end = size - 1;
+  }
+  if (!has_problem || problem > 0) {
+    size_t nul = f.find('\0');
+    if (nul < main_end) main_end = nul;
+    size_t i = 0;
+    while (i <= main_end) {
+      size_t j = i;
+      while (j < main_end && !glibc_separator(f[j])) j++;
+      if (j > i) names.push_back(f.substr(i, j - i));
+      i = j + 1;
+    }
+  }
+  if (has_problem) {
+    std::string last = f.substr(problem);
+    names.push_back(last.substr(0, last.find('\0')));
+  }
+  return names;
+}
+
+PreloadPlan plan_preload_file(const std::string &existing, const std::string &library) {
+  const std::vector<std::string> names = glibc_preload_names(existing);
+  for (const std::string &n : names)
+    if (is_ucxtls(n)) return {PreloadPlan::kAlreadyListed, ""};
+  std::string text = existing;
+  if (!text.empty() && text.back() != '\n') text.push_back('\n');
+  text += library + "\n";
+  // ld.so must read our line as its last name, and no name the image's file did not give already
+  // (a longer file lets glibc's comment loop blank more of a later comment, never less).
+  std::vector<std::string> after = glibc_preload_names(text);
+  size_t kept = 0;
+  for (size_t i = 0; i + 1 < after.size(); i++) {
+    while (kept < names.size() && names[kept] != after[i]) kept++;
+    if (kept++ >= names.size()) break;
+  }
+  if (after.empty() || after.back() != library || kept > names.size())
+    return {PreloadPlan::kRefuse, existing.find('\0') != std::string::npos
+                                      ? "the image's /etc/ld.so.preload holds a NUL byte (ld.so reads no name after it)"
+                                      : "ld.so would not read a line appended to the image's /etc/ld.so.preload"};
+  return {PreloadPlan::kWrite, text};
 }
 
 bool split_container_path(const std::string &path, std::vector<std::string> *parts) {
@@ -281,6 +199,15 @@ bool split_container_path(const std::string &path, std::vector<std::string> *par
     i = j + 1;
   }
   return !parts->empty();
+}
+
+bool mount_hides(const std::string &destination, const std::string &path) {
+  std::vector<std::string> d, p;
+  if (!split_container_path(destination, &d)) return destination.find_first_not_of('/') == std::string::npos;
+  if (!split_container_path(path, &p) || d.size() > p.size()) return false;
+  for (size_t i = 0; i < d.size(); i++)
+    if (d[i] != p[i]) return false;
+  return true;
 }
 
 }  // namespace ucxtls

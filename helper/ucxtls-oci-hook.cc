@@ -8,9 +8,11 @@
 // entries. It changes no environment variable, so the image's and the pod's LD_PRELOAD and UCX_TLS
 // stay as they were; the library then decides from what the container sees.
 //
-// It runs nothing from the image and follows no symbolic link inside it: every path in the root
-// file system is walked one component at a time with O_NOFOLLOW, and files are replaced by rename,
-// so a link planted by the image (say /etc/ld.so.preload -> a host path) cannot redirect a write.
+// It runs nothing from the image, opens nothing in it before knowing it is a regular file or a
+// directory, and follows no symbolic link inside it: every path in the root file system is walked
+// one component at a time with O_NOFOLLOW, and files are replaced by rename, so a link planted by
+// the image (say /etc/ld.so.preload -> a host path) cannot redirect a write. It writes only into a
+// container's own writable layer, and only where the container's mounts leave the files visible.
 // A failure never stops the container: one line on stderr (the runtime's hook output), exit 0,
 // unless --strict.
 //
@@ -18,16 +20,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
 #include "oci_hook_core.h"
+#include "oci_hook_fs.h"
 
 using namespace ucxtls;
 
@@ -35,7 +38,8 @@ namespace {
 
 // Where the copy goes inside the container: a directory of its own, named for who put it there.
 const char kTarget[] = "/usr/lib/ucxtls-oci-hook/libucxtls.so";
-const size_t kStateMax = 1 << 20, kConfigMax = 64 << 20, kPreloadMax = 1 << 20;
+const char kPreload[] = "/etc/ld.so.preload";
+const size_t kStateMax = 1 << 20, kConfigMax = 64 << 20, kPreloadMax = 1 << 20, kLibraryMax = 64 << 20;
 
 struct Options {
   std::string library, log;
@@ -50,83 +54,27 @@ int fail(const std::string &what) {
                      (opts.strict ? " (--strict: the container is stopped)\n" : " (the container starts without the library)\n");
   if (write(2, line.data(), line.size()) < 0) {
   }
-  if (!opts.log.empty()) {
-    int fd = open(opts.log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
-    if (fd >= 0) {
-      if (write(fd, line.data(), line.size()) < 0) {
-      }
-      close(fd);
-    }
-  }
+  if (!opts.log.empty()) append_log(opts.log, line);
   return opts.strict ? 1 : 0;
 }
 
-std::string errno_text(const std::string &what) { return what + ": " + strerror(errno); }
-
-// Reads up to `max` bytes of fd; false on an error or when there is more.
-bool read_all(int fd, size_t max, std::string *out) {
-  out->clear();
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    if (n == 0) return true;
-    if (out->size() + (size_t)n > max) {
-      errno = EFBIG;
-      return false;
-    }
-    out->append(buf, (size_t)n);
-  }
+std::string errno_text(const std::string &what) {
+  if (errno == ELOOP) return what + ": a symbolic link (not followed)";
+  if (errno == EINVAL) return what + ": not a regular file";
+  return what + ": " + strerror(errno);
 }
 
-bool write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
-// The directory `parts` below dirfd, each component opened with O_NOFOLLOW (made 0755 when
-// `create` and absent). -1 with errno set, the path walked so far in *where.
-int open_dir_below(int dirfd, const std::vector<std::string> &parts, bool create, std::string *where) {
-  int fd = dup(dirfd);
-  where->clear();
-  for (const std::string &part : parts) {
-    if (fd < 0) return -1;
-    *where += "/" + part;
-    int next = openat(fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (next < 0 && errno == ENOENT && create && (mkdirat(fd, part.c_str(), 0755) == 0 || errno == EEXIST))
-      next = openat(fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    fd = next;
-  }
-  return fd;
-}
-
-std::string temp_name(const char *base) { return std::string(".") + base + ".ucxtls-oci-hook." + std::to_string(getpid()); }
-
-// Replaces dirfd/name with `data` by a new file renamed over it (never opening what is there).
-bool replace_file(int dirfd, const char *name, const std::string &data, mode_t mode, const struct stat *owner) {
-  std::string tmp = temp_name(name);
-  unlinkat(dirfd, tmp.c_str(), 0);
-  int fd = openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+// A regular file of at most `max` bytes, read whole (named by path; links followed: the
+// runtime's and the administrator's paths, not the image's).
+bool read_regular(const std::string &path, size_t max, std::string *out) {
+  struct stat st;
+  int fd = open_regular_at(AT_FDCWD, path.c_str(), false, &st);
   if (fd < 0) return false;
-  bool ok = write_all(fd, data.data(), data.size()) && fchmod(fd, mode) == 0 &&
-            (!owner || fchown(fd, owner->st_uid, owner->st_gid) == 0);
+  bool ok = read_all(fd, max, out);
   int saved = errno;
-  ok = close(fd) == 0 && ok;
-  if (ok && renameat(dirfd, tmp.c_str(), dirfd, name) == 0) return true;
-  saved = errno ? errno : saved;
-  unlinkat(dirfd, tmp.c_str(), 0);
+  close(fd);
   errno = saved;
-  return false;
+  return ok;
 }
 
 // The node's library: --library, else <this program's directory>/<helperdir to libdir>, else the
@@ -163,58 +111,93 @@ bool parse_args(int argc, char **argv, std::string *bad) {
   return bad->empty();
 }
 
+// The container's root, once it is known to be the container's own writable layer, writable, and
+// not hidden by the container's mounts where the hook writes; -1 after the hook's line.
+int open_root(const ContainerSpec &spec, const std::string &root, int *rc) {
+  int rootfd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) {
+    *rc = fail(errno_text("the root file system " + root));
+    return -1;
+  }
+  std::string why;
+  struct statvfs vfs;
+  if (!is_own_layer(rootfd, &why)) {
+    *rc = fail("the root file system " + root + " " + why + ": not the container's own layer, left alone");
+  } else if (fstatvfs(rootfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
+    *rc = fail("the root file system " + root + " is read-only: nothing written");
+  } else {
+    for (const std::string &dest : spec.mounts) {
+      std::string at = resolve_in_root(rootfd, dest);
+      const char *hidden = mount_hides(at, kPreload) ? kPreload : mount_hides(at, kTarget) ? kTarget : nullptr;
+      if (!hidden) continue;
+      *rc = fail("the container's mount on " + dest + " would hide " + hidden + ": nothing written");
+      close(rootfd);
+      return -1;
+    }
+    return rootfd;
+  }
+  close(rootfd);
+  return -1;
+}
+
 int run(int argc, char **argv) {
-  std::string bad, state, config, bundle, where;
+  std::string bad, state, config, where;
   if (!parse_args(argc, argv, &bad)) return fail("unknown argument '" + bad + "' in the hook's JSON (args)");
   if (!read_all(0, kStateMax, &state)) return fail(errno_text("reading the container state on stdin"));
-  json_string(json_member(json_document(state.data(), state.size()), "id"), &container_id);
-  if (!read_state_bundle(state.data(), state.size(), &bundle)) return fail("no bundle path in the container state on stdin");
-  int fd = open((bundle + "/config.json").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || !read_all(fd, kConfigMax, &config)) return fail(errno_text("reading " + bundle + "/config.json"));
-  close(fd);
+  ContainerState cs;
+  bool have_state = read_container_state(state.data(), state.size(), &cs);
+  if (!cs.id.empty()) container_id = cs.id;
+  if (!have_state) return fail("no bundle path in the container state on stdin");
+  const std::string config_path = cs.bundle + "/config.json";
+  if (!read_regular(config_path, kConfigMax, &config)) return fail(errno_text("reading " + config_path));
   ContainerSpec spec;
-  if (!read_container_spec(config.data(), config.size(), &spec)) return fail(bundle + "/config.json: not JSON with a root.path");
+  if (!read_container_spec(config.data(), config.size(), &spec)) return fail(config_path + ": not JSON with a root.path");
   bool gpu = false;
   for (const std::string &d : spec.devices) gpu = gpu || is_gpu_device_node(d);
   // Not a GPU container, or one whose image or pod preloads the library itself: nothing to do.
   if (!gpu || preload_list_has_ucxtls(env_value(spec.env, "LD_PRELOAD"))) return 0;
 
-  std::string library = opts.library.empty() ? default_library() : opts.library;
-  int lib = open(library.c_str(), O_RDONLY | O_CLOEXEC);
-  std::string lib_bytes;
-  if (lib < 0 || !read_all(lib, 64 << 20, &lib_bytes)) return fail(errno_text("the node's library " + library));
-  close(lib);
-  std::string root = rootfs_path(bundle, spec.root);
-  int rootfd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (rootfd < 0) return fail(errno_text("the root file system " + root));
+  std::string library = opts.library.empty() ? default_library() : opts.library, lib_bytes;
+  if (!read_regular(library, kLibraryMax, &lib_bytes)) return fail(errno_text("the node's library " + library));
+  const std::string root = rootfs_path(cs.bundle, spec.root);
+  int rc = 0;
+  int rootfd = open_root(spec, root, &rc);
+  if (rootfd < 0) return rc;
 
-  int etc = open_dir_below(rootfd, {"etc"}, true, &where);
-  if (etc < 0) return fail(errno_text("the image's " + where + " (not followed if a symbolic link)"));
+  int etc = open_dir_below(rootfd, {"etc"}, true, false, &where);
+  if (etc < 0) return fail(errno_text("the image's " + where));
   std::string existing;
   struct stat st;
-  bool have_file = false;
-  fd = openat(etc, "ld.so.preload", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd >= 0) {
-    have_file = true;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !read_all(fd, kPreloadMax, &existing))
-      return fail("the image's /etc/ld.so.preload is not a regular file of at most 1 MiB; left as it is");
-    close(fd);
-  } else if (errno != ENOENT) {
-    return fail(errno_text("the image's /etc/ld.so.preload (not followed if a symbolic link)"));
-  }
-  if (preload_list_has_ucxtls(existing)) return 0;
+  int fd = open_regular_at(etc, "ld.so.preload", true, &st);
+  bool have_file = fd >= 0;
+  if (fd < 0 && errno != ENOENT) return fail(errno_text(std::string("the image's ") + kPreload) + "; left as it is");
+  if (fd >= 0 && !read_all(fd, kPreloadMax, &existing))
+    return fail(std::string("the image's ") + kPreload + " is larger than 1 MiB; left as it is");
+  if (fd >= 0) close(fd);
+  PreloadPlan plan = plan_preload_file(existing, kTarget);
+  if (plan.kind == PreloadPlan::kAlreadyListed) return 0;
+  if (plan.kind == PreloadPlan::kRefuse) return fail(plan.text + "; left as it is");
 
+  // The new /etc/ld.so.preload is written first and put in place last: a failure on the way
+  // leaves neither it nor the copy behind. The image's file keeps its mode and owner; a new one is
+  // root's, 0644, as ldconfig's files are.
+  Staged preload(etc, "ld.so.preload");
+  if (!preload.stage(plan.text, have_file ? (st.st_mode & 07777) : 0644, have_file ? &st : nullptr))
+    return fail(errno_text("writing " + root + kPreload));
   std::vector<std::string> parts;
   split_container_path(kTarget, &parts);
   std::string name = parts.back();
   parts.pop_back();
-  int dir = open_dir_below(rootfd, parts, true, &where);
-  if (dir < 0) return fail(errno_text("the image's " + where + " (not followed if a symbolic link)"));
-  if (!replace_file(dir, name.c_str(), lib_bytes, 0644, nullptr)) return fail(errno_text(std::string("writing ") + kTarget));
-  // The image's file keeps its mode and owner; a new one is root's, 0644, as ldconfig's files are.
-  if (!replace_file(etc, "ld.so.preload", preload_file_with(existing, kTarget), have_file ? (st.st_mode & 07777) : 0644,
-                    have_file ? &st : nullptr))
-    return fail(errno_text("writing /etc/ld.so.preload"));
+  int dir = open_dir_below(rootfd, parts, true, true, &where);
+  if (dir < 0) return fail(errno_text("the image's " + where));
+  Staged copy(dir, name);
+  if (!copy.stage(lib_bytes, 0644, nullptr) || !copy.commit()) return fail(errno_text("writing " + root + kTarget));
+  if (!preload.commit()) {
+    int saved = errno;
+    unlinkat(dir, name.c_str(), 0);
+    errno = saved;
+    return fail(errno_text("writing " + root + kPreload));
+  }
   return 0;
 }
 

@@ -50,7 +50,8 @@ PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openm
           gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
-          podman runc patchelf)  # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
+          podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
+          nlohmann-json3-dev)    # nlohmann-json3-dev: the JSON library the node hook (helper/) reads the runtime's input with
 
 missing=()
 for p in "${PACKAGES[@]}"; do

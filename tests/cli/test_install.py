@@ -118,20 +118,31 @@ def oci_hook_in(t, what, prefix, lib, final_prefix):
     t.check("%s: the hook imports only libc calls, none that opens a network, starts a program or loads code "
             "(nm -D)" % what, names and not names & banned, repr(sorted(names & banned)) + imports)
     def hooked(env, devices):
-        """Runs the installed hook on a new bundle; (process, copy's bytes or None, ld.so.preload or None)."""
+        """Runs the installed hook on a new bundle whose root is an overlay of its own (the hook writes
+        only into a container's own layer); (process, copy's bytes or None, ld.so.preload or None)."""
         bundle = tempfile.mkdtemp(dir=SCRATCH)
-        os.makedirs(os.path.join(bundle, "rootfs", "etc"))
-        with open(os.path.join(bundle, "config.json"), "w") as f:
-            json.dump({"root": {"path": "rootfs"}, "process": {"env": env},
-                       "linux": {"devices": [{"path": d, "type": "c", "major": 195, "minor": 0} for d in devices]}}, f)
-        p = subprocess.run([hook], input=json.dumps({"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 1,
-                                                     "bundle": bundle}).encode(), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=30)
-        copy = os.path.join(bundle, "rootfs", "usr", "lib", "ucxtls-oci-hook", "libucxtls.so")
-        preload = os.path.join(bundle, "rootfs", "etc", "ld.so.preload")
-        return (p, open(copy, "rb").read() if os.path.exists(copy) else None,
-                open(preload).read() if os.path.exists(preload) else None)
+        rootfs = os.path.join(bundle, "rootfs")
+        for sub in ("lower/etc", "upper", "work", "rootfs"):
+            os.makedirs(os.path.join(bundle, sub))
+        subprocess.run(["mount", "-t", "overlay", "ucxtls-install", "-o", "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work"
+                        % (bundle, bundle, bundle), rootfs], check=True)
+        try:
+            with open(os.path.join(bundle, "config.json"), "w") as f:
+                json.dump({"root": {"path": "rootfs"}, "process": {"env": env},
+                           "linux": {"devices": [{"path": d, "type": "c", "major": 195, "minor": 0} for d in devices]}}, f)
+            p = subprocess.run([hook], input=json.dumps({"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 1,
+                                                         "bundle": bundle}).encode(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=30)
+            copy = os.path.join(rootfs, "usr", "lib", "ucxtls-oci-hook", "libucxtls.so")
+            preload = os.path.join(rootfs, "etc", "ld.so.preload")
+            return (p, open(copy, "rb").read() if os.path.exists(copy) else None,
+                    open(preload).read() if os.path.exists(preload) else None)
+        finally:
+            subprocess.run(["umount", rootfs], check=True)
 
+    if os.geteuid() != 0:
+        t.skip("%s: the installed hook on a bundle" % what, "needs root (an overlay mounted as the container's root)")
+        return
     with open(lib, "rb") as f:
         lib_bytes = f.read()
     p, copy, preload = hooked(["PATH=/bin"], ["/dev/nvidiactl", "/dev/nvidia0"])

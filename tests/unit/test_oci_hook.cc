@@ -1,6 +1,12 @@
-// Unit tests of the OCI hook's pure part (helper/oci_hook_core.h): the JSON reader on the state and
-// config.json a runtime writes, the device rule, the preload text and the path walk: table rows.
+// Unit tests of the OCI hook's pure part (helper/oci_hook_core.h): reading the state and config.json
+// a runtime writes, the device rule, /etc/ld.so.preload as glibc reads it, the path rules: table rows.
 #include <doctest/doctest.h>
+
+#ifndef UCXTLS_HAVE_OCI_HOOK
+TEST_CASE("the OCI hook's pure part") {
+  FAIL("the hook was not built: nlohmann-json is not installed (Debian nlohmann-json3-dev; scripts/test.sh installs it)");
+}
+#else
 #include <string.h>
 
 #include <string>
@@ -12,52 +18,64 @@ using namespace ucxtls;
 
 namespace {
 
-std::string member_string(const char *doc, const char *key) {
-  std::string s;
-  return json_string(json_member(json_document(doc, strlen(doc)), key), &s) ? s : "<none>";
+std::string bundle_of(const std::string &doc) {
+  ContainerState st;
+  return read_container_state(doc.data(), doc.size(), &st) ? st.bundle : "<none>";
 }
 
 }  // namespace
 
-TEST_CASE("json: a member's string, escapes decoded; malformed documents answer nothing") {
+TEST_CASE("state: the bundle, escapes decoded; what is not JSON answers nothing") {
   struct Row {
-    const char *doc, *key, *want;
+    std::string doc, want;
   };
   const Row rows[] = {
-      {R"({"bundle":"/run/b"})", "bundle", "/run/b"},
-      {R"( {"a":[1,2,{"x":null}],"bundle" : "/r\/b\u00e9\ud83d\ude00"} )", "bundle", "/r/b\xc3\xa9\xf0\x9f\x98\x80"},
-      {R"({"bundle":"a\"b\\c\n"})", "bundle", "a\"b\\c\n"},
-      {R"({"nested":{"bundle":"/x"}})", "bundle", "<none>"},       // members of this object only
-      {R"({"bundle":1.5e3})", "bundle", "<none>"},                 // not a string
-      {R"({"bundle":"/x",})", "bundle", "<none>"},                 // trailing comma: not JSON
-      {R"({"bundle":"/x"} trailing)", "bundle", "<none>"},
-      {R"({"bundle":"/x")", "bundle", "<none>"},                   // cut short
-      {R"({"bundle":"a\u0000b"})", "bundle", "<none>"},            // a NUL cannot be a path
-      {R"({"bundle":"tab	inside"})", "bundle", "<none>"},          // raw control character
-      {R"({"a":tru,"bundle":"/x"})", "bundle", "<none>"},
-      {R"({"a":01,"bundle":"/x"})", "bundle", "<none>"},
-      {R"({"a":-0.5E+2,"b":[true,false,null,[]],"bundle":"/x"})", "bundle", "/x"},
-      {R"({"bundle":"/first","bundle":"/second"})", "bundle", "/first"},
-      {"", "bundle", "<none>"},
+      {R"({"bundle":"/run/b"})", "/run/b"},
+      {R"( {"a":[1,2,{"x":null}],"bundle" : "/r\/b\u00e9\ud83d\ude00"} )", "/r/b\xc3\xa9\xf0\x9f\x98\x80"},
+      {R"({"bundle":"a\"b\\c\n"})", "a\"b\\c\n"},
+      {R"({"nested":{"bundle":"/x"}})", "<none>"},       // members of this object only
+      {R"({"bundle":1.5e3})", "<none>"},                 // not a string
+      {R"({"bundle":""})", "<none>"},
+      {R"({"bundle":"/x",})", "<none>"},                 // trailing comma: not JSON
+      {R"({"bundle":"/x"} trailing)", "<none>"},
+      {R"({"bundle":"/x")", "<none>"},                   // cut short
+      {R"({"bundle":"a\u0000b"})", "<none>"},            // a NUL cannot be a path
+      {R"({"bundle":"tab	inside"})", "<none>"},          // raw control character
+      {"{\"bundle\":\"/\xff\"}", "<none>"},               // not UTF-8
+      {R"({"a":tru,"bundle":"/x"})", "<none>"},
+      {R"({"a":01,"bundle":"/x"})", "<none>"},
+      {R"({"a":1e99999,"bundle":"/x"})", "<none>"},      // a number no double holds
+      {R"(/* c */ {"bundle":"/x"})", "<none>"},          // no comments in RFC 8259
+      {R"({"a":-0.5E+2,"b":[true,false,null,[]],"bundle":"/x"})", "/x"},
+      // Two members of one name: the last, as runc's encoding/json reads config.json and state.
+      {R"({"bundle":"/first","bundle":"/second"})", "/second"},
+      {"", "<none>"},
   };
   for (const Row &r : rows) {
     CAPTURE(r.doc);
-    CHECK(member_string(r.doc, r.key) == r.want);
+    CHECK(bundle_of(r.doc) == r.want);
   }
-  std::string deep(200, '[');
-  deep += std::string(200, ']');
-  CHECK_FALSE(json_document(deep.data(), deep.size()).ok());  // nesting beyond any runtime's document
+  ContainerState st;
+  const std::string with_id = R"({"id":"abc","bundle":"/b"})";
+  REQUIRE(read_container_state(with_id.data(), with_id.size(), &st));
+  CHECK(st.id == "abc");
+  std::string deep = R"({"bundle":"/x","d":)" + std::string(kJsonMaxDepth + 1, '[') + std::string(kJsonMaxDepth + 1, ']') + "}";
+  CHECK(bundle_of(deep) == "<none>");  // nesting beyond any runtime's document
+  std::string shallow = R"({"bundle":"/x","d":)" + std::string(kJsonMaxDepth - 1, '[') + std::string(kJsonMaxDepth - 1, ']') + "}";
+  CHECK(bundle_of(shallow) == "/x");
 }
 
 TEST_CASE("config.json: root.path, process.env and linux.devices as a runtime writes them") {
   const char *config = R"({"ociVersion":"1.0.2-dev","process":{"env":["PATH=/bin","LD_PRELOAD=/img/a.so","X"]},
     "root":{"path":"rootfs","readonly":true},
+    "mounts":[{"destination":"/proc","type":"proc"},{"type":"bind"},{"destination":"/usr","options":["ro"]}],
     "linux":{"devices":[{"path":"/dev/nvidia0","type":"c","major":195,"minor":0},{"type":"c"},{"path":"/dev/nvidiactl"}]}})";
   ContainerSpec spec;
   REQUIRE(read_container_spec(config, strlen(config), &spec));
   CHECK(spec.root == "rootfs");
   CHECK(spec.env == std::vector<std::string>{"PATH=/bin", "LD_PRELOAD=/img/a.so", "X"});
   CHECK(spec.devices == std::vector<std::string>{"/dev/nvidia0", "/dev/nvidiactl"});
+  CHECK(spec.mounts == std::vector<std::string>{"/proc", "/usr"});
   CHECK(env_value(spec.env, "LD_PRELOAD") == "/img/a.so");
   CHECK(env_value(spec.env, "UCX_TLS") == "");
   ContainerSpec none;
@@ -84,19 +102,84 @@ TEST_CASE("a GPU device node, as the library counts them") {
   }
 }
 
-TEST_CASE("the image's preload lists and the new /etc/ld.so.preload") {
+TEST_CASE("LD_PRELOAD lists and the container's root") {
   CHECK(preload_list_has_ucxtls("/opt/ucxtls/lib/libucxtls.so"));
   CHECK(preload_list_has_ucxtls("/a/libother.so:/usr/lib/x/libucxtls.so"));
   CHECK(preload_list_has_ucxtls("/a/libother.so\n  libucxtls.so\t"));
   CHECK_FALSE(preload_list_has_ucxtls("/a/libucxtls.so.1 /b/libnotucxtls.so"));
   CHECK_FALSE(preload_list_has_ucxtls(""));
-  const char *lib = "/usr/lib/ucxtls-oci-hook/libucxtls.so";
-  CHECK(preload_file_with("", lib) == std::string(lib) + "\n");
-  CHECK(preload_file_with("/img/libown.so\n", lib) == std::string("/img/libown.so\n") + lib + "\n");
-  CHECK(preload_file_with("/img/libown.so", lib) == std::string("/img/libown.so\n") + lib + "\n");
   CHECK(rootfs_path("/run/b", "rootfs") == "/run/b/rootfs");
   CHECK(rootfs_path("/run/b/", "rootfs") == "/run/b/rootfs");
   CHECK(rootfs_path("/run/b", "/var/lib/merged") == "/var/lib/merged");
+}
+
+TEST_CASE("/etc/ld.so.preload read as glibc 2.36's ld.so reads it") {
+  using V = std::vector<std::string>;
+  struct Row {
+    std::string file;
+    V names;
+  };
+  const Row rows[] = {
+      {"", {}},
+      {"/a.so\n", {"/a.so"}},
+      {"/a.so", {"/a.so"}},                                   // no newline at the end
+      {"/a.so:/b.so /c.so\t/d.so\n\n", {"/a.so", "/b.so", "/c.so", "/d.so"}},
+      {"/a.so\r\n", {"/a.so\r"}},                             // '\r' is no separator
+      {"#/opt/ucxtls/lib/libucxtls.so\n", {}},                // a comment
+      {"/a.so # the rest #of the line\n/b.so", {"/a.so", "/b.so"}},
+      // glibc's loop searches from the file's start with what is left of its length: the second
+      // comment is blanked only as far as that length reaches, its other words are loaded.
+      {"# one\n/opt/img/a.so\n# two\n", {"/opt/img/a.so", "two"}},
+      {std::string("/a.so\0/b.so\n", 12), {"/a.so"}},          // the split ends at a NUL
+      {std::string("a\0b\n/x/c", 9), {"a", "/x/c"}},           // but a last name is read apart
+      {std::string("/a.so\0", 6), {"/a.so"}},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.file);
+    CHECK(glibc_preload_names(r.file) == r.names);
+  }
+}
+
+TEST_CASE("the new /etc/ld.so.preload: the image's names, then ours; or nothing written") {
+  const std::string lib = "/usr/lib/ucxtls-oci-hook/libucxtls.so";
+  struct Row {
+    std::string existing;
+    PreloadPlan::Kind kind;
+    std::string text;
+  };
+  const Row rows[] = {
+      {"", PreloadPlan::kWrite, lib + "\n"},
+      {"/img/libown.so\n", PreloadPlan::kWrite, "/img/libown.so\n" + lib + "\n"},
+      {"/img/libown.so", PreloadPlan::kWrite, "/img/libown.so\n" + lib + "\n"},
+      {"#/opt/ucxtls/lib/libucxtls.so\n", PreloadPlan::kWrite, "#/opt/ucxtls/lib/libucxtls.so\n" + lib + "\n"},
+      {"# a comment without newline", PreloadPlan::kWrite, "# a comment without newline\n" + lib + "\n"},
+      // Run again on a container that has our line: nothing changes (the newline separates).
+      {lib + "\n", PreloadPlan::kAlreadyListed, ""},
+      {"/img/a.so:/opt/x/libucxtls.so\n", PreloadPlan::kAlreadyListed, ""},
+      {"/img/a.so /opt/x/libucxtls.so", PreloadPlan::kAlreadyListed, ""},
+      // A longer file blanks more of the second comment ("two" is no longer read): allowed.
+      {"# one\n/img/a.so\n# two\n", PreloadPlan::kWrite, "# one\n/img/a.so\n# two\n" + lib + "\n"},
+      {std::string("/img/a.so\0\n", 11), PreloadPlan::kRefuse, ""},
+      {std::string("a\0b", 3), PreloadPlan::kRefuse, ""},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.existing);
+    PreloadPlan plan = plan_preload_file(r.existing, lib);
+    CHECK(plan.kind == r.kind);
+    if (r.kind == PreloadPlan::kWrite) CHECK(plan.text == r.text);
+    if (r.kind == PreloadPlan::kRefuse) CHECK(plan.text.find("NUL") != std::string::npos);
+  }
+}
+
+TEST_CASE("a mount hides a path at or below its destination") {
+  CHECK(mount_hides("/usr", "/usr/lib/ucxtls-oci-hook/libucxtls.so"));
+  CHECK(mount_hides("/usr/lib/", "/usr/lib/ucxtls-oci-hook/libucxtls.so"));
+  CHECK(mount_hides("/etc/ld.so.preload", "/etc/ld.so.preload"));
+  CHECK(mount_hides("/", "/etc/ld.so.preload"));
+  CHECK_FALSE(mount_hides("/etc/hosts", "/etc/ld.so.preload"));
+  CHECK_FALSE(mount_hides("/us", "/usr/lib/x"));
+  CHECK_FALSE(mount_hides("/usr/lib/x/y", "/usr/lib/x"));
+  CHECK_FALSE(mount_hides("relative", "/usr/lib/x"));
 }
 
 TEST_CASE("container paths walked one component at a time") {
@@ -110,3 +193,5 @@ TEST_CASE("container paths walked one component at a time") {
   CHECK_FALSE(split_container_path("/./etc", &parts));
   CHECK_FALSE(split_container_path("/", &parts));
 }
+
+#endif  // UCXTLS_HAVE_OCI_HOOK

@@ -1,0 +1,203 @@
+// The file work of ucxtls-oci-hook (oci_hook_fs.h).
+#include "oci_hook_fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+namespace ucxtls {
+
+namespace {
+
+void close_keeping_errno(int fd) {
+  int saved = errno;
+  close(fd);
+  errno = saved;
+}
+
+}  // namespace
+
+int open_regular_at(int dirfd, const char *name, bool nofollow, struct stat *st) {
+  int pfd = openat(dirfd, name, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+  if (pfd < 0) return -1;
+  if (fstat(pfd, st) != 0) {
+    close_keeping_errno(pfd);
+    return -1;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    close(pfd);
+    errno = S_ISLNK(st->st_mode) ? ELOOP : EINVAL;
+    return -1;
+  }
+  // The file that was checked, through its descriptor (a name may have been pointed elsewhere
+  // since). Without /proc there is no such way, and nothing is opened.
+  char self[64];
+  snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
+  int fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  close_keeping_errno(pfd);
+  return fd;
+}
+
+bool read_all(int fd, size_t max, std::string *out) {
+  out->clear();
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    if (out->size() + (size_t)n > max) {
+      errno = EFBIG;
+      return false;
+    }
+    out->append(buf, (size_t)n);
+  }
+}
+
+bool write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+int open_dir_below(int dirfd, const std::vector<std::string> &parts, bool create, bool own_last, std::string *where) {
+  int fd = dup(dirfd);
+  where->clear();
+  for (size_t i = 0; i < parts.size() && fd >= 0; i++) {
+    const char *part = parts[i].c_str();
+    *where += "/" + parts[i];
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    bool made = false;
+    int next = openat(fd, part, flags);
+    if (next < 0 && errno == ENOENT && create) {
+      made = mkdirat(fd, part, 0755) == 0;
+      if (made || errno == EEXIST) next = openat(fd, part, flags);
+    }
+    // The runtime's umask must not narrow what every user of the container needs to read.
+    if (next >= 0 && (made || (own_last && i + 1 == parts.size())) && fchmod(next, 0755) != 0) {
+      close_keeping_errno(next);
+      next = -1;
+    }
+    close_keeping_errno(fd);
+    fd = next;
+  }
+  return fd;
+}
+
+Staged::~Staged() {
+  if (!tmp_.empty()) {
+    int saved = errno;
+    unlinkat(dirfd_, tmp_.c_str(), 0);
+    errno = saved;
+  }
+}
+
+bool Staged::stage(const std::string &data, mode_t mode, const struct stat *owner) {
+  std::string tmp = "." + name_ + ".ucxtls-oci-hook." + std::to_string(getpid());
+  unlinkat(dirfd_, tmp.c_str(), 0);
+  int fd = openat(dirfd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  tmp_ = tmp;  // removed by the destructor unless committed
+  bool ok = write_all(fd, data.data(), data.size()) && (!owner || fchown(fd, owner->st_uid, owner->st_gid) == 0) &&
+            fchmod(fd, mode) == 0;  // after fchown, which may clear mode bits
+  int saved = errno;
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
+  errno = saved;
+  return ok;
+}
+
+bool Staged::commit() {
+  if (tmp_.empty() || renameat(dirfd_, tmp_.c_str(), dirfd_, name_.c_str()) != 0) return false;
+  tmp_.clear();
+  return true;
+}
+
+bool is_own_layer(int rootfd, std::string *why) {
+  struct statfs fs;
+  struct stat st, up, host;
+  if (fstatfs(rootfd, &fs) != 0 || fstat(rootfd, &st) != 0 || fstatat(rootfd, "..", &up, 0) != 0) {
+    *why = std::string("cannot be examined: ") + strerror(errno);
+    return false;
+  }
+  if (fs.f_type != OVERLAYFS_SUPER_MAGIC) {
+    *why = "is not an overlay (a host directory, as podman run --rootfs DIR gives)";
+  } else if (up.st_dev == st.st_dev) {
+    *why = "is a directory inside an overlay, not the root of one";
+  } else if (stat("/", &host) == 0 && host.st_dev == st.st_dev && host.st_ino == st.st_ino) {
+    *why = "is the node's own root";
+  } else {
+    return true;
+  }
+  return false;
+}
+
+std::string resolve_in_root(int rootfd, const std::string &path) {
+  std::vector<std::string> done, todo;
+  auto push_all = [&todo](const std::string &p) {  // p's components, before what is left
+    std::vector<std::string> parts;
+    size_t i = 0;
+    while (i <= p.size()) {
+      size_t j = p.find('/', i);
+      if (j == std::string::npos) j = p.size();
+      if (j > i) parts.push_back(p.substr(i, j - i));
+      i = j + 1;
+    }
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  };
+  push_all(path);
+  int links = 0;
+  while (!todo.empty()) {
+    std::string part = todo.back();
+    todo.pop_back();
+    if (part == ".") continue;
+    if (part == "..") {
+      if (!done.empty()) done.pop_back();
+      continue;
+    }
+    std::string rel;
+    for (const std::string &d : done) rel += d + "/";
+    rel += part;
+    char target[PATH_MAX];
+    ssize_t n = links < 40 ? readlinkat(rootfd, rel.c_str(), target, sizeof target - 1) : -1;
+    if (n <= 0) {  // not a link, absent, or too many links: kept as written
+      done.push_back(part);
+      continue;
+    }
+    links++;
+    target[n] = 0;
+    if (target[0] == '/') done.clear();
+    push_all(target);
+  }
+  std::string out;
+  for (const std::string &d : done) out += "/" + d;
+  return out.empty() ? "/" : out;
+}
+
+void append_log(const std::string &file, const std::string &line) {
+  struct stat st;
+  int pfd = open(file.c_str(), O_PATH | O_CLOEXEC);
+  if (pfd >= 0) {
+    bool regular = fstat(pfd, &st) == 0 && S_ISREG(st.st_mode);
+    close(pfd);
+    if (!regular) return;  // a FIFO would block, a device is not a log
+  }
+  int fd = open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) write_all(fd, line.data(), line.size());
+  close(fd);
+}
+
+}  // namespace ucxtls

@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""The node hook (ucxtls-oci-hook) against hostile images and inputs, run as a runtime runs it.
+
+Each case builds a bundle: config.json, and a root file system that is an overlay mounted for it
+(lower: a glibc image of this machine's ld.so, libc.so.6 and dash, plus the files the case plants;
+upper: the container's writable layer), then runs the built hook as root with the OCI state on its
+stdin, as runc does at createRuntime. What the hook did is read back from the layer; where ld.so's
+reading of /etc/ld.so.preload matters, this machine's ld.so reads the file (bubblewrap binds it over
+/etc/ld.so.preload, names that exist nowhere, so ld.so names each one it tries). The cases tagged
+podman run the hook under Podman with runc (test_oci_hook.py's images and install).
+"""
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
+from harness import BUILD_DIR, LIB, case, main  # noqa: E402
+
+HOOK = os.path.join(BUILD_DIR, "ucxtls-oci-hook")
+TARGET = "/usr/lib/ucxtls-oci-hook/libucxtls.so"
+PRELOAD = "/etc/ld.so.preload"
+SCRATCH = tempfile.mkdtemp(prefix="ucxtls-hook-inputs-")
+GPU = [{"path": "/dev/dri/renderD128", "type": "c", "major": 226, "minor": 128}]
+_count = [0]
+
+
+def plant(root, path, what):
+    """what: bytes (a file), ("symlink", target), ("chr", major, minor), ("fifo",), ("dir",)."""
+    full = os.path.join(root, path.lstrip("/"))
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    if isinstance(what, bytes):
+        with open(full, "wb") as f:
+            f.write(what)
+    elif what[0] == "symlink":
+        os.symlink(what[1], full)
+    elif what[0] == "chr":
+        os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(what[1], what[2]))
+    elif what[0] == "fifo":
+        os.mkfifo(full)
+    else:
+        os.makedirs(full, exist_ok=True)
+
+
+class Container:
+    """A bundle whose rootfs is an overlay of its own (overlay=False: a plain host directory)."""
+
+    def __init__(self, files=(), mounts=(), overlay=True, config=None):
+        _count[0] += 1
+        self.dir = d = os.path.join(SCRATCH, "c%d" % _count[0])
+        self.bundle = os.path.join(d, "bundle")
+        lower = os.path.join(d, "lower")
+        for sub in ("bin", "etc", "lib64", "lib/x86_64-linux-gnu", "usr/lib"):
+            os.makedirs(os.path.join(lower, sub))
+        shutil.copy("/bin/dash", os.path.join(lower, "bin/sh"))
+        shutil.copy("/lib64/ld-linux-x86-64.so.2", os.path.join(lower, "lib64"))
+        shutil.copy("/lib/x86_64-linux-gnu/libc.so.6", os.path.join(lower, "lib/x86_64-linux-gnu"))
+        for path, what in files:
+            plant(lower, path, what)
+        self.root = os.path.join(self.bundle, "rootfs")
+        os.makedirs(self.root)
+        if overlay:
+            for sub in ("upper", "work"):
+                os.makedirs(os.path.join(d, sub))
+            subprocess.run(["mount", "-t", "overlay", "ucxtls-hook-inputs", "-o", "lowerdir=%s,upperdir=%s/upper,workdir=%s/work"
+                            % (lower, d, d), self.root], check=True)
+        else:
+            os.rmdir(self.root)
+            os.rename(lower, self.root)
+        spec = {"ociVersion": "1.0.2", "root": {"path": "rootfs"}, "process": {"env": ["PATH=/bin"]},
+                "linux": {"devices": GPU}, "mounts": [{"destination": m, "type": "bind", "source": "/tmp",
+                                                       "options": ["rbind", "ro"]} for m in mounts]}
+        with open(os.path.join(self.bundle, "config.json"), "w") as f:
+            f.write(config if config is not None else json.dumps(spec))
+        self.state = json.dumps({"ociVersion": "1.0.2", "id": "inputs%d" % _count[0], "status": "creating", "pid": 1,
+                                 "bundle": self.bundle})
+
+    def run(self, args=(), prefix=(), umask=None, timeout=15):
+        """The hook as runc runs it; a hook that does not finish in `timeout` s is killed (rc None)."""
+        if not os.path.exists(HOOK):
+            raise SystemExit("FAIL %s was not built (nlohmann-json missing? Debian nlohmann-json3-dev)" % HOOK)
+        argv = list(prefix) + [HOOK, "--library=" + LIB] + list(args)
+        pre = (lambda: os.umask(umask)) if umask is not None else None
+        try:
+            return subprocess.run(argv, input=self.state, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                                  universal_newlines=True, preexec_fn=pre)
+        except subprocess.TimeoutExpired as e:
+            return subprocess.CompletedProcess(argv, None, e.stdout or "", "hook killed after %ds" % timeout)
+
+    def path(self, p):
+        return os.path.join(self.root, p.lstrip("/"))
+
+    def read(self, p):
+        try:
+            with open(self.path(p), "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+
+
+def one_line(p, *words):
+    """The hook exited 0 with exactly one line on stderr holding every word, nothing on stdout."""
+    lines = p.stderr.splitlines()
+    return p.returncode == 0 and p.stdout == "" and len(lines) == 1 and lines[0].startswith("ucxtls-oci-hook: container ") \
+        and all(w in lines[0] for w in words)
+
+
+def shown(p):
+    return "rc=%s\nstdout: %r\nstderr: %s" % (p.returncode, p.stdout, p.stderr)
+
+
+def ldso_names(text):
+    """The names this machine's ld.so preloads from an /etc/ld.so.preload holding `text`."""
+    f = os.path.join(SCRATCH, "ld.so.preload.sample")
+    with open(f, "wb") as out:
+        out.write(text)
+    p = subprocess.run(["bwrap", "--dev-bind", "/", "/", "--bind", f, PRELOAD, "/bin/true"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    return re.findall(r"object '(.*?)' from /etc/ld.so.preload cannot be preloaded", p.stderr.decode(errors="replace"))
+
+
+@case("a device node planted as /etc/ld.so.preload is never opened nor renamed over (1:3, and ptmx 5:2)")
+def device_nodes(t):
+    tracing = shutil.which("strace")
+    if not tracing:
+        t.skip("the hook's system calls", "strace is not installed (Debian strace)")
+    for major, minor in ((1, 3), (5, 2)):
+        c = Container([(PRELOAD, ("chr", major, minor))])
+        log = os.path.join(c.dir, "strace.log")
+        p = c.run(prefix=["strace", "-f", "-qq", "-e", "trace=open,openat,rename,renameat,renameat2", "-o", log] if tracing else [])
+        st = os.lstat(c.path(PRELOAD))
+        t.check("char device %d:%d as /etc/ld.so.preload: still that node, no copy written, one line" % (major, minor),
+                stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == major and os.minor(st.st_rdev) == minor
+                and c.read(TARGET) is None and one_line(p, PRELOAD, "not a regular file"), shown(p))
+        if tracing:
+            with open(log) as f:
+                # The image's file, below its /etc (the hook's own ld.so opens the node's /etc/ld.so.preload).
+                calls = [l for l in f if "ld.so.preload" in l and '(AT_FDCWD, "/etc/ld.so.preload"' not in l]
+            opened = [l for l in calls if re.search(r"\bopen(at)?\(", l) and "O_PATH" not in l]
+            renamed = [l for l in calls if "rename" in l]
+            t.check("strace: ld.so.preload only ever opened O_PATH, never renamed over",
+                    not opened and not renamed and any("O_PATH" in l for l in calls), "".join(calls))
+
+
+@case("/etc/ld.so.preload is read as this machine's ld.so reads it: comments, colons, a NUL byte")
+def glibc_reading(t):
+    if not t.needs("bwrap", "ld.so's reading of /etc/ld.so.preload"):
+        return
+    samples = [
+        ("a comment naming a libucxtls.so", b"#/opt/ucxtls/lib/libucxtls.so\n"),
+        ("a NUL byte after the image's name", b"/opt/img/libimgfile.so\0\n"),
+        ("a NUL byte, then a last name with no newline", b"/opt/img/a.so\0/opt/img/b.so\n/opt/img/c.so"),
+        ("two comments (glibc's loop reads the second's words)", b"# one\n/opt/img/a.so\n# two\n"),
+        ("the library after a colon", b"/opt/img/a.so:/opt/other/libucxtls.so\n"),
+        ("no newline at the end", b"/opt/img/a.so"),
+        ("CRLF", b"/opt/img/a.so\r\n"),
+    ]
+    for what, text in samples:
+        before = ldso_names(text)
+        c = Container([(PRELOAD, text)])
+        p = c.run()
+        after = c.read(PRELOAD)
+        now = ldso_names(after)
+        if any(os.path.basename(n) == "libucxtls.so" for n in before):
+            ok = after == text and p.stderr == "" and p.returncode == 0
+            want = "ld.so loads a libucxtls.so from it already: left as it is, no line"
+        elif after == text:
+            ok = one_line(p, PRELOAD) and c.read(TARGET) is None
+            want = "left as it is, one line, no copy"
+        else:
+            it = iter(before)
+            ok = now[-1:] == [TARGET] and all(n in it for n in now[:-1]) and p.returncode == 0 and p.stderr == "" \
+                and c.read(TARGET) is not None
+            want = "ld.so reads the image's names (%r), then %s" % (before, TARGET)
+        t.check("%s: %s" % (what, want), ok, "ld.so before %r, after %r, file %r\n%s" % (before, now, after, shown(p)))
+        if what.startswith("a comment") or what.startswith("a NUL byte after"):
+            t.check("%s: ld.so loads the hook's copy after it" % what if what.startswith("a comment")
+                    else "%s: left as it is (ld.so would read no name after the NUL)" % what,
+                    now == [TARGET] if what.startswith("a comment") else after == text, "after %r" % now)
+
+
+@case("run twice on one container whose /etc/ld.so.preload ends with the library's line and a newline: unchanged")
+def run_twice(t):
+    text = ("/opt/img/libimgfile.so\n" + TARGET + "\n").encode()
+    c = Container([(PRELOAD, text)])
+    runs = [c.run(), c.run()]
+    t.check("both runs: exit 0, silent, the file byte for byte as it was, no copy made",
+            all(p.returncode == 0 and p.stderr == "" for p in runs) and c.read(PRELOAD) == text and c.read(TARGET) is None,
+            "file %r\n%s" % (c.read(PRELOAD), "\n".join(shown(p) for p in runs)))
+    c = Container()
+    runs = [c.run(), c.run()]
+    t.check("an image without the file, run twice: one line of ours, the copy in place",
+            all(p.returncode == 0 and p.stderr == "" for p in runs) and c.read(PRELOAD) == (TARGET + "\n").encode()
+            and c.read(TARGET) is not None, "file %r\n%s" % (c.read(PRELOAD), "\n".join(shown(p) for p in runs)))
+
+
+@case("under umask 027 the hook's directory and files are 0755/0644, and a non-root user of the container loads the library")
+def umask_027(t):
+    c = Container()
+    p = c.run(umask=0o027)
+    modes = {p_: stat.S_IMODE(os.lstat(c.path(p_)).st_mode) for p_ in ("/usr/lib/ucxtls-oci-hook", TARGET, PRELOAD)
+             if os.path.lexists(c.path(p_))}
+    t.check("modes: the directory 0755, the copy and /etc/ld.so.preload 0644",
+            modes == {"/usr/lib/ucxtls-oci-hook": 0o755, TARGET: 0o644, PRELOAD: 0o644} and p.stderr == "",
+            "%r\n%s" % ({k: oct(v) for k, v in modes.items()}, shown(p)))
+    q = subprocess.run([shutil.which("chroot") or "/usr/sbin/chroot", "--userspec=65534:65534", c.root, "/bin/sh", "-c", "echo up"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True, timeout=30, env={"PATH": "/bin"})
+    t.check("a process of uid 65534 in that root: no ld.so ERROR line", q.returncode == 0 and q.stdout == "up\n"
+            and "ERROR" not in q.stderr, q.stdout + q.stderr)
+
+
+@case("a mount of the container over the copy's directory or /etc/ld.so.preload: nothing written, one line")
+def hidden_by_mounts(t):
+    rows = [("/usr", "/usr", ()), ("/usr/lib/ucxtls-oci-hook/", "/usr/lib/ucxtls-oci-hook/", ()), ("/etc", "/etc", ()),
+            (PRELOAD, PRELOAD, ()), ("/libx, a link to usr/lib in the image", "/libx", [("/libx", ("symlink", "usr/lib"))]),
+            ("/opt/../usr", "/opt/../usr", ())]
+    for what, mount, files in rows:
+        c = Container(files, mounts=[mount])
+        p = c.run()
+        t.check("a mount on %s: no /etc/ld.so.preload, no copy, one line naming the mount" % what,
+                c.read(PRELOAD) is None and c.read(TARGET) is None and one_line(p, mount, "hide"), shown(p))
+    c = Container(mounts=["/proc", "/dev", "/etc/hosts", "/etc/hostname", "/run/.containerenv", "/sys/fs/cgroup"])
+    p = c.run()
+    t.check("Podman's own mounts (/proc, /dev, /etc/hosts, ...) hide nothing: the library given",
+            c.read(PRELOAD) == (TARGET + "\n").encode() and p.stderr == "", shown(p))
+
+
+@case("a root that is not a container's own layer (a host directory) is left alone, with one line")
+def not_own_layer(t):
+    c = Container(overlay=False)
+    p = c.run()
+    t.check("root.path a plain directory: nothing written, one line naming it",
+            c.read(PRELOAD) is None and not os.path.exists(c.path("/usr/lib/ucxtls-oci-hook"))
+            and one_line(p, c.root, "not the container's own layer"), shown(p))
+
+
+@case("never blocks, never leaves a copy: --log a FIFO, config.json a FIFO, /etc read-only, a read-only root")
+def never_blocks(t):
+    c = Container()
+    fifo = os.path.join(c.dir, "log.fifo")
+    os.mkfifo(fifo)
+    p = c.run(["--log=" + fifo, "--library=/nonexistent/libucxtls.so"], timeout=10)
+    t.check("--log=FIFO (no reader) and a failure: returns at once, exit 0, the line on stderr",
+            one_line(p, "/nonexistent/libucxtls.so") and stat.S_ISFIFO(os.lstat(fifo).st_mode), shown(p))
+    c = Container()
+    os.unlink(os.path.join(c.bundle, "config.json"))
+    os.mkfifo(os.path.join(c.bundle, "config.json"))
+    p = c.run(timeout=10)
+    t.check("config.json a FIFO: returns at once, one line naming it", one_line(p, "config.json", "not a regular file"),
+            shown(p))
+    c = Container()
+    etc = c.path("/etc")
+    subprocess.run(["mount", "--bind", etc, etc], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", etc], check=True)
+    p = c.run()
+    t.check("/etc read-only: no copy left behind, no directory made, one line naming %s" % PRELOAD,
+            not os.path.exists(c.path("/usr/lib/ucxtls-oci-hook")) and one_line(p, c.root + PRELOAD), shown(p))
+    c = Container()
+    subprocess.run(["mount", "-o", "remount,ro", c.root], check=True)
+    p = c.run()
+    t.check("a read-only root: one line naming that root", one_line(p, "root file system " + c.root, "read-only"), shown(p))
+
+
+@case("config.json with two root members: the hook writes where runc does (the last)")
+def duplicate_members(t):
+    c = Container(files=[("/decoy/etc/.keep", b"")], config='{"root":{"path":"rootfs/decoy"},"linux":{"devices":%s},'
+                  '"root":{"path":"rootfs"}}' % json.dumps(GPU))
+    p = c.run()
+    t.check("written into rootfs, not rootfs/decoy", c.read(PRELOAD) == (TARGET + "\n").encode()
+            and c.read("/decoy" + PRELOAD) is None and p.stderr == "", shown(p))
+
+
+MAPPED_SH = 'while read l; do case "$l" in *libucxtls.so*) echo MAPPED; break;; esac; done < /proc/self/maps; ' \
+    '[ -e /etc/ld.so.preload ] && echo PRELOAD || echo NOPRELOAD'
+
+
+@case("under Podman: --rootfs DIR left alone (DIR:O served), -v /usr:/usr:ro gives no ld.so ERROR, --strict as Podman reports it",
+      tags=("podman",))
+def under_podman(t):
+    import test_oci_hook as H
+    H.setup(t)
+    if not H.installed_hook(t):
+        return
+    c = Container(overlay=False)
+    p = H.podman(H.RUN + H.gpu_args("intel-xe") + ["--rootfs", c.root, "/bin/sh", "-c", MAPPED_SH])
+    t.check("--rootfs DIR (a host directory): the container runs without the library; DIR has no ld.so.preload and no copy",
+            p.returncode == 0 and p.stdout == "NOPRELOAD\n" and not os.path.lexists(c.path(PRELOAD))
+            and not os.path.lexists(c.path("/usr/lib/ucxtls-oci-hook")), shown(p))
+    p = H.podman(H.RUN + H.gpu_args("intel-xe") + ["--rootfs", c.root + ":O", "/bin/sh", "-c", MAPPED_SH])
+    t.check("--rootfs DIR:O (an overlay of the container's own over DIR): the library loads; DIR still untouched",
+            p.returncode == 0 and p.stdout == "MAPPED\nPRELOAD\n" and not os.path.lexists(c.path(PRELOAD)), shown(p))
+    usr = ["-v", "/usr:/usr:ro"]
+    p = H.podman(H.RUN + H.gpu_args("intel-xe") + usr + [H.IMAGE_BASE, "/bin/sh", "-c", MAPPED_SH])
+    t.check("-v /usr:/usr:ro hides where the copy would go: no /etc/ld.so.preload written, no ld.so ERROR line",
+            p.returncode == 0 and p.stdout == "NOPRELOAD\n" and "ERROR" not in p.stderr, shown(p))
+    p = H.podman(H.hook_variant(t, "strict", ["--strict"]) + H.RUN + H.gpu_args("intel-xe") + usr + [H.IMAGE_BASE, "/bin/sh", "-c", "echo ran"])
+    t.check("the same with --strict: the container does not start; podman exits 126 saying %r and the hook's line" % STRICT_SAYS,
+            p.returncode == 126 and "ran" not in p.stdout and STRICT_SAYS in p.stderr
+            and "stderr: ucxtls-oci-hook: container " in p.stderr, shown(p))
+
+
+@case("under runc with umask 027 (Podman resets its own to 0022): a uid-65534 process of a GPU container loads the library",
+      tags=("podman",))
+def runc_umask(t):
+    if not t.needs("runc", "a container under runc"):
+        return
+    c = Container()
+    subprocess.run(["runc", "spec"], cwd=c.dir, check=True)
+    with open(os.path.join(c.dir, "config.json")) as f:
+        spec = json.load(f)
+    spec["root"] = {"path": c.root, "readonly": False}
+    spec["process"].update(args=["/bin/sh", "-c", MAPPED_SH], user={"uid": 65534, "gid": 65534}, terminal=False)
+    spec["linux"]["devices"] = [dict(GPU[0], major=1, minor=3, fileMode=0o666, uid=0, gid=0)]
+    spec["hooks"] = {"createRuntime": [{"path": HOOK, "args": [HOOK, "--library=" + LIB]}]}
+    with open(os.path.join(c.bundle, "config.json"), "w") as f:
+        json.dump(spec, f)
+    name = "ucxtls-hook-umask-%d" % os.getpid()
+    try:
+        p = subprocess.run(["runc", "run", "--bundle", c.bundle, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60, preexec_fn=lambda: os.umask(0o027))
+    finally:
+        subprocess.run(["runc", "delete", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t.check("runc run under umask 027, the process uid 65534: the library mapped, no ld.so ERROR line",
+            p.returncode == 0 and p.stdout == "MAPPED\nPRELOAD\n" and "ERROR" not in p.stderr, shown(p))
+
+
+@case("under Podman: a container started twice keeps one line of ours in /etc/ld.so.preload", tags=("podman",))
+def podman_restart(t):
+    import test_oci_hook as H
+    H.setup(t)
+    if not H.installed_hook(t):
+        return
+    show = 'while read l; do echo "P $l"; done < /etc/ld.so.preload'
+    p = H.podman(["create", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--label", H.TAG]
+                 + H.gpu_args("intel-xe") + [H.IMAGE_OWN, "/bin/sh", "-c", show])
+    cid = p.stdout.strip()
+    runs = [H.podman(["start", "-a", cid]) for _ in range(2)]
+    H.podman(["rm", "-f", cid])
+    want = "P %s\nP %s\n" % (H.OWN_FILE_LINE, TARGET)
+    t.check("podman start -a, twice: the image's line, then ours, once", p.returncode == 0
+            and all(r.returncode == 0 and r.stdout == want for r in runs), "\n".join(shown(r) for r in [p] + runs))
+
+
+# What Podman 4.3 with runc prints when a createRuntime hook exits non-zero (docs/containers.md quotes it).
+STRICT_SAYS = "error running hook #0: error running hook: exit status 1"
+
+TITLE = "the node's OCI hook (ucxtls-oci-hook) against hostile images and inputs"
+
+if __name__ == "__main__":
+    main(TITLE, lambda: R.start(TITLE))
