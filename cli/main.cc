@@ -51,7 +51,7 @@ const Command kCommands[] = {
      "line. --json prints the same as one JSON object.",
      kExplainFlags, false, cmd_explain},
     {"env", "[--format=sh|slurm]",
-     "shell text for eval \"$(ucxtls env)\": export or unset UCX_TLS;\n"
+     "shell text to evaluate, v=$(ucxtls env) || exit; eval \"$v\": export or unset UCX_TLS;\n"
      "slurm: the unquoted export/unset lines a Slurm TaskProlog prints",
      "Prints export (or unset) lines for UCX_TLS and UCXTLS_DERIVED, for launch scripts that do not "
      "preload the library; nothing when the environment is already right. A repair "
