@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "bounded_child.h"
+#include "elf.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -82,51 +83,17 @@ bool walk(const std::string &path, int links, std::string *culprit) {
 }
 
 // An ELF object's DT_NEEDED names and its RPATH and RUNPATH directories ($ORIGIN expanded).
-// Opened without blocking and only if regular: a FIFO or a device is never read.
 bool dynamic_of(const std::string &path, std::vector<std::string> *needed, std::vector<std::string> *dirs) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return false;
-  struct stat st;
-  std::string file;
-  const bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (off_t(1) << 30) && read_all(fd, &file);
-  close(fd);
-  if (!ok || file.size() < sizeof(ElfW(Ehdr))) return false;
-  const ElfW(Ehdr) *eh = reinterpret_cast<const ElfW(Ehdr) *>(file.data());
-  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
-      eh->e_phoff > file.size() || size_t(eh->e_phnum) * sizeof(ElfW(Phdr)) > file.size() - eh->e_phoff)
-    return false;
-  const ElfW(Phdr) *ph = reinterpret_cast<const ElfW(Phdr) *>(file.data() + eh->e_phoff);
-  const ElfW(Phdr) *dyn = nullptr;
-  for (int i = 0; i < eh->e_phnum; i++)
-    if (ph[i].p_type == PT_DYNAMIC) dyn = &ph[i];
-  if (!dyn || dyn->p_offset > file.size() || dyn->p_filesz > file.size() - dyn->p_offset) return true;  // static: needs nothing
-  // The string table's address, as a file offset through the segment that loads it.
-  const ElfW(Dyn) *d = reinterpret_cast<const ElfW(Dyn) *>(file.data() + dyn->p_offset);
-  const size_t nd = dyn->p_filesz / sizeof(ElfW(Dyn));
-  ElfW(Addr) strtab = 0;
-  for (size_t i = 0; i < nd && d[i].d_tag != DT_NULL; i++)
-    if (d[i].d_tag == DT_STRTAB) strtab = d[i].d_un.d_ptr;
-  size_t str_off = 0, str_end = 0;
-  for (int i = 0; i < eh->e_phnum; i++)
-    if (ph[i].p_type == PT_LOAD && strtab >= ph[i].p_vaddr && strtab < ph[i].p_vaddr + ph[i].p_filesz)
-      str_off = size_t(ph[i].p_offset + (strtab - ph[i].p_vaddr)), str_end = size_t(ph[i].p_offset + ph[i].p_filesz);
-  if (!str_off || str_end > file.size()) return false;
+  ElfDynamic e;
+  if (!read_elf_dynamic(path, &e)) return false;
+  *needed = e.needed;
   const std::string origin = dir_of(path);
-  for (size_t i = 0; i < nd && d[i].d_tag != DT_NULL; i++) {
-    if (d[i].d_tag != DT_NEEDED && d[i].d_tag != DT_RPATH && d[i].d_tag != DT_RUNPATH) continue;
-    if (d[i].d_un.d_val >= str_end - str_off) return false;
-    const char *s = file.data() + str_off + d[i].d_un.d_val;
-    const std::string text(s, strnlen(s, str_end - str_off - d[i].d_un.d_val));
-    if (d[i].d_tag == DT_NEEDED) {
-      needed->push_back(text);
-      continue;
-    }
+  for (const std::string &text : e.search)
     for (std::string dir : split(text.c_str(), ":")) {
       for (const char *o : {"${ORIGIN}", "$ORIGIN"})
         for (size_t k; (k = dir.find(o)) != std::string::npos;) dir.replace(k, strlen(o), origin);
       dirs->push_back(dir.empty() ? "." : dir);
     }
-  }
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "elf.h"
 #include "environment.h"
 #include "exit.h"
 #include "util.h"
@@ -62,56 +63,10 @@ std::string program_path(const char *name) {
   return "";
 }
 
-// The DT_NEEDED names of an ELF file of this machine's byte order (32 or 64 bits); none for
-// anything else (a script, a file it cannot read).
-template <typename Ehdr, typename Phdr, typename Dyn>
-std::vector<std::string> needed_of(int fd) {
-  std::vector<std::string> out;
-  Ehdr eh;
-  if (pread(fd, &eh, sizeof eh, 0) != ssize_t(sizeof eh) || eh.e_phentsize != sizeof(Phdr) || eh.e_phnum > 512) return out;
-  std::vector<Phdr> ph(eh.e_phnum);
-  const ssize_t phsize = ssize_t(sizeof(Phdr) * eh.e_phnum);
-  if (pread(fd, ph.data(), size_t(phsize), off_t(eh.e_phoff)) != phsize) return out;
-  const Phdr *dynamic = nullptr;
-  for (const Phdr &p : ph)
-    if (p.p_type == PT_DYNAMIC) dynamic = &p;
-  if (!dynamic || dynamic->p_filesz > (1 << 20)) return out;
-  std::vector<Dyn> dyn(dynamic->p_filesz / sizeof(Dyn));
-  const ssize_t dynsize = ssize_t(dyn.size() * sizeof(Dyn));
-  if (pread(fd, dyn.data(), size_t(dynsize), off_t(dynamic->p_offset)) != dynsize) return out;
-  unsigned long long strtab = 0, strsz = 0;
-  for (const Dyn &d : dyn) {
-    if (d.d_tag == DT_STRTAB) strtab = d.d_un.d_ptr;
-    if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
-  }
-  off_t stroff = -1;  // the string table's address, as a file offset (the segment that holds it)
-  for (const Phdr &p : ph)
-    if (p.p_type == PT_LOAD && strtab >= p.p_vaddr && strtab < p.p_vaddr + p.p_filesz) stroff = off_t(p.p_offset + (strtab - p.p_vaddr));
-  if (stroff < 0) return out;
-  for (const Dyn &d : dyn) {
-    if (d.d_tag == DT_NULL) break;
-    if (d.d_tag != DT_NEEDED || d.d_un.d_val >= strsz) continue;
-    char name[256] = {};
-    if (pread(fd, name, sizeof name - 1, stroff + off_t(d.d_un.d_val)) > 0) out.emplace_back(name);
-  }
-  return out;
-}
-
+// The DT_NEEDED names of an ELF file; none for anything else (a script, a file it cannot read).
 std::vector<std::string> elf_needed(const std::string &path) {
-  // Never blocks: a FIFO (or a device) is not opened for reading until someone writes it.
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return {};
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return close(fd), std::vector<std::string>();
-  unsigned char ident[EI_NIDENT] = {};
-  std::vector<std::string> out;
-  const unsigned char data = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
-  if (pread(fd, ident, sizeof ident, 0) == ssize_t(sizeof ident) && !memcmp(ident, ELFMAG, SELFMAG) && ident[EI_DATA] == data) {
-    if (ident[EI_CLASS] == ELFCLASS64) out = needed_of<Elf64_Ehdr, Elf64_Phdr, Elf64_Dyn>(fd);
-    else if (ident[EI_CLASS] == ELFCLASS32) out = needed_of<Elf32_Ehdr, Elf32_Phdr, Elf32_Dyn>(fd);
-  }
-  close(fd);
-  return out;
+  ElfDynamic e;
+  return read_elf_dynamic(path, &e) ? e.needed : std::vector<std::string>();
 }
 
 // AddressSanitizer's runtime, when the program links it dynamically (gcc's default: NEEDED
