@@ -69,7 +69,20 @@ bool read_container_spec(const char *text, size_t len, ContainerSpec *out) {
     if (text_of(member(&d, "path"), &s)) out->devices.push_back(s);
   });
   each_element(member(&doc, "mounts"), [&](const json &m) {
-    if (text_of(member(&m, "destination"), &s)) out->mounts.push_back(s);
+    ContainerMount cm;
+    if (!text_of(member(&m, "destination"), &cm.destination)) return;
+    text_of(member(&m, "type"), &cm.type);
+    text_of(member(&m, "source"), &cm.source);
+    each_element(member(&m, "options"), [&](const json &o) {
+      if (!text_of(&o, &s)) return;
+      cm.bind = cm.bind || s == "bind" || s == "rbind";
+      cm.recursive = cm.recursive || s == "rbind";
+      cm.copyup = cm.copyup || s == "tmpcopyup";
+    });
+    out->mounts.push_back(cm);
+  });
+  each_element(member(member(&doc, "linux"), "maskedPaths"), [&](const json &p) {
+    if (text_of(&p, &s)) out->masked.push_back(s);
   });
   return true;
 }
@@ -89,6 +102,7 @@ bool is_ucxtls(const std::string &name) {
   return (slash == std::string::npos ? name : name.substr(slash + 1)) == "libucxtls.so";
 }
 
+// The separators of /etc/ld.so.preload (elf/rtld.c: strsep (&runp, ": \t\n")).
 bool glibc_separator(char c) { return c == ' ' || c == '\t' || c == '\n' || c == ':'; }
 
 }  // namespace
@@ -105,7 +119,7 @@ std::string rootfs_path(const std::string &bundle, const std::string &root) {
 bool preload_list_has_ucxtls(const std::string &list) {
   size_t i = 0;
   while (i < list.size()) {
-    size_t j = list.find_first_of(" \t\n:", i);
+    size_t j = list.find_first_of(" :", i);  // the LD_PRELOAD variable's: strcspn (p, " :")
     if (j == std::string::npos) j = list.size();
     if (is_ucxtls(list.substr(i, j - i))) return true;
     i = j + 1;
@@ -208,6 +222,20 @@ bool mount_hides(const std::string &destination, const std::string &path) {
   for (size_t i = 0; i < d.size(); i++)
     if (d[i] != p[i]) return false;
   return true;
+}
+
+MountView mount_view(const ContainerMount &m) {
+  if (m.bind) return MountView::kSource;
+  if (m.type == "tmpfs") return m.copyup ? MountView::kCopy : MountView::kNoLinks;
+  if (m.type == "devpts" || m.type == "mqueue" || m.type == "cgroup" || m.type == "cgroup2") return MountView::kNoLinks;
+  if (m.type == "sysfs") return MountView::kLinksInside;
+  return MountView::kUnknown;
+}
+
+int covering_mount(const std::vector<std::string> &at, int count, const std::string &path, int skip) {
+  for (int i = (skip >= 0 ? skip : count) - 1; i >= 0; i--)
+    if (mount_hides(at[size_t(i)], path)) return i;
+  return -1;
 }
 
 }  // namespace ucxtls

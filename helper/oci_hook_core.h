@@ -21,12 +21,21 @@ struct ContainerState {
 // false when the state is not JSON (RFC 8259, nlohmann-json) or has no bundle path.
 bool read_container_state(const char *text, size_t len, ContainerState *out);
 
+// One of config.json's mounts as runc takes it (libcontainer/specconv/spec_linux.go of runc 1.1,
+// createLibcontainerMount): a bind when its options hold "bind" or "rbind", whatever its type, its
+// source then relative to the bundle; "tmpcopyup" fills a tmpfs with what was there.
+struct ContainerMount {
+  std::string destination, type, source;  // as written
+  bool bind = false, recursive = false, copyup = false;
+};
+
 // What the hook reads of the bundle's config.json.
 struct ContainerSpec {
   std::string root;                       // root.path, as written (may be relative to the bundle)
   std::vector<std::string> env;           // process.env, "NAME=value"
   std::vector<std::string> devices;       // linux.devices[].path
-  std::vector<std::string> mounts;        // mounts[].destination, as written
+  std::vector<ContainerMount> mounts;     // mounts[] with a destination, in their order
+  std::vector<std::string> masked;        // linux.maskedPaths: runc mounts over each after the mounts
 };
 // false when config.json is not JSON or has no root.path. Strings holding a NUL are left out (no
 // path or variable holds one).
@@ -36,8 +45,9 @@ bool read_container_spec(const char *text, size_t len, ContainerSpec *out);
 bool is_gpu_device_node(const std::string &path);
 // The container's root directory: root.path, relative paths taken from the bundle.
 std::string rootfs_path(const std::string &bundle, const std::string &root);
-// True when an LD_PRELOAD value (names separated by spaces, tabs, newlines or colons) names a
-// libucxtls.so.
+// True when an LD_PRELOAD value, split as glibc's ld.so splits it (at spaces and colons alone:
+// handle_preload_list in elf/rtld.c; tabs and newlines are part of a name there), names a
+// libucxtls.so. Only glibc reads /etc/ld.so.preload, so only its reading decides.
 bool preload_list_has_ucxtls(const std::string &list);
 // The value of `name` in an environment ("" when unset).
 std::string env_value(const std::vector<std::string> &env, const char *name);
@@ -65,5 +75,19 @@ bool split_container_path(const std::string &path, std::vector<std::string> *par
 // True when a mount at `destination` (a container path whose symbolic links are resolved) hides
 // `path`: the same path or a directory above it.
 bool mount_hides(const std::string &destination, const std::string &path);
+
+// What a mount shows below its destination to the mounts made after it, as far as files tell.
+enum class MountView {
+  kSource,     // a bind: the source's files (a host path), read without following their links
+  kNoLinks,    // tmpfs (empty; runc makes only directories in it), devpts, mqueue, cgroup: no links
+  kLinksInside,  // sysfs: its links stay inside it, so where ".." leads after one is not known
+  kCopy,       // tmpfs with tmpcopyup: a copy of what was there, links included
+  kUnknown,    // anything else (proc's links name any path; a network or FUSE file system)
+};
+MountView mount_view(const ContainerMount &m);
+// The mount among at[0..count) whose place (a resolved container path) is `path` or a directory
+// above it, the latest one (mounts stack); -1 for none. `skip` (a mount's index, or -1): look below
+// that one, for what a copy shows.
+int covering_mount(const std::vector<std::string> &at, int count, const std::string &path, int skip = -1);
 
 }  // namespace ucxtls

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,48 +141,6 @@ bool is_own_layer(int rootfd, std::string *why) {
     return true;
   }
   return false;
-}
-
-std::string resolve_in_root(int rootfd, const std::string &path) {
-  std::vector<std::string> done, todo;
-  auto push_all = [&todo](const std::string &p) {  // p's components, before what is left
-    std::vector<std::string> parts;
-    size_t i = 0;
-    while (i <= p.size()) {
-      size_t j = p.find('/', i);
-      if (j == std::string::npos) j = p.size();
-      if (j > i) parts.push_back(p.substr(i, j - i));
-      i = j + 1;
-    }
-    todo.insert(todo.end(), parts.rbegin(), parts.rend());
-  };
-  push_all(path);
-  int links = 0;
-  while (!todo.empty()) {
-    std::string part = todo.back();
-    todo.pop_back();
-    if (part == ".") continue;
-    if (part == "..") {
-      if (!done.empty()) done.pop_back();
-      continue;
-    }
-    std::string rel;
-    for (const std::string &d : done) rel += d + "/";
-    rel += part;
-    char target[PATH_MAX];
-    ssize_t n = links < 40 ? readlinkat(rootfd, rel.c_str(), target, sizeof target - 1) : -1;
-    if (n <= 0) {  // not a link, absent, or too many links: kept as written
-      done.push_back(part);
-      continue;
-    }
-    links++;
-    target[n] = 0;
-    if (target[0] == '/') done.clear();
-    push_all(target);
-  }
-  std::string out;
-  for (const std::string &d : done) out += "/" + d;
-  return out.empty() ? "/" : out;
 }
 
 void append_log(const std::string &file, const std::string &line) {

@@ -47,9 +47,6 @@ class Staged {
 // containers-storage, containerd's overlayfs snapshotter and `podman run --rootfs DIR:O` mount)
 // that is not the hook's own root. Otherwise *why says what it is.
 bool is_own_layer(int rootfd, std::string *why);
-// `path` inside the root as the runtime resolves a mount's destination: ".." and symbolic links
-// taken within the root, components that do not exist kept as written.
-std::string resolve_in_root(int rootfd, const std::string &path);
 
 // Appends `line` to FILE when it is a regular file (created 0644 when absent); never blocks.
 void append_log(const std::string &file, const std::string &line);

@@ -31,6 +31,7 @@
 
 #include "oci_hook_core.h"
 #include "oci_hook_fs.h"
+#include "oci_hook_mounts.h"
 
 using namespace ucxtls;
 
@@ -113,7 +114,7 @@ bool parse_args(int argc, char **argv, std::string *bad) {
 
 // The container's root, once it is known to be the container's own writable layer, writable, and
 // not hidden by the container's mounts where the hook writes; -1 after the hook's line.
-int open_root(const ContainerSpec &spec, const std::string &root, int *rc) {
+int open_root(const ContainerSpec &spec, const std::string &bundle, const std::string &root, int *rc) {
   int rootfd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) {
     *rc = fail(errno_text("the root file system " + root));
@@ -126,11 +127,21 @@ int open_root(const ContainerSpec &spec, const std::string &root, int *rc) {
   } else if (fstatvfs(rootfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
     *rc = fail("the root file system " + root + " is read-only: nothing written");
   } else {
-    for (const std::string &dest : spec.mounts) {
-      std::string at = resolve_in_root(rootfd, dest);
+    // The mounts in the runtime's order, then the masked paths it mounts over after them.
+    std::vector<ContainerMount> mounts = spec.mounts;
+    for (const std::string &p : spec.masked) mounts.push_back(ContainerMount{p, "tmpfs", "", false, false, false});
+    MountPlaces places(rootfd, bundle);
+    for (const ContainerMount &m : mounts) {
+      std::string at;
+      if (!places.add(m, &at, &why)) {
+        *rc = fail("cannot tell where the container's mount on " + m.destination + " lands (" + why + "): nothing written");
+        close(rootfd);
+        return -1;
+      }
       const char *hidden = mount_hides(at, kPreload) ? kPreload : mount_hides(at, kTarget) ? kTarget : nullptr;
       if (!hidden) continue;
-      *rc = fail("the container's mount on " + dest + " would hide " + hidden + ": nothing written");
+      *rc = fail("the container's mount on " + m.destination + (at != m.destination ? " (" + at + " in the root)" : "") +
+                 " would hide " + hidden + ": nothing written");
       close(rootfd);
       return -1;
     }
@@ -161,7 +172,7 @@ int run(int argc, char **argv) {
   if (!read_regular(library, kLibraryMax, &lib_bytes)) return fail(errno_text("the node's library " + library));
   const std::string root = rootfs_path(cs.bundle, spec.root);
   int rc = 0;
-  int rootfd = open_root(spec, root, &rc);
+  int rootfd = open_root(spec, cs.bundle, root, &rc);
   if (rootfd < 0) return rc;
 
   int etc = open_dir_below(rootfd, {"etc"}, true, false, &where);

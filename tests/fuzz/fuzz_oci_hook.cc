@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ContainerSpec spec;
       if (read_container_spec(text, n, &spec)) {
         FUZZ_CHECK(!spec.root.empty());
-        for (const std::string &m : spec.mounts) (void)mount_hides(m, "/etc/ld.so.preload");
+        for (const ContainerMount &m : spec.mounts) (void)mount_hides(m.destination, "/etc/ld.so.preload");
       }
       break;
     }

@@ -29,12 +29,18 @@ _count = [0]
 
 
 def plant(root, path, what):
-    """what: bytes (a file), ("symlink", target), ("chr", major, minor), ("fifo",), ("dir",)."""
+    """what: bytes (a file), ("owned", bytes, uid, gid, mode), ("symlink", target), ("chr", major, minor),
+    ("fifo",), ("dir",)."""
     full = os.path.join(root, path.lstrip("/"))
     os.makedirs(os.path.dirname(full), exist_ok=True)
     if isinstance(what, bytes):
         with open(full, "wb") as f:
             f.write(what)
+    elif what[0] == "owned":
+        with open(full, "wb") as f:
+            f.write(what[1])
+        os.chown(full, what[2], what[3])
+        os.chmod(full, what[4])
     elif what[0] == "symlink":
         os.symlink(what[1], full)
     elif what[0] == "chr":
@@ -48,7 +54,7 @@ def plant(root, path, what):
 class Container:
     """A bundle whose rootfs is an overlay of its own (overlay=False: a plain host directory)."""
 
-    def __init__(self, files=(), mounts=(), overlay=True, config=None):
+    def __init__(self, files=(), mounts=(), overlay=True, config=None, env=("PATH=/bin",), masked=None):
         _count[0] += 1
         self.dir = d = os.path.join(SCRATCH, "c%d" % _count[0])
         self.bundle = os.path.join(d, "bundle")
@@ -70,9 +76,12 @@ class Container:
         else:
             os.rmdir(self.root)
             os.rename(lower, self.root)
-        spec = {"ociVersion": "1.0.2", "root": {"path": "rootfs"}, "process": {"env": ["PATH=/bin"]},
-                "linux": {"devices": GPU}, "mounts": [{"destination": m, "type": "bind", "source": "/tmp",
-                                                       "options": ["rbind", "ro"]} for m in mounts]}
+        # A mount: its destination (a read-only bind of /tmp), or the whole config.json entry.
+        spec = {"ociVersion": "1.0.2", "root": {"path": "rootfs"}, "process": {"env": list(env)},
+                "linux": {"devices": GPU}, "mounts": [m if isinstance(m, dict) else {
+                    "destination": m, "type": "bind", "source": "/tmp", "options": ["rbind", "ro"]} for m in mounts]}
+        if masked is not None:
+            spec["linux"]["maskedPaths"] = masked
         with open(os.path.join(self.bundle, "config.json"), "w") as f:
             f.write(config if config is not None else json.dumps(spec))
         self.state = json.dumps({"ociVersion": "1.0.2", "id": "inputs%d" % _count[0], "status": "creating", "pid": 1,
@@ -216,6 +225,10 @@ def umask_027(t):
 def hidden_by_mounts(t):
     rows = [("/usr", "/usr", ()), ("/usr/lib/ucxtls-oci-hook/", "/usr/lib/ucxtls-oci-hook/", ()), ("/etc", "/etc", ()),
             (PRELOAD, PRELOAD, ()), ("/libx, a link to usr/lib in the image", "/libx", [("/libx", ("symlink", "usr/lib"))]),
+            # An absolute link is taken from the container's root, not from the link's directory.
+            ("/libx, a link to /usr/lib in the image", "/libx", [("/libx", ("symlink", "/usr/lib"))]),
+            ("/opt/libx/ucxtls-oci-hook, /opt/libx a link to /usr/lib", "/opt/libx/ucxtls-oci-hook",
+             [("/opt/libx", ("symlink", "/usr/lib"))]),
             ("/opt/../usr", "/opt/../usr", ())]
     for what, mount, files in rows:
         c = Container(files, mounts=[mount])
@@ -226,6 +239,98 @@ def hidden_by_mounts(t):
     p = c.run()
     t.check("Podman's own mounts (/proc, /dev, /etc/hosts, ...) hide nothing: the library given",
             c.read(PRELOAD) == (TARGET + "\n").encode() and p.stderr == "", shown(p))
+
+
+def host_dir(files):
+    """A host directory holding `files` (plant's forms), for a bind mount's source."""
+    _count[0] += 1
+    d = os.path.join(SCRATCH, "host%d" % _count[0])
+    os.makedirs(d)
+    for path, what in files:
+        plant(d, path, what)
+    return d
+
+
+def bind(dest, src, recursive=True):
+    return {"destination": dest, "type": "bind", "source": src, "options": ["rbind" if recursive else "bind", "rw"]}
+
+
+def tmpfs(dest, *options):
+    return {"destination": dest, "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"] + list(options)}
+
+
+def written(c, p):
+    return c.read(PRELOAD) == (TARGET + "\n").encode() and c.read(TARGET) is not None and p.stderr == ""
+
+
+def nothing_written(c, p, *words):
+    return c.read(PRELOAD) is None and c.read(TARGET) is None and one_line(p, *words)
+
+
+@case("mounts resolved in runc's order, through what earlier mounts put there: a tmpfs through a bind's link is on /etc")
+def mount_order(t):
+    to_etc = host_dir([("/l", ("symlink", "/etc"))])
+    rows = [
+        ("a bind of a host directory holding l -> /etc on /mnt, then a tmpfs on /mnt/l (the tmpfs is the container's /etc)",
+         [bind("/mnt", to_etc), tmpfs("/mnt/l")], [], ("/mnt/l", "(/etc in the root)", "hide " + PRELOAD)),
+        ("the same, the link relative: l -> ../usr/lib, then a tmpfs on /mnt/l (the container's /usr/lib)",
+         [bind("/mnt", host_dir([("/l", ("symlink", "../usr/lib"))])), tmpfs("/mnt/l")], [], ("/mnt/l", "hide " + TARGET)),
+        ("the link one directory down the bind: /mnt/a/l -> /etc",
+         [bind("/mnt", host_dir([("/a/l", ("symlink", "/etc"))])), tmpfs("/mnt/a/l")], [], ("/mnt/a/l", "hide")),
+        ("a link of the image inside a tmpcopyup tmpfs (a copy of what was there): /mnt/l -> /etc",
+         [tmpfs("/mnt", "tmpcopyup"), tmpfs("/mnt/l")], [("/mnt/l", ("symlink", "/etc"))], ("/mnt/l", "hide")),
+        ("a bind without rbind whose source has a mount below it: where it lands is not known",
+         [bind("/mnt", None, recursive=False), tmpfs("/mnt/sub/l")], [], ("/mnt/sub/l", "cannot tell")),
+        ("a tmpfs inside a proc mount: proc's links name any path, not known",
+         [{"destination": "/p", "type": "proc", "source": "proc"}, tmpfs("/p/self/root/etc")], [], ("/p/self/root/etc", "cannot tell")),
+        ("\"..\" after a path inside sysfs (whose links are not read): not known",
+         [{"destination": "/sys", "type": "sysfs", "source": "sysfs"}, tmpfs("/sys/class/net/lo/../../../etc")], [],
+         ("cannot tell",)),
+    ]
+    for what, mounts, files, words in rows:
+        if mounts[0].get("source") is None:  # the bind's source with a tmpfs of the host at sub/, holding l -> /etc
+            src = host_dir([("/sub/.keep", b"")])
+            subprocess.run(["mount", "-t", "tmpfs", "ucxtls-hook-inputs", os.path.join(src, "sub")], check=True)
+            os.symlink("/etc", os.path.join(src, "sub/l"))
+            mounts[0]["source"] = src
+        c = Container(files, mounts=mounts)
+        p = c.run()
+        t.check("%s: nothing written, one line" % what, nothing_written(c, p, *words), shown(p))
+    # Where the same mounts leave both files visible, the library is given.
+    rows = [
+        ("the tmpfs on /mnt/l first, then the bind on /mnt (the tmpfs lands in the image's /mnt, under the bind)",
+         [tmpfs("/mnt/l"), bind("/mnt", to_etc)], []),
+        ("a link to /opt in the bind: the tmpfs lands on /opt", [bind("/mnt", host_dir([("/l", ("symlink", "/opt"))])),
+                                                              tmpfs("/mnt/l")], []),
+        ("a tmpfs without tmpcopyup on /mnt (empty), then a tmpfs on /mnt/l: the image's /mnt/l -> /etc is covered",
+         [tmpfs("/mnt"), tmpfs("/mnt/l")], [("/mnt/l", ("symlink", "/etc"))]),
+        ("Podman's mounts as it writes them (proc, a tmpfs /dev, devpts, mqueue, sysfs, cgroup2 inside it, /etc/hosts)",
+         [{"destination": "/proc", "type": "proc", "source": "proc"}, tmpfs("/dev", "strictatime", "mode=755"),
+          {"destination": "/dev/pts", "type": "devpts", "source": "devpts"},
+          {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue"},
+          {"destination": "/sys", "type": "sysfs", "source": "sysfs"},
+          {"destination": "/sys/fs/cgroup", "type": "cgroup2", "source": "cgroup2"},
+          bind("/dev/shm", host_dir([])), bind("/etc/hosts", "/etc/hosts"), bind("/etc/hostname", "/etc/hostname")], []),
+    ]
+    for what, mounts, files in rows:
+        c = Container(files, mounts=mounts)
+        p = c.run()
+        t.check("%s: the library given" % what, written(c, p), shown(p))
+    c = Container(masked=["/proc/kcore", PRELOAD])
+    p = c.run()
+    t.check("linux.maskedPaths naming /etc/ld.so.preload (runc mounts over it after the mounts): nothing written, one line",
+            nothing_written(c, p, PRELOAD, "hide"), shown(p))
+
+
+@case("the image's /etc/ld.so.preload keeps its owner, group and mode (1000:1001, 0640)")
+def keeps_owner(t):
+    c = Container([(PRELOAD, ("owned", b"/opt/img/a.so\n", 1000, 1001, 0o640))])
+    p = c.run()
+    st = os.lstat(c.path(PRELOAD))
+    t.check("rewritten with our line; uid 1000, gid 1001, mode 0640",
+            c.read(PRELOAD) == ("/opt/img/a.so\n" + TARGET + "\n").encode() and (st.st_uid, st.st_gid) == (1000, 1001)
+            and stat.S_IMODE(st.st_mode) == 0o640 and p.stderr == "",
+            "uid %d gid %d mode %o\n%s" % (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), shown(p)))
 
 
 @case("a root that is not a container's own layer (a host directory) is left alone, with one line")

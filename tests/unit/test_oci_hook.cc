@@ -75,7 +75,11 @@ TEST_CASE("config.json: root.path, process.env and linux.devices as a runtime wr
   CHECK(spec.root == "rootfs");
   CHECK(spec.env == std::vector<std::string>{"PATH=/bin", "LD_PRELOAD=/img/a.so", "X"});
   CHECK(spec.devices == std::vector<std::string>{"/dev/nvidia0", "/dev/nvidiactl"});
-  CHECK(spec.mounts == std::vector<std::string>{"/proc", "/usr"});
+  REQUIRE(spec.mounts.size() == 2);
+  CHECK(spec.mounts[0].destination == "/proc");
+  CHECK(spec.mounts[0].type == "proc");
+  CHECK(spec.mounts[1].destination == "/usr");
+  CHECK_FALSE(spec.mounts[1].bind);
   CHECK(env_value(spec.env, "LD_PRELOAD") == "/img/a.so");
   CHECK(env_value(spec.env, "UCX_TLS") == "");
   ContainerSpec none;
@@ -105,7 +109,13 @@ TEST_CASE("a GPU device node, as the library counts them") {
 TEST_CASE("LD_PRELOAD lists and the container's root") {
   CHECK(preload_list_has_ucxtls("/opt/ucxtls/lib/libucxtls.so"));
   CHECK(preload_list_has_ucxtls("/a/libother.so:/usr/lib/x/libucxtls.so"));
-  CHECK(preload_list_has_ucxtls("/a/libother.so\n  libucxtls.so\t"));
+  CHECK(preload_list_has_ucxtls("/a/libother.so libucxtls.so"));
+  CHECK(preload_list_has_ucxtls("::/a/libother.so:: /x/libucxtls.so "));
+  // glibc splits the variable at spaces and colons alone (elf/rtld.c handle_preload_list): a
+  // newline or a tab is part of a name, and that name is no libucxtls.so.
+  CHECK_FALSE(preload_list_has_ucxtls("/a/libother.so\nlibucxtls.so"));
+  CHECK_FALSE(preload_list_has_ucxtls("/a/libother.so\tlibucxtls.so"));
+  CHECK_FALSE(preload_list_has_ucxtls("/a/libother.so:libucxtls.so\n"));
   CHECK_FALSE(preload_list_has_ucxtls("/a/libucxtls.so.1 /b/libnotucxtls.so"));
   CHECK_FALSE(preload_list_has_ucxtls(""));
   CHECK(rootfs_path("/run/b", "rootfs") == "/run/b/rootfs");
@@ -180,6 +190,46 @@ TEST_CASE("a mount hides a path at or below its destination") {
   CHECK_FALSE(mount_hides("/us", "/usr/lib/x"));
   CHECK_FALSE(mount_hides("/usr/lib/x/y", "/usr/lib/x"));
   CHECK_FALSE(mount_hides("relative", "/usr/lib/x"));
+}
+
+TEST_CASE("config.json's mounts as runc takes them: bind by its options, the view later mounts see") {
+  const char *config = R"({"root":{"path":"r"},"mounts":[
+    {"destination":"/a","type":"none","source":"/srv/a","options":["rbind","ro"]},
+    {"destination":"/b","type":"bind","source":"b"},
+    {"destination":"/c","type":"tmpfs","options":["nosuid","bind"]},
+    {"destination":"/d","type":"tmpfs","options":["tmpcopyup"]},
+    {"destination":"/e","type":"tmpfs"},{"destination":"/f","type":"sysfs"},{"destination":"/g","type":"proc"},
+    {"destination":"/h","type":"cgroup2"},{"destination":"/i","type":"nfs"}],
+    "linux":{"maskedPaths":["/proc/kcore",1,"/etc/x"]}})";
+  ContainerSpec spec;
+  REQUIRE(read_container_spec(config, strlen(config), &spec));
+  REQUIRE(spec.mounts.size() == 9);
+  const MountView views[] = {MountView::kSource,  MountView::kUnknown,     MountView::kSource,
+                             MountView::kCopy,    MountView::kNoLinks,     MountView::kLinksInside,
+                             MountView::kUnknown, MountView::kNoLinks,     MountView::kUnknown};
+  for (size_t i = 0; i < 9; i++) {
+    CAPTURE(spec.mounts[i].destination);
+    CHECK(mount_view(spec.mounts[i]) == views[i]);  // "type":"bind" without a bind option is no bind to runc
+  }
+  CHECK(spec.mounts[0].recursive);
+  CHECK(spec.mounts[0].source == "/srv/a");
+  CHECK_FALSE(spec.mounts[2].recursive);
+  CHECK(spec.masked == std::vector<std::string>{"/proc/kcore", "/etc/x"});
+}
+
+TEST_CASE("the mount a path is under: the latest whose place holds it") {
+  const std::vector<std::string> at = {"/mnt", "/mnt/x", "/", "/etc/hosts", "/mnt"};
+  CHECK(covering_mount(at, 2, "/mnt/x/y") == 1);
+  CHECK(covering_mount(at, 2, "/mnt/xy") == 0);
+  CHECK(covering_mount(at, 2, "/mnt") == 0);
+  CHECK(covering_mount(at, 2, "/etc") == -1);
+  CHECK(covering_mount(at, 3, "/mnt/x/y") == 2);  // a mount on / after them covers everything
+  CHECK(covering_mount(at, 4, "/etc/hosts") == 3);
+  CHECK(covering_mount(at, 4, "/etc/hostsx") == 2);
+  CHECK(covering_mount(at, 5, "/mnt/x") == 4);
+  CHECK(covering_mount(at, 5, "/mnt/x", 4) == 2);  // below a copy: what was there before it
+  CHECK(covering_mount(at, 2, "/mnt/x", 1) == 0);
+  CHECK(covering_mount(at, 2, "/mnt/x", 0) == -1);
 }
 
 TEST_CASE("container paths walked one component at a time") {

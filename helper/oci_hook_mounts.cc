@@ -1,0 +1,163 @@
+// Where a container's mounts land (oci_hook_mounts.h).
+//
+// runc mounts config.json's mounts in order, each on its destination resolved inside the root at
+// that moment: libcontainer/rootfs_linux.go, mountToRootfs, `securejoin.SecureJoin(rootfs,
+// m.Destination)` in runc 1.1 (`pathrs.OpenInRoot` / `MkdirAllInRoot` in 1.3). SecureJoin walks the
+// path one component at a time: ".." drops the last resolved component (never above the root), a
+// symbolic link is read and its target walked in its place (an absolute one from the root), a
+// component that does not exist is kept as written, more than 255 links fail. A link read there is
+// one that the image or an earlier mount put in the path: a bind of a host directory holding
+// `l -> /etc`, then a tmpfs on its `l`, puts the tmpfs on the container's /etc.
+//
+// The hook runs as root in the runtime's mount namespace, where the container's mounts are not:
+// it reads each link itself, from the image's files or an earlier bind's source, and follows
+// none: every directory on the way is opened O_PATH | O_NOFOLLOW, and only readlinkat reads.
+#include "oci_hook_mounts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ucxtls {
+
+namespace {
+
+const int kMaxLinks = 255;  // SecureJoin's limit (ELOOP beyond it: the runtime fails the start)
+
+std::vector<std::string> components(const std::string &p) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i <= p.size()) {
+    size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    if (j > i) parts.push_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+
+std::string joined(const std::vector<std::string> &parts) {
+  std::string out;
+  for (const std::string &d : parts) out += "/" + d;
+  return out.empty() ? "/" : out;
+}
+
+enum class Link { kYes, kNo, kUnknown };
+
+// Whether base/parts names a symbolic link (its target in *target), walking every directory before
+// the last component O_PATH | O_NOFOLLOW. One that is absent or not a directory ends the walk
+// ("kept as written"). one_fs: the walk may not leave base's file system (a bind without "rbind"
+// carries none of the mounts below its source), else the answer is unknown.
+Link read_link_below(int base, const std::vector<std::string> &parts, bool one_fs, std::string *target) {
+  struct stat top, st;
+  if (fstat(base, &top) != 0) return Link::kUnknown;
+  int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return Link::kUnknown;
+  Link answer = Link::kNo;
+  for (size_t i = 0; i + 1 < parts.size() && answer == Link::kNo; i++) {
+    int next = openat(fd, parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && errno != ENOENT && errno != ENOTDIR) answer = Link::kUnknown;
+    if (next < 0) break;
+    if (one_fs && (fstat(next, &st) != 0 || st.st_dev != top.st_dev)) answer = Link::kUnknown;
+    close(fd);
+    fd = next;
+  }
+  if (answer == Link::kNo && one_fs && fstatat(fd, parts.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      st.st_dev != top.st_dev)
+    answer = Link::kUnknown;  // a mount point of the host: the bind shows what lies under it
+  if (answer == Link::kNo) {
+    char buf[PATH_MAX];
+    ssize_t n = readlinkat(fd, parts.back().c_str(), buf, sizeof buf);
+    if (n > 0 && size_t(n) < sizeof buf) {
+      target->assign(buf, size_t(n));
+      answer = Link::kYes;
+    } else if (n >= 0 || (errno != EINVAL && errno != ENOENT && errno != ENOTDIR)) {
+      answer = Link::kUnknown;  // a target longer than a path, or a failed read: not a "no"
+    }
+  }
+  close(fd);
+  return answer;
+}
+
+}  // namespace
+
+MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_sysfs, std::string *target,
+                                        std::string *why) const {
+  const int count = int(at_.size());
+  for (int i = covering_mount(at_, count, path); i >= 0; i = covering_mount(at_, count, path, i)) {
+    const ContainerMount &m = mounts_[size_t(i)];
+    if (at_[size_t(i)] == path) return Found::kOther;  // the root of a mount is no link
+    std::vector<std::string> rel = components(path.substr(at_[size_t(i)] == "/" ? 0 : at_[size_t(i)].size()));
+    switch (mount_view(m)) {
+      case MountView::kCopy:
+        continue;  // what was there before it
+      case MountView::kNoLinks:
+        return Found::kOther;
+      case MountView::kLinksInside:
+        *inside_sysfs = true;
+        return Found::kOther;
+      case MountView::kUnknown:
+        *why = "the files of the " + (m.type.empty() ? std::string("untyped") : m.type) + " mount on " + m.destination +
+               " are not known";
+        return Found::kUnknown;
+      case MountView::kSource: {
+        // The runtime's path, opened as the runtime opens it (a link of the host's is followed).
+        std::string src = m.source.empty() || m.source[0] == '/' ? m.source : bundle_ + "/" + m.source;
+        int fd = open(src.c_str(), O_PATH | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) return Found::kOther;  // the runtime fails that mount
+        Link l = fd < 0 ? Link::kUnknown : read_link_below(fd, rel, !m.recursive, target);
+        if (fd >= 0) close(fd);
+        if (l == Link::kUnknown)
+          *why = "the bind mount on " + m.destination + " from " + src + " cannot be read through" +
+                 (m.recursive ? "" : " (a mount below its source, which a bind without rbind does not carry)");
+        return l == Link::kYes ? Found::kLink : l == Link::kNo ? Found::kOther : Found::kUnknown;
+      }
+    }
+  }
+  Link l = read_link_below(rootfd_, components(path), false, target);
+  if (l == Link::kUnknown) *why = "the image's " + path + " cannot be read";
+  return l == Link::kYes ? Found::kLink : l == Link::kNo ? Found::kOther : Found::kUnknown;
+}
+
+bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why) {
+  std::vector<std::string> done, parts = components(m.destination);
+  std::vector<std::string> stack(parts.rbegin(), parts.rend());  // what is left, next at the back
+  int links = 0;
+  bool inside_sysfs = false;  // a component was taken as written inside sysfs (its links unread)
+  at->clear();
+  while (!stack.empty()) {
+    std::string part = stack.back();
+    stack.pop_back();
+    if (part == ".") continue;
+    if (part == "..") {
+      if (inside_sysfs) {
+        *why = "\"..\" after a path inside the sysfs mount, whose links are not read";
+        return false;
+      }
+      if (!done.empty()) done.pop_back();
+      continue;
+    }
+    done.push_back(part);
+    std::string target;
+    Found f = look_up(joined(done), &inside_sysfs, &target, why);
+    if (f == Found::kUnknown) return false;
+    if (f == Found::kOther) continue;
+    if (++links > kMaxLinks) {
+      *why = "more than 255 symbolic links";
+      return false;
+    }
+    done.pop_back();
+    if (target[0] == '/') done.clear();
+    parts = components(target);
+    stack.insert(stack.end(), parts.rbegin(), parts.rend());
+  }
+  *at = joined(done);
+  mounts_.push_back(m);
+  at_.push_back(*at);
+  return true;
+}
+
+}  // namespace ucxtls
