@@ -333,6 +333,84 @@ def keeps_owner(t):
             "uid %d gid %d mode %o\n%s" % (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), shown(p)))
 
 
+MAPS_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void) {
+  char line[4096];
+  int mapped = 0;
+  FILE *f = fopen("/proc/self/maps", "r");
+  while (f && fgets(line, sizeof line, f)) mapped |= strstr(line, "/libucxtls.so") != NULL;
+  puts(mapped ? "MAPPED" : "NOT-MAPPED");
+  return 0;
+}
+"""
+MAPS_SH = 'm=NOT-MAPPED; while read l; do case "$l" in */libucxtls.so*) m=MAPPED;; esac; done < /proc/self/maps; echo $m'
+
+
+def mapped(argv, env, root=None):
+    """(MAPPED or NOT-MAPPED, stderr) of argv run with env (with `root` as / when given, its own /proc)."""
+    prefix = ["bwrap", "--bind", root, "/", "--proc", "/proc", "--dev", "/dev"] if root else []
+    p = subprocess.run(prefix + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30,
+                       env=env)
+    return p.stdout.strip(), p.stderr
+
+
+@case("process.env's LD_PRELOAD as the process sees it: the last entry, split where glibc's ld.so splits it (spaces, colons)")
+def env_preload(t):
+    lib = "/opt/x/libucxtls.so"
+    rows = [
+        ("two LD_PRELOAD entries, the second naming the library (runc sets each in turn: the last is the process's)",
+         ["LD_PRELOAD=/a/libother.so", "LD_PRELOAD=" + lib], False),
+        ("two entries, the first naming the library", ["LD_PRELOAD=" + lib, "LD_PRELOAD=/a/libother.so"], True),
+        ("LD_PRELOAD=/a/libother.so<space>libucxtls.so", ["LD_PRELOAD=/a/libother.so libucxtls.so"], False),
+        ("LD_PRELOAD=/a/libother.so:libucxtls.so", ["LD_PRELOAD=/a/libother.so:libucxtls.so"], False),
+        ("LD_PRELOAD=/a/libother.so<newline>libucxtls.so (one name to glibc)", ["LD_PRELOAD=/a/libother.so\nlibucxtls.so"], True),
+        ("LD_PRELOAD=/a/libother.so<tab>libucxtls.so (one name to glibc)", ["LD_PRELOAD=/a/libother.so\tlibucxtls.so"], True),
+    ]
+    for what, env, write in rows:
+        c = Container(env=["PATH=/bin"] + env)
+        p = c.run()
+        ok = written(c, p) if write else (c.read(PRELOAD) is None and p.returncode == 0 and p.stderr == "")
+        t.check("%s: %s" % (what, "the library given" if write else "the process preloads a libucxtls.so: nothing written, silent"),
+                ok, shown(p))
+    # The image's loader reads that newline value so: glibc one name, which does not load (the library
+    # then comes from the hook's /etc/ld.so.preload); musl splits at it, but never reads the file.
+    libdir = os.path.dirname(LIB)
+    glibc_env = {"PATH": "/bin", "LD_LIBRARY_PATH": libdir}
+    for sep, want in (("\n", "NOT-MAPPED"), (" ", "MAPPED")):
+        got, err = mapped(["/bin/sh", "-c", MAPS_SH], dict(glibc_env, LD_PRELOAD="/nonexistent/libother.so%slibucxtls.so" % sep))
+        t.check("this machine's ld.so, LD_PRELOAD=/nonexistent/libother.so%slibucxtls.so (libucxtls.so on LD_LIBRARY_PATH): %s"
+                % ("<newline>" if sep == "\n" else "<space>", want), got == want
+                and (sep != "\n" or "object '/nonexistent/libother.so\nlibucxtls.so' from LD_PRELOAD cannot be preloaded" in err),
+                got + "\n" + err)
+    if not t.needs("bwrap", "the image's ld.so with that LD_PRELOAD"):
+        return
+    c = Container()
+    shutil.copy(LIB, c.path("/lib/x86_64-linux-gnu/libucxtls.so"))
+    p = c.run()
+    got, err = mapped(["/bin/sh", "-c", MAPS_SH], {"PATH": "/bin", "LD_PRELOAD": "/a/libother.so\nlibucxtls.so"}, c.root)
+    t.check("in the root the hook wrote, that LD_PRELOAD: the image's ld.so loads the library from /etc/ld.so.preload",
+            written(c, p) and got == "MAPPED", got + "\n" + err + "\n" + shown(p))
+    if not shutil.which("musl-gcc"):
+        t.skip("musl's reading of LD_PRELOAD", "musl-gcc is not installed (Debian musl-tools)")
+        return
+    exe = os.path.join(SCRATCH, "maps-musl")
+    src = exe + ".c"
+    with open(src, "w") as f:
+        f.write(MAPS_C)
+    subprocess.run(["musl-gcc", "-o", exe, src], check=True, timeout=120)
+    got, err = mapped([exe], {"LD_PRELOAD": "/nonexistent/libother.so\n" + LIB})
+    t.check("musl's loader, LD_PRELOAD=/nonexistent/libother.so<newline>%s: MAPPED (musl splits at whitespace)" % LIB,
+            got == "MAPPED", got + "\n" + err)
+    if t.needs("bwrap", "musl and /etc/ld.so.preload"):
+        f = os.path.join(SCRATCH, "ld.so.preload.musl")
+        with open(f, "w") as out:
+            out.write(LIB + "\n")
+        got, err = mapped(["bwrap", "--dev-bind", "/", "/", "--bind", f, PRELOAD, exe], {})
+        t.check("musl's loader with /etc/ld.so.preload naming the library: NOT-MAPPED (musl never reads the file)",
+                got == "NOT-MAPPED", got + "\n" + err)
+
+
 @case("a root that is not a container's own layer (a host directory) is left alone, with one line")
 def not_own_layer(t):
     c = Container(overlay=False)
