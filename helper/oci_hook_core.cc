@@ -229,7 +229,12 @@ MountView mount_view(const ContainerMount &m) {
   if (m.type == "tmpfs") return m.copyup ? MountView::kCopy : MountView::kNoLinks;
   if (m.type == "devpts" || m.type == "mqueue" || m.type == "cgroup" || m.type == "cgroup2") return MountView::kNoLinks;
   if (m.type == "sysfs") return MountView::kLinksInside;
+  if (m.type == "proc") return MountView::kProc;
   return MountView::kUnknown;
+}
+
+bool is_process_dir(const std::string &name) {
+  return name == "self" || name == "thread-self" || (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos);
 }
 
 int covering_mount(const std::vector<std::string> &at, int count, const std::string &path, int skip) {

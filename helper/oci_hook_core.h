@@ -81,10 +81,13 @@ enum class MountView {
   kSource,     // a bind: the source's files (a host path), read without following their links
   kNoLinks,    // tmpfs (empty; runc makes only directories in it), devpts, mqueue, cgroup: no links
   kLinksInside,  // sysfs: its links stay inside it, so where ".." leads after one is not known
+  kProc,       // proc: the same, but in a process's directory (root, cwd, fd/N) a link names any path
   kCopy,       // tmpfs with tmpcopyup: a copy of what was there, links included
-  kUnknown,    // anything else (proc's links name any path; a network or FUSE file system)
+  kUnknown,    // anything else (a network or FUSE file system, an overlay)
 };
 MountView mount_view(const ContainerMount &m);
+// A name directly below a proc mount that is a process's directory: a PID, self, thread-self.
+bool is_process_dir(const std::string &name);
 // The mount among at[0..count) whose place (a resolved container path) is `path` or a directory
 // above it, the latest one (mounts stack); -1 for none. `skip` (a mount's index, or -1): look below
 // that one, for what a copy shows.

@@ -84,7 +84,7 @@ Link read_link_below(int base, const std::vector<std::string> &parts, bool one_f
 
 }  // namespace
 
-MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_sysfs, std::string *target,
+MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_pseudo, std::string *target,
                                         std::string *why) const {
   const int count = int(at_.size());
   for (int i = covering_mount(at_, count, path); i >= 0; i = covering_mount(at_, count, path, i)) {
@@ -96,8 +96,14 @@ MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_sy
         continue;  // what was there before it
       case MountView::kNoLinks:
         return Found::kOther;
+      case MountView::kProc:
+        if (is_process_dir(rel[0])) {
+          *why = "a process's directory in the proc mount on " + m.destination + ", whose links name any path";
+          return Found::kUnknown;
+        }
+        [[fallthrough]];  // elsewhere proc's links (self, mounts, net) stay inside it
       case MountView::kLinksInside:
-        *inside_sysfs = true;
+        *inside_pseudo = true;
         return Found::kOther;
       case MountView::kUnknown:
         *why = "the files of the " + (m.type.empty() ? std::string("untyped") : m.type) + " mount on " + m.destination +
@@ -126,15 +132,15 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
   std::vector<std::string> done, parts = components(m.destination);
   std::vector<std::string> stack(parts.rbegin(), parts.rend());  // what is left, next at the back
   int links = 0;
-  bool inside_sysfs = false;  // a component was taken as written inside sysfs (its links unread)
+  bool inside_pseudo = false;  // a component was taken as written inside sysfs or proc (links unread)
   at->clear();
   while (!stack.empty()) {
     std::string part = stack.back();
     stack.pop_back();
     if (part == ".") continue;
     if (part == "..") {
-      if (inside_sysfs) {
-        *why = "\"..\" after a path inside the sysfs mount, whose links are not read";
+      if (inside_pseudo) {
+        *why = "\"..\" after a path inside a sysfs or proc mount, whose links are not read";
         return false;
       }
       if (!done.empty()) done.pop_back();
@@ -142,7 +148,7 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
     }
     done.push_back(part);
     std::string target;
-    Found f = look_up(joined(done), &inside_sysfs, &target, why);
+    Found f = look_up(joined(done), &inside_pseudo, &target, why);
     if (f == Found::kUnknown) return false;
     if (f == Found::kOther) continue;
     if (++links > kMaxLinks) {

@@ -20,7 +20,7 @@ class MountPlaces {
  private:
   // How the lookup of one resolved container path went.
   enum class Found { kLink, kOther, kUnknown };
-  Found look_up(const std::string &path, bool *inside_sysfs, std::string *target, std::string *why) const;
+  Found look_up(const std::string &path, bool *inside_pseudo, std::string *target, std::string *why) const;
 
   int rootfd_;
   std::string bundle_;

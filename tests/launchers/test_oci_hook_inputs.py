@@ -281,7 +281,7 @@ def mount_order(t):
          [tmpfs("/mnt", "tmpcopyup"), tmpfs("/mnt/l")], [("/mnt/l", ("symlink", "/etc"))], ("/mnt/l", "hide")),
         ("a bind without rbind whose source has a mount below it: where it lands is not known",
          [bind("/mnt", None, recursive=False), tmpfs("/mnt/sub/l")], [], ("/mnt/sub/l", "cannot tell")),
-        ("a tmpfs inside a proc mount: proc's links name any path, not known",
+        ("a tmpfs inside a process's directory of a proc mount: its links (root, cwd) name any path, not known",
          [{"destination": "/p", "type": "proc", "source": "proc"}, tmpfs("/p/self/root/etc")], [], ("/p/self/root/etc", "cannot tell")),
         ("\"..\" after a path inside sysfs (whose links are not read): not known",
          [{"destination": "/sys", "type": "sysfs", "source": "sysfs"}, tmpfs("/sys/class/net/lo/../../../etc")], [],
@@ -312,10 +312,12 @@ def mount_order(t):
           {"destination": "/sys/fs/cgroup", "type": "cgroup2", "source": "cgroup2"},
           bind("/dev/shm", host_dir([])), bind("/etc/hosts", "/etc/hosts"), bind("/etc/hostname", "/etc/hostname")], []),
     ]
+    podman_masked = ["/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+                     "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/fs/selinux", "/sys/dev/block"]
     for what, mounts, files in rows:
-        c = Container(files, mounts=mounts)
+        c = Container(files, mounts=mounts, masked=podman_masked)
         p = c.run()
-        t.check("%s: the library given" % what, written(c, p), shown(p))
+        t.check("%s, and Podman's maskedPaths: the library given" % what, written(c, p), shown(p))
     c = Container(masked=["/proc/kcore", PRELOAD])
     p = c.run()
     t.check("linux.maskedPaths naming /etc/ld.so.preload (runc mounts over it after the mounts): nothing written, one line",
@@ -485,29 +487,76 @@ def under_podman(t):
             and "stderr: ucxtls-oci-hook: container " in p.stderr, shown(p))
 
 
+def runc_run(c, script, user=None, umask=None, mounts=(), env=(), hook_args=()):
+    """`runc run` of c's root (runc spec's config: its mounts, then `mounts`) with the hook at
+    createRuntime, running `script` with /bin/sh."""
+    subprocess.run(["runc", "spec"], cwd=c.dir, check=True)
+    with open(os.path.join(c.dir, "config.json")) as f:
+        spec = json.load(f)
+    os.unlink(os.path.join(c.dir, "config.json"))
+    spec["root"] = {"path": c.root, "readonly": False}
+    spec["process"].update(args=["/bin/sh", "-c", script], terminal=False)
+    spec["process"]["env"] += list(env)
+    if user:
+        spec["process"]["user"] = user
+    spec["mounts"] += list(mounts)
+    spec["linux"]["devices"] = [dict(GPU[0], major=1, minor=3, fileMode=0o666, uid=0, gid=0)]
+    spec["hooks"] = {"createRuntime": [{"path": HOOK, "args": [HOOK, "--library=" + LIB] + list(hook_args)}]}
+    with open(os.path.join(c.bundle, "config.json"), "w") as f:
+        json.dump(spec, f)
+    name = "ucxtls-hook-%d-%d" % (os.getpid(), _count[0])
+    pre = (lambda: os.umask(umask)) if umask is not None else None
+    try:
+        return subprocess.run(["runc", "run", "--bundle", c.bundle, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=60, preexec_fn=pre)
+    finally:
+        subprocess.run(["runc", "delete", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 @case("under runc with umask 027 (Podman resets its own to 0022): a uid-65534 process of a GPU container loads the library",
       tags=("podman",))
 def runc_umask(t):
     if not t.needs("runc", "a container under runc"):
         return
     c = Container()
-    subprocess.run(["runc", "spec"], cwd=c.dir, check=True)
-    with open(os.path.join(c.dir, "config.json")) as f:
-        spec = json.load(f)
-    spec["root"] = {"path": c.root, "readonly": False}
-    spec["process"].update(args=["/bin/sh", "-c", MAPPED_SH], user={"uid": 65534, "gid": 65534}, terminal=False)
-    spec["linux"]["devices"] = [dict(GPU[0], major=1, minor=3, fileMode=0o666, uid=0, gid=0)]
-    spec["hooks"] = {"createRuntime": [{"path": HOOK, "args": [HOOK, "--library=" + LIB]}]}
-    with open(os.path.join(c.bundle, "config.json"), "w") as f:
-        json.dump(spec, f)
-    name = "ucxtls-hook-umask-%d" % os.getpid()
-    try:
-        p = subprocess.run(["runc", "run", "--bundle", c.bundle, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True, timeout=60, preexec_fn=lambda: os.umask(0o027))
-    finally:
-        subprocess.run(["runc", "delete", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = runc_run(c, MAPPED_SH, user={"uid": 65534, "gid": 65534}, umask=0o027)
     t.check("runc run under umask 027, the process uid 65534: the library mapped, no ld.so ERROR line",
             p.returncode == 0 and p.stdout == "MAPPED\nPRELOAD\n" and "ERROR" not in p.stderr, shown(p))
+
+
+ETC_SH = 'while read a b c d e rest; do [ "$e" = /etc ] && echo "ETC-MOUNT"; done < /proc/self/mountinfo; ' \
+    'echo "X=$X"; ' + MAPPED_SH
+
+
+@case("under runc: a bind's link l -> /etc, then a tmpfs on /mnt/l: runc puts the tmpfs on /etc, the hook says so",
+      tags=("podman",))
+def runc_mount_order(t):
+    if not t.needs("runc", "a container under runc"):
+        return
+    for link, hidden in (("/etc", True), ("/opt", False)):
+        c = Container()
+        log = os.path.join(c.dir, "hook.log")
+        p = runc_run(c, ETC_SH, mounts=[bind("/mnt", host_dir([("/l", ("symlink", link))])), tmpfs("/mnt/l")],
+                     env=["X=first", "X=last"], hook_args=["--log=" + log])
+        lines = read_log(log)
+        if hidden:
+            t.check("l -> /etc: the container's /etc is a mount (the tmpfs), no library, no ld.so ERROR; the hook's one "
+                    "line names the mount and /etc; nothing in the layer", p.returncode == 0
+                    and p.stdout == "ETC-MOUNT\nX=last\nNOPRELOAD\n" and "ERROR" not in p.stderr and len(lines) == 1
+                    and "/mnt/l (/etc in the root)" in lines[0] and c.read(PRELOAD) is None, "log %r\n%s" % (lines, shown(p)))
+        else:
+            t.check("control, l -> /opt: /etc is the image's, the library mapped, no line", p.returncode == 0
+                    and p.stdout == "X=last\nMAPPED\nPRELOAD\n" and not lines, "log %r\n%s" % (lines, shown(p)))
+    t.check("process.env X=first then X=last: the process sees the last (what the hook reads of LD_PRELOAD)",
+            "X=last\n" in p.stdout, shown(p))
+
+
+def read_log(path):
+    try:
+        with open(path) as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []
 
 
 @case("under Podman: a container started twice keeps one line of ours in /etc/ld.so.preload", tags=("podman",))

@@ -206,7 +206,7 @@ TEST_CASE("config.json's mounts as runc takes them: bind by its options, the vie
   REQUIRE(spec.mounts.size() == 9);
   const MountView views[] = {MountView::kSource,  MountView::kUnknown,     MountView::kSource,
                              MountView::kCopy,    MountView::kNoLinks,     MountView::kLinksInside,
-                             MountView::kUnknown, MountView::kNoLinks,     MountView::kUnknown};
+                             MountView::kProc,    MountView::kNoLinks,     MountView::kUnknown};
   for (size_t i = 0; i < 9; i++) {
     CAPTURE(spec.mounts[i].destination);
     CHECK(mount_view(spec.mounts[i]) == views[i]);  // "type":"bind" without a bind option is no bind to runc
@@ -215,6 +215,8 @@ TEST_CASE("config.json's mounts as runc takes them: bind by its options, the vie
   CHECK(spec.mounts[0].source == "/srv/a");
   CHECK_FALSE(spec.mounts[2].recursive);
   CHECK(spec.masked == std::vector<std::string>{"/proc/kcore", "/etc/x"});
+  for (const char *name : {"1", "4194304", "self", "thread-self"}) CHECK(is_process_dir(name));
+  for (const char *name : {"acpi", "sys", "net", "mounts", "1a", "", "selfx"}) CHECK_FALSE(is_process_dir(name));
 }
 
 TEST_CASE("the mount a path is under: the latest whose place holds it") {
