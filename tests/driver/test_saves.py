@@ -162,5 +162,27 @@ def replaced_while_read(t):
             open(os.path.join(other, "driver")).read())
 
 
+@case("a file replaced by another user's between a reader's check and its open is refused (checked again once open)",
+      tags=("strace",))
+def replaced_by_another_user(t):
+    if not have("strace"):
+        t.skip("a reader held at its open (strace inject)", "strace is not installed")
+        return
+    other, _ = saved("dgx", FAKE_CUDA_INIT="100", FAKE_ZE_DEVICES="gpu")  # ze's answer
+    for what, uid, mode in (("owned by uid 12345", 12345, 0o644), ("root's, writable by others (0666)", 0, 0o666)):
+        cache, _ = saved("dgx", FAKE_CUDA_COUNT="1")
+
+        def foreign():
+            tmp = os.path.join(cache, ".driver.foreign")
+            shutil.copy(os.path.join(other, "driver"), tmp)
+            os.chown(tmp, uid, uid)
+            os.chmod(tmp, mode)
+            os.rename(tmp, os.path.join(cache, "driver"))
+        res = held_at_open(["/bin/sh", "-c", SHOW], host_env("dgx", cache), foreign)
+        t.check("a host held at its open while the answer is replaced by a file %s: the file refused as changed while "
+                "read, its answer (ze) not used" % what,
+                res and res[3] and "changed while it was read" in res[2] and res[1].split("|")[0] != Z, repr(res))
+
+
 if __name__ == "__main__":
     main("driver tier: probe's exit status and concurrent saves", start)
