@@ -6,6 +6,7 @@ the UCX_TLS that /bin/sh must see (or <unset>).
 """
 import os
 import shutil
+import subprocess
 import tempfile
 
 from harness import ALL, ALWAYS, C, NONE, R, UNSET, Z, add_case, case, env_for, fixture, have, main, run, sh_value
@@ -222,6 +223,42 @@ def broadcom_then_connectx(t):
     t.equal("broadcom-then-connectx: the mlx5 list (UCXTLS_WRITE=always)", tls, C, err)
     t.check("broadcom-then-connectx: the debug line names the ConnectX that decided, and the other",
             "rdma: mlx5_1 (mlx5_core): port 1 ACTIVE, uverbs1 and 1 more" in err, err)
+
+
+@case("several HCAs, the ConnectX on uverbs3 not readable and writable by the process: it does not count")
+def uverbs3_closed(t):
+    # Each device's own node is checked (UCX's uct_ib_device_is_accessible opens that one), not
+    # uverbs0's: here uverbs0..2 are EFA devices whose nodes anyone may open.
+    if os.geteuid() != 0:
+        t.skip("a node the process cannot open", "needs root, to run the process as uid 65534")
+        return
+    import machines
+    top = tempfile.mkdtemp(prefix="ucxtls-uverbs3-")
+    try:
+        os.chmod(top, 0o755)
+        for mode in (0o600, 0o666):
+            root = os.path.join(top, "m%o" % mode)
+            m = machines.Tree(root)
+            m.common()
+            m.nvidia_driver()
+            m.nvidia_gpus(1)
+            m.efas(3)
+            m.hca(3, machines.HCA_BUSES[0])
+            os.chmod(os.path.join(root, "dev/infiniband/uverbs3"), mode)
+            env = dict(env_for(None, UCXTLS_DEBUG="1", **ALWAYS), UCXTLS_SYSROOT=root)
+            p = subprocess.run(["/bin/sh", "-c", SHOW_TLS], env=env, cwd="/", stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=60,
+                               preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
+            if mode == 0o600:
+                t.check("uverbs3 0600 (root's), the process uid 65534: no rc device, %s" % ALL, p.stdout == ALL,
+                        p.stdout + p.stderr)
+            else:
+                t.check("control, uverbs3 0666: the ConnectX counts (%s)" % C, p.stdout == C, p.stdout + p.stderr)
+    finally:
+        shutil.rmtree(top, True)
+
+
+SHOW_TLS = 'printf "%s" "${UCX_TLS-<unset>}"'
 
 
 @case("an invalid toggle's line names the boolean words it takes")
