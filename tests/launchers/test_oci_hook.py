@@ -368,6 +368,30 @@ def failures(t):
                                                            p.stderr))
 
 
+@case("a volume holding l -> /etc, then --tmpfs on its l: Podman's runc puts the tmpfs on /etc; the hook says so")
+def mount_through_link(t):
+    setup(t)
+    if not installed_hook(t):
+        return
+    log = os.path.join(_state["dir"], "mount-order.log")
+    for link, hidden in (("/etc", True), ("/opt", False)):
+        vol = tempfile.mkdtemp(prefix="vol-", dir=_state["dir"])
+        os.symlink(link, os.path.join(vol, "l"))
+        if os.path.exists(log):
+            os.unlink(log)
+        rep, p = trainer(t, "mount through a link", hook_variant(t, "log", ["--log=" + log]) + gpu_args("intel-xe")
+                         + ["-v", vol + ":/mnt", "--tmpfs", "/mnt/l"])
+        lines = read_lines(log)
+        if hidden:
+            t.check("-v DIR:/mnt (DIR/l -> /etc) --tmpfs /mnt/l: the container runs without the library, one line logged "
+                    "naming the mount and /etc", p.returncode == 0 and rep.get("mapped") == "0" and len(lines) == 1
+                    and "/mnt/l (/etc in the root)" in lines[0], "log %r\n%s%s" % (lines, p.stdout, p.stderr))
+        else:
+            t.check("control, DIR/l -> /opt: the library mapped, %s, nothing logged" % ALL, p.returncode == 0
+                    and rep.get("mapped") == "1" and rep.get("ucx_tls") == ALL and not lines,
+                    "log %r\n%s%s" % (lines, p.stdout, p.stderr))
+
+
 @case("CDI: the installed spec as a CDI device gives the hook to the containers that ask for it")
 def cdi(t):
     setup(t)
