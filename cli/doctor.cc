@@ -204,6 +204,26 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
   return 0;
 }
 
+// The registered transports that have a device on this node, by the node's facts (the plain
+// doctor judges this node: UCX prints "not available" for a transport without one, as `ucx_info
+// -d` showed): verbs transports where its RDMA runs rc, mlx5 ones on a ConnectX, a GPU family's
+// where its GPUs are; the rest (tcp, self, shared memory, cma) everywhere. xpmem, knem (device
+// nodes of their own) and srd (EFA, which the facts do not tell apart) are left out: doctor does
+// not claim a transport it cannot see.
+std::vector<std::string> with_devices_here(const std::vector<std::string> &registered, Family family, Rdma rdma) {
+  std::vector<std::string> out;
+  for (const std::string &t : registered) {
+    GpuRole role;
+    const Family f = gpu_entry_family(t.c_str(), t.size(), &role);
+    bool ok = t == "tcp" || t == "self" || t == "posix" || t == "sysv" || t == "cma";
+    if (f != Family::none) ok = f == family;
+    if (t == "rc_verbs" || t == "ud_verbs") ok = rdma != Rdma::none;
+    if (t.size() > 5 && !t.compare(t.size() - 5, 5, "_mlx5")) ok = rdma == Rdma::mlx5;
+    if (ok) out.push_back(t);
+  }
+  return out;
+}
+
 // What could not be read of a build: said, never guessed; the rest is judged.
 void unread_lines(const UcxBuild &b) {
   for (const std::string &u : b.unread) print_line("%-11s %s\n", "could not", ("tell " + u).c_str());
@@ -486,7 +506,11 @@ int doctor_checks(int argc, char **argv) {
     print_line("value       %s (%s)\n", value.c_str(), source.c_str());
     mismatch_line(*r, value);
     build_lines(*b);
-    empty = !judge(value, b->transports, version, &missing, &gpu_only);
+    const std::vector<std::string> here = with_devices_here(b->transports, r->family, rdma_kind(r->f));
+    std::string list;
+    for (const std::string &t : here) list += (list.empty() ? "" : ", ") + t;
+    print_line("here        %s (those with a device on this node, by its facts)\n", list.empty() ? "none" : list.c_str());
+    empty = !judge(value, here, version, &missing, &gpu_only);
   }
   return verdict(*r, *b, nothing.empty() ? nullptr : nothing.c_str(), value, source, version, empty, gpu_only, missing);
 }
