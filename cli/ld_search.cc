@@ -163,8 +163,8 @@ std::vector<std::string> LdSearch::expand(const std::string &list, const std::st
 
 bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path) {
   if (name.find('/') != std::string::npos) return candidate(name) && (*path = name, true);  // a path: opened as it is
-  for (const std::string &m : mapped)
-    if (m == name) return path->clear(), true;
+  for (const auto &m : mapped)
+    if (m.first == name) return *path = m.second, true;
   std::vector<std::string> dirs;
   const ElfObject &self = objects[size_t(from)].elf;
   if (!self.has_runpath) {
@@ -206,7 +206,6 @@ std::string LdSearch::load_closure(std::vector<LoadedObject> *objects, int start
     for (const std::string &n : needed) {
       bool seen = false;  // _dl_name_match_p: a name or soname already loaded
       for (const LoadedObject &o : *objects) seen = seen || o.name == n || o.elf.soname == n;
-      for (const std::string &m : mapped) seen = seen || m == n;
       if (seen) continue;
       std::string path;
       if (!find(n, *objects, int(i), &path)) {

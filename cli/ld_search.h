@@ -32,11 +32,13 @@ struct LdSearch {
   unsigned machine = 62;  // EM_X86_64
   std::string exe;        // the main program (inside path), "" when none: its RPATH ends every chain
   ElfObject exe_elf;
-  std::vector<std::string> mapped;  // names and sonames already in the process (--pid): resolved as they are
+  // Objects already in the process (--pid), by the names ld.so matches (file name, soname): a
+  // DT_NEEDED naming one is that object (elf/dl-load.c _dl_map_object: _dl_name_match_p).
+  std::vector<std::pair<std::string, std::string>> mapped;  // (name, path inside the root)
   // Set from the environment (the process's) and the root; see ld_search.cc.
   void init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path);
-  // The library `name` that objects[from] needs: true with *path inside the root; "already mapped"
-  // gives *path "". False: not found anywhere ld.so would look.
+  // The library `name` that objects[from] needs: true with *path inside the root (an object already
+  // mapped: its path). False: not found anywhere ld.so would look.
   bool find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path);
   // The dependency closure of objects[start] (breadth first, as ld.so loads), appended to objects;
   // "" when every library was found, else ld.so's words for the first that was not.

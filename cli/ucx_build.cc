@@ -230,10 +230,10 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   return true;
 }
 
-std::vector<std::string> mapped_names(Root &root, const std::vector<std::string> &objects) {
-  std::vector<std::string> names;
+std::vector<std::pair<std::string, std::string>> mapped_names(Root &root, const std::vector<std::string> &objects) {
+  std::vector<std::pair<std::string, std::string>> names;
   for (const std::string &o : objects) {
-    names.push_back(base_name(o));
+    names.push_back({base_name(o), o});
     int e = 0;
     const int fd = base_name(o).compare(0, 3, "lib") ? -1 : open_regular(root, o, nullptr, &e);
     if (fd < 0) continue;
@@ -242,7 +242,7 @@ std::vector<std::string> mapped_names(Root &root, const std::vector<std::string>
     Root *r = &root;
     if (read_elf([r, fd](void *b, size_t k, off_t off) { return read_at(*r, fd, b, k, off); }, &elf, false, &why) &&
         !elf.soname.empty())
-      names.push_back(elf.soname);
+      names.push_back({elf.soname, o});
     close(fd);
   }
   return names;

@@ -70,12 +70,12 @@ struct BuildPlace {
   std::vector<std::string> env;
   bool secure = false;
   std::string exe;                  // inside the root; "" for --ucx (no program)
-  std::vector<std::string> mapped;  // --pid: names and sonames already mapped (resolved as they are)
+  std::vector<std::pair<std::string, std::string>> mapped;  // --pid: (name or soname, path) of what is mapped
 };
 
 // The names ld.so matches a DT_NEEDED against for these mapped objects (inside root): each file's
 // name and its DT_SONAME.
-std::vector<std::string> mapped_names(Root &root, const std::vector<std::string> &objects);
+std::vector<std::pair<std::string, std::string>> mapped_names(Root &root, const std::vector<std::string> &objects);
 
 // Reads the build whose libucp is at `libucp` (inside place.root): its version, its transports,
 // the modules UCX would load there and whether each loads. False: *err, one line (not a UCX libucp,
