@@ -564,15 +564,17 @@ def two_builds(t):
     try:
         maps = open("/proc/%d/maps" % p.pid).read()
         first_rapids = maps.find(os.path.realpath(rapids)) < maps.find(os.path.realpath(nixl))
-        # A name the first build doctor judges lacks and the last one serves.
-        value = "rc_verbs" if first_rapids else "gdr_copy"
-        rc, out, missing, err = doctor(["--pid", str(p.pid), "--value", value], env_for(None, preload=False))
+        # A name the first build doctor judges lacks and the last one serves (with tcp: not GPU-only).
+        name = "rc_verbs" if first_rapids else "gdr_copy"
+        rc, out, missing, err = doctor(["--pid", str(p.pid), "--value", name + ",tcp"], env_for(None, preload=False))
     finally:
         p.stdin.close()
         p.wait(timeout=30)
-    t.check("two UCX lines, the first MISSING %s, the second ok" % value,
-            out.count("\nUCX ") + out.startswith("UCX ") == 2 and missing == {value} and re.search(r"^ok +%s$" % value, out, re.M), out)
+    t.check("two UCX lines, the first MISSING %s, the second ok" % name,
+            out.count("\nUCX ") + out.startswith("UCX ") == 2 and missing == {name} and re.search(r"^ok +%s$" % name, out, re.M), out)
     t.equal("exit 1 (the first build's), though the last is fine", rc, 1, out + err)
+    t.check("... and the last build's verdict alone would be 0 (no refused, no second MISSING line)",
+            out.count("MISSING ") == 1 and "refused" not in out, out)
 
 
 @case("ucxtls run: a FIFO with an x bit first in PATH, or named, never blocks it (as env: passed over, or 126)")
