@@ -94,8 +94,7 @@ void end_as(pid_t child) {
 }
 
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
-                 bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd,
-                 const BeforeExec *before_exec) {
+                 bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
     *err = std::string("pipe2: ") + strerror(errno);
@@ -139,15 +138,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     // A session leader that opens a terminal takes it as its controlling one: the helper is its
     // child, which cannot.
     relay_from_child();
-    if (before_exec) {  // it may leave this root: the helper is executed from a descriptor
-      const int exe = open(argv[0], O_PATH | O_CLOEXEC);
-      std::string why;
-      if (exe < 0) dprintf(report_fd, "!exec %d\n", errno), _exit(127);
-      if (!before_exec->run(before_exec->ctx, &why)) dprintf(report_fd, "!enter %s\n", why.c_str()), _exit(127);
-      syscall(SYS_execveat, exe, "", argv, envp, AT_EMPTY_PATH);
-    } else {
-      execve(argv[0], argv, envp);
-    }
+    execve(argv[0], argv, envp);
     dprintf(report_fd, "!exec %d\n", errno);
     _exit(127);
   }
@@ -186,7 +177,50 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   }
   r->ms = monotonic_ms() - start;
   if (r->report.size() > 6 && !r->report.compare(0, 6, "!exec ")) r->exec_errno = atoi(r->report.c_str() + 6);
-  if (!r->report.compare(0, 7, "!enter ")) r->not_entered = r->report.substr(7, r->report.find('\n') - 7);
+}
+
+namespace {
+int g_done_fd = -1;  // in the child of reads_in_child: where it says its reads are over
+}  // namespace
+
+bool reads_in_child(int timeout_ms, const std::string &what, std::string *err) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return *err = std::string("pipe2: ") + strerror(errno), false;
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t parent = getpid(), pid = fork();
+  if (pid < 0) return *err = std::string("fork: ") + strerror(errno), false;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+    close(p[0]);
+    g_done_fd = p[1];
+    return true;
+  }
+  close(p[1]);
+  const long long deadline = monotonic_ms() + timeout_ms;
+  for (;;) {
+    const long long left = deadline - monotonic_ms();
+    pollfd pfd = {p[0], POLLIN, 0};
+    const int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;  // the deadline
+    // Its reads are over (a byte), or it ended before (EOF: an error it printed): it is the command now.
+    end_as(pid);
+  }
+  kill(pid, SIGKILL);  // killable even in a FUSE wait; not waited for
+  close(p[0]);
+  *err = what + " gave no answer within " + std::to_string(timeout_ms) + " ms (a mount that does not answer?): "
+         "stopped; --timeout-ms sets the bound";
+  return false;
+}
+
+void reads_done() {
+  if (g_done_fd < 0) return;
+  if (write(g_done_fd, "", 1) < 0) {
+  }
+  close(g_done_fd);
+  g_done_fd = -1;
 }
 
 }  // namespace cli

@@ -1,7 +1,8 @@
-// A helper program run as a bounded child of the command (`ucxtls probe`, `ucxtls doctor --ucx`):
-// its own session without a controlling terminal, /dev/null for stdio, no other descriptor of the
-// caller's, its report on fd 3, killed with its group at the deadline. The helper is where a driver or a UCX is loaded, never the command itself: a library's
-// constructors may hang, crash or print, and that must cost one named failure, not the command.
+// A helper program run as a bounded child of the command (`ucxtls probe`): its own session without
+// a controlling terminal, /dev/null for stdio, no other descriptor of the caller's, its report on
+// fd 3, killed with its group at the deadline. The helper is where a driver is loaded, never the
+// command itself: a driver's constructors may hang, crash or print, and that must cost one named
+// failure, not the command. And reads that may never answer (doctor --pid), in a child of the command.
 #pragma once
 
 #include <sys/types.h>
@@ -20,13 +21,6 @@ struct ChildRun {
   bool reaped = false;     // ... and was reaped: status holds its wait status
   int status = 0;
   long long ms = 0;        // from fork to reaping
-  std::string not_entered; // before_exec refused (its one line): the helper was not executed
-};
-
-// Run in the child before the helper is executed (enter_process.h): false and why, and it is not.
-struct BeforeExec {
-  bool (*run)(const void *ctx, std::string *why);
-  const void *ctx;
 };
 
 // Runs argv[0] (a path) with argv and envp. The report is read until complete(report) is true, the
@@ -39,13 +33,21 @@ struct BeforeExec {
 // included: PR_SET_PDEATHSIG).
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
                  bool (*complete)(const std::string &report), ChildRun *r, std::string *err,
-                 int report_fd = kReportFd, const BeforeExec *before_exec = nullptr);
+                 int report_fd = kReportFd);
 
 long long monotonic_ms();
 
 // In a child: forks, and returns in the new child alone; this process waits for it and ends as it
 // ends (its exit status, or its signal). Whatever the new child leaves stays in this one's group.
 void relay_from_child();
+
+// Reading another process's places (the ucx.conf under its UCX_CONFIG_DIR, home and working
+// directory: a network or FUSE mount may never answer) happens in a child of the command: this
+// returns true in that child, which goes on as the command and calls reads_done() once they are
+// read. The command itself waits timeout_ms for that, then for the child's end, and ends as it
+// ends; past the deadline it kills the child and returns false with *err saying so.
+bool reads_in_child(int timeout_ms, const std::string &what, std::string *err);
+void reads_done();
 
 // Waits for child and ends this process as it ended (its exit status, or its signal).
 [[noreturn]] void end_as(pid_t child);

@@ -1,16 +1,16 @@
-// `ucxtls doctor [--value V | --template T] [--ucx PATH | --pid PID]`: does the local UCX
-// (ucx_info -d), or the build at PATH, or the UCX that process PID has mapped, serve every transport
-// of the value in effect, of V, or of what template T composes to here? A transport it lacks makes
-// UCX print "not available" on the stdout of every process that uses the value. The build (the
-// libucp ucx_info loads, --ucx's, --pid's) is asked in a bounded child (ucx_build.h), and what it
-// cannot do whatever UCX_TLS says (no ze_copy on an Intel node, no verbs on an RDMA node) is named
-// in words: one rule for the three modes, whatever the value.
+// `ucxtls doctor [--value V | --template T] [--ucx PATH | --pid PID]`: does the local UCX (the
+// libucp of the ucx_info on PATH), or the build at PATH, or the UCX that process PID has mapped,
+// serve every transport of the value in effect, of V, or of what template T composes to here? A
+// transport it lacks makes UCX print "not available" on the stdout of every process that uses the
+// value. The build is read from its files (ucx_build.h: nothing of it is loaded or run, in any
+// mode), and what it cannot do whatever UCX_TLS says (no ze_copy on an Intel node, no verbs on an
+// RDMA node) is named in words: one rule for the three modes, whatever the value.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <memory>
@@ -20,13 +20,12 @@
 #include "commands.h"
 #include "doctor_findings.h"
 #include "exit.h"
-#include "inspect_safety.h"
 #include "bounded_child.h"
 #include "repair.h"
 #include "report.h"
 #include "util.h"
+#include "root_fs.h"
 #include "ucx_build.h"
-#include "ucx_info.h"
 
 namespace ucxtls {
 namespace cli {
@@ -205,20 +204,63 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
   return 0;
 }
 
-// One build (--ucx, or a libucp a process maps): asked, then the value judged against it.
-int doctor_build(const Report &r, const Environment &caller, const std::string &libucp, const MappedUcx *proc, pid_t pid,
-                 size_t index, const std::string &value, const std::string &source, const char *nothing,
-                 const std::string &why, int timeout_ms) {
-  char off[] = "UCXTLS_DISABLE=1";
-  std::vector<char *> envp = child_env(caller, proc ? &proc->env : nullptr, off);
+// The registered transports that have a device on this node, by the node's facts (the plain
+// doctor judges this node: UCX prints "not available" for a transport without one, as `ucx_info
+// -d` showed): verbs transports where its RDMA runs rc, mlx5 ones on a ConnectX, a GPU family's
+// where its GPUs are; the rest (tcp, self, shared memory, cma) everywhere. xpmem, knem (device
+// nodes of their own) and srd (EFA, which the facts do not tell apart) are left out: doctor does
+// not claim a transport it cannot see.
+std::vector<std::string> with_devices_here(const std::vector<std::string> &registered, Family family, Rdma rdma) {
+  std::vector<std::string> out;
+  for (const std::string &t : registered) {
+    GpuRole role;
+    const Family f = gpu_entry_family(t.c_str(), t.size(), &role);
+    bool ok = t == "tcp" || t == "self" || t == "posix" || t == "sysv" || t == "cma";
+    if (f != Family::none) ok = f == family;
+    if (t == "rc_verbs" || t == "ud_verbs") ok = rdma != Rdma::none;
+    if (t.size() > 5 && !t.compare(t.size() - 5, 5, "_mlx5")) ok = rdma == Rdma::mlx5;
+    if (ok) out.push_back(t);
+  }
+  return out;
+}
+
+// What could not be read of a build: said, never guessed; the rest is judged.
+void unread_lines(const UcxBuild &b) {
+  for (const std::string &u : b.unread) print_line("%-11s %s\n", "could not", ("tell " + u).c_str());
+}
+
+// What the build registers and which modules UCX would load, as read from its files.
+void build_lines(const UcxBuild &b) {
+  std::string list;
+  for (const std::string &t : b.transports) list += (list.empty() ? "" : ", ") + t;
+  print_line("this UCX    %s (registered by its libuct and the modules UCX loads from %s)\n",
+             list.empty() ? "no transport" : list.c_str(), b.module_dir.empty() ? "?" : b.module_dir.c_str());
+  for (const UcxModule &m : b.modules)
+    if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
+    else if (m.state == "not-loaded") print_line("module      %s is not loaded: %s\n", m.path.c_str(), m.why.c_str());
+  unread_lines(b);
+}
+
+void record_build(const UcxBuild &b, const std::string &ucx_info) {
+  DoctorFindings::Ucx u;
+  u.libucp = b.libucp, u.version = b.version, u.ucx_info = ucx_info, u.transports = b.transports;
+  for (const UcxModule &m : b.modules) u.modules.push_back({m.path, m.state == "loaded", m.state == "loaded" ? "" : m.why});
+  doctor_findings().ucx.push_back(u);
+}
+
+// One build (--ucx, or a libucp a process maps): read, then the value judged against it.
+int doctor_build(const Report &r, BuildPlace &place, const std::string &libucp, const std::string &shown,
+                 const MappedUcx *proc, pid_t pid, size_t index, const std::string &value, const std::string &source,
+                 const char *nothing, const std::string &why) {
   auto b = std::make_unique<UcxBuild>();
   std::string err;
-  // Not asked (a hang, a crash, not a UCX libucp): nothing was checked, so no "missing" (exit 1),
-  // an environment error (exit 2), as for a ucx_info that gives no answer.
-  if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err, proc ? pid : 0, proc ? proc->inside[index] : ""))
-    return fail(kUsage, "doctor: " + err);
-  print_line("UCX         %s (version %s)\n", libucp.c_str(), b->version.c_str());
-  doctor_findings().ucx.push_back({libucp, b->version, ""});
+  // Not read (not a UCX libucp, not an ELF object): nothing was checked, so no "missing" (exit 1),
+  // an environment error (exit 2).
+  if (!read_ucx_build(place, libucp, b.get(), &err)) return fail(kUsage, "doctor: " + err);
+  b->libucp = shown;
+  const std::string version = b->version.empty() ? "could not tell" : b->version;
+  print_line("UCX         %s (version %s)\n", shown.c_str(), version.c_str());
+  record_build(*b, "");
   if (proc)
     print_line("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
   if (nothing) {
@@ -228,17 +270,30 @@ int doctor_build(const Report &r, const Environment &caller, const std::string &
     mismatch_line(r, value);
   }
   if (!why.empty()) print_line("library     %s", why.c_str());  // the line its libucxtls.so prints with UCXTLS_DEBUG=1
-  std::string list;
-  for (const std::string &t : b->transports) list += (list.empty() ? "" : ", ") + t;
-  print_line("this UCX    %s (registered by its libuct and the modules it loaded from %s)\n",
-         list.empty() ? "no transport" : list.c_str(), b->module_dir.empty() ? "?" : b->module_dir.c_str());
-  for (const UcxModule &m : b->modules)
-    if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
-    else if (m.state == "not-loaded") print_line("module      %s loads, but UCX did not load it (UCX_MODULES?)\n", m.path.c_str());
+  build_lines(*b);
   std::vector<std::string> missing;
   bool gpu_only = false;
   const bool empty = !nothing && !judge(value, b->transports, b->version, &missing, &gpu_only);
   return verdict(r, *b, nothing, value, source, b->version, empty, gpu_only, missing);
+}
+
+// The ucx_info that PATH (of env) names, as execvp would find it (an executable regular file); "" when none.
+std::string ucx_info_path(const Environment &env) {
+  for (char *const *e = env.envp(); *e; e++) {
+    if (strncmp(*e, "PATH=", 5)) continue;
+    for (const std::string &dir : split(*e + 5, ":")) {
+      const std::string p = (dir.empty() ? "." : dir) + "/ucx_info";
+      struct stat st;
+      if (access(p.c_str(), X_OK) == 0 && stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return p;
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> env_list(const Environment &env) {
+  std::vector<std::string> out;
+  for (char *const *e = env.envp(); *e; e++) out.push_back(*e);
+  return out;
 }
 
 }  // namespace
@@ -299,7 +354,7 @@ int doctor_checks(int argc, char **argv) {
   const char *tmpl_option = "--template";  // the option the user typed, named in its error
   if (explicit_value && strchr(explicit_value, '{')) tmpl = explicit_value, explicit_value = nullptr, tmpl_option = "--value";
   auto r = std::make_unique<Report>();
-  Environment caller;  // the children's (ucx_info, the helper): this command's own at exec
+  Environment caller;  // this command's own at exec (its PATH, LD_LIBRARY_PATH, UCX_* for --ucx and ucx_info)
   caller.load();
   std::string value, source, nothing, why;
   if (pid_text) {
@@ -386,47 +441,76 @@ int doctor_checks(int argc, char **argv) {
   found.value = value;
   found.source = nothing.empty() ? source : nothing;
   if (build_mode) {
+    // The files are read inside the process's root (links never leave it), from its working
+    // directory, with its environment: what its ld.so and its UCX read (root_fs.h). --ucx: this
+    // machine's root, the caller's environment, no program.
+    Root root;
+    BuildPlace place;
+    place.root = &root;
+    if (pid_text) {
+      if (!root.open(proc->root, proc->cwd, proc->shown, timeout_ms))
+        return fail(kUsage, "doctor: cannot open " + proc->root + ": " + strerror(errno));
+      place.env = proc->env, place.secure = proc->secure, place.exe = proc->exe;
+      place.mapped = mapped_names(root, proc->objects);
+    } else {
+      char cwd[4096];
+      if (!root.open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", timeout_ms))
+        return fail(kUsage, std::string("doctor: cannot open /: ") + strerror(errno));
+      place.env = env_list(caller);
+    }
     int status = 0;
     for (size_t i = 0; i < libucps.size(); i++) {
-      int s = doctor_build(*r, caller, libucps[i], pid_text ? proc.get() : nullptr, pid_t(pid), i, value, source,
-                           nothing.empty() ? nullptr : nothing.c_str(), why, timeout_ms);
-      status = status ? status : s;
+      const std::string inside = pid_text ? proc->inside[i] : libucps[i];
+      int s = doctor_build(*r, place, inside, libucps[i], pid_text ? proc.get() : nullptr, pid_t(pid), i, value, source,
+                           nothing.empty() ? nullptr : nothing.c_str(), why);
+      status = status ? status : s;  // the first build that fails decides: a later good one does not hide it
     }
     return status;
   }
-  // A node without GPUs has no family to build UCX for: with nothing to check, nothing is asked.
+  // A node without GPUs has no family to build UCX for: with nothing to check, nothing is read.
   if (!nothing.empty() && r->family == Family::none) {
     print_line("%s\n", nothing.c_str());
     return 0;
   }
-  std::vector<std::string> have;
-  std::string err;
-  // A replayed machine has no UCX of its own to ask (as `ucxtls probe` says of its drivers).
+  // A replayed machine has no UCX of its own to read (as `ucxtls probe` says of its drivers).
   if (!r->in.secure && (explicit_value ? getenv(kOptions[kSysroot].name) : r->in.get(kSysroot)))
-    fail(0, "doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info -d) is this machine's, not the replayed machine's");
-  if (nothing.empty() && !ucx_transports(caller, timeout_ms, &have, &err)) return fail(kUsage, "doctor: " + err);
-  // The build ucx_info belongs to, judged as --ucx judges one: the libucp the loader gives it.
-  std::string libucp, version;
-  if (!ucx_info_libucp(caller, timeout_ms, &libucp, &err)) return fail(kUsage, "doctor: " + err);
-  char off[] = "UCXTLS_DISABLE=1";
-  std::vector<char *> envp = child_env(caller, nullptr, off);
+    fail(0, "doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info's) is this machine's, not the replayed machine's");
+  // The build ucx_info belongs to, judged as --ucx judges one: the libucp ld.so would give it,
+  // worked out from its files (ld_search.h), never by running it.
+  const std::string ucx_info = ucx_info_path(caller);
+  if (ucx_info.empty())
+    return fail(kUsage, "doctor: no ucx_info in PATH (Debian/Ubuntu: apt-get install ucx-utils), or name a build with --ucx PATH");
+  Root root;
+  char cwd[4096];
+  if (!root.open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", timeout_ms))
+    return fail(kUsage, std::string("doctor: cannot open /: ") + strerror(errno));
+  BuildPlace place;
+  place.root = &root, place.env = env_list(caller), place.exe = ucx_info;
+  std::string libucp, err;
+  // A script (a wrapper that runs another ucx_info): which UCX it runs cannot be read, and a
+  // check that cannot tell is not a pass: exit 2, as for a ucx_info that gave no answer.
+  if (!program_libucp(place, ucx_info, &libucp, &err)) return fail(kUsage, "doctor: " + err);
   auto b = std::make_unique<UcxBuild>();
-  if (!query_ucx_build(libucp, envp.data(), timeout_ms, b.get(), &err)) return fail(kUsage, "doctor: " + err);
-  const std::string identity = ucx_info_identity(caller, timeout_ms, &version);
-  print_line("UCX         %s\n", identity.c_str());
-  print_line("libucp      %s (the one ucx_info loads: its build is judged as --ucx judges one)\n", libucp.c_str());
-  found.ucx.push_back({libucp, version, ucx_info_path(caller)});
+  if (!read_ucx_build(place, libucp, b.get(), &err)) return fail(kUsage, "doctor: " + err);
+  b->libucp = libucp;
+  const std::string version = b->version;
+  print_line("UCX         the one %s runs (version %s)\n", ucx_info.c_str(), version.empty() ? "could not tell" : version.c_str());
+  print_line("libucp      %s (the one ld.so gives ucx_info: its build is judged as --ucx judges one)\n", libucp.c_str());
+  record_build(*b, ucx_info);
   std::vector<std::string> missing;
   bool gpu_only = false, empty = false;
   if (!nothing.empty()) {
     print_line("%s\n", nothing.c_str());
+    build_lines(*b);
   } else {
-    std::string list;
-    for (const std::string &t : have) list += (list.empty() ? "" : ", ") + t;
     print_line("value       %s (%s)\n", value.c_str(), source.c_str());
     mismatch_line(*r, value);
-    print_line("this UCX    %s (ucx_info -d)\n", list.c_str());
-    empty = !judge(value, have, version, &missing, &gpu_only);
+    build_lines(*b);
+    const std::vector<std::string> here = with_devices_here(b->transports, r->family, rdma_kind(r->f));
+    std::string list;
+    for (const std::string &t : here) list += (list.empty() ? "" : ", ") + t;
+    print_line("here        %s (those with a device on this node, by its facts)\n", list.empty() ? "none" : list.c_str());
+    empty = !judge(value, here, version, &missing, &gpu_only);
   }
   return verdict(*r, *b, nothing.empty() ? nullptr : nothing.c_str(), value, source, version, empty, gpu_only, missing);
 }

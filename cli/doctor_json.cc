@@ -50,9 +50,15 @@ int cmd_doctor(int argc, char **argv) {
   o += ",\"value\":" + (f.has_value ? json_str(f.value.c_str()) : std::string("null"));
   o += ",\"source\":" + json_or_null(f.source);
   o += ",\"ucx\":[";
-  for (size_t i = 0; i < f.ucx.size(); i++)
-    o += std::string(i ? "," : "") + "{\"libucp\":" + json_str(f.ucx[i].libucp.c_str()) + ",\"version\":" +
-         json_or_null(f.ucx[i].version) + ",\"ucx_info\":" + json_or_null(f.ucx[i].ucx_info) + "}";
+  for (size_t i = 0; i < f.ucx.size(); i++) {
+    const DoctorFindings::Ucx &u = f.ucx[i];
+    o += std::string(i ? "," : "") + "{\"libucp\":" + json_str(u.libucp.c_str()) + ",\"version\":" + json_or_null(u.version) +
+         ",\"ucx_info\":" + json_or_null(u.ucx_info) + ",\"transports\":" + json_list(u.transports) + ",\"modules\":[";
+    for (size_t k = 0; k < u.modules.size(); k++)
+      o += std::string(k ? "," : "") + "{\"path\":" + json_str(u.modules[k].path.c_str()) + ",\"loads\":" +
+           (u.modules[k].loads ? "true" : "false") + ",\"why\":" + json_or_null(u.modules[k].why) + "}";
+    o += "]}";
+  }
   o += "],\"missing\":" + json_list(f.missing) + ",\"problems\":" + json_list(f.problems);
   o += ",\"messages\":" + json_list(f.messages) + ",\"status\":" + std::to_string(status) + "}\n";
   fputs(o.c_str(), stdout);

@@ -1,4 +1,4 @@
-// One reader of an ELF object's dynamic section, with pread into bounded buffers (see elf.h).
+// One reader of ELF objects, with bounded reads through a ReadAt (see elf.h).
 #include "elf.h"
 #include <elf.h>
 #include <fcntl.h>
@@ -6,59 +6,203 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace ucxtls {
 namespace cli {
 namespace {
 
-template <typename Ehdr, typename Phdr, typename Dyn>
-bool dynamic_of(int fd, ElfDynamic *out) {
+const size_t kMaxTable = size_t(16) << 20;  // a dynamic symbol or string table larger than this is not read
+
+bool read_exact(const ReadAt &read, void *buf, size_t n, uint64_t off) {
+  return off < (uint64_t(1) << 62) && read(buf, n, off_t(off)) == ssize_t(n);
+}
+
+template <typename Ehdr, typename Phdr, typename Shdr, typename Dyn, typename Sym>
+bool parse(const ReadAt &read, ElfObject *o, bool symbols, std::string *why) {
   Ehdr eh;
-  if (pread(fd, &eh, sizeof eh, 0) != ssize_t(sizeof eh) || eh.e_phentsize != sizeof(Phdr) || eh.e_phnum > 512) return false;
+  if (!read_exact(read, &eh, sizeof eh, 0)) return *why = "too short for an ELF header", false;
+  o->machine = eh.e_machine;
+  if (eh.e_phentsize != sizeof(Phdr) || eh.e_phnum > 512) return *why = "odd program headers", false;
   std::vector<Phdr> ph(eh.e_phnum);
-  const ssize_t phsize = ssize_t(sizeof(Phdr) * eh.e_phnum);
-  if (pread(fd, ph.data(), size_t(phsize), off_t(eh.e_phoff)) != phsize) return false;
+  if (eh.e_phnum && !read_exact(read, ph.data(), sizeof(Phdr) * ph.size(), eh.e_phoff))
+    return *why = "program headers out of the file", false;
   const Phdr *dynamic = nullptr;
-  for (const Phdr &p : ph)
+  for (const Phdr &p : ph) {
     if (p.p_type == PT_DYNAMIC) dynamic = &p;
-  if (!dynamic) return true;  // static: needs nothing
-  if (dynamic->p_filesz > (1 << 20)) return false;
-  std::vector<Dyn> dyn(dynamic->p_filesz / sizeof(Dyn));
-  const ssize_t dynsize = ssize_t(dyn.size() * sizeof(Dyn));
-  if (pread(fd, dyn.data(), size_t(dynsize), off_t(dynamic->p_offset)) != dynsize) return false;
-  unsigned long long strtab = 0, strsz = 0;
-  for (const Dyn &d : dyn) {
-    if (d.d_tag == DT_STRTAB) strtab = d.d_un.d_ptr;
-    if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
+    if (p.p_type == PT_LOAD) o->loads.push_back({p.p_vaddr, p.p_filesz, p.p_offset});
   }
-  off_t stroff = -1;  // the string table's address, as a file offset (the segment that holds it)
-  for (const Phdr &p : ph)
-    if (p.p_type == PT_LOAD && strtab >= p.p_vaddr && strtab < p.p_vaddr + p.p_filesz) stroff = off_t(p.p_offset + (strtab - p.p_vaddr));
-  if (stroff < 0) return false;
+  if (!dynamic) return true;  // static: needs nothing, defines nothing dynamic
+  o->dynamic = true;
+  if (dynamic->p_filesz > (1 << 20)) return *why = "a dynamic section over 1 MiB", false;
+  std::vector<Dyn> dyn(dynamic->p_filesz / sizeof(Dyn));
+  if (!dyn.empty() && !read_exact(read, dyn.data(), dyn.size() * sizeof(Dyn), dynamic->p_offset))
+    return *why = "dynamic section out of the file", false;
+  uint64_t strtab = 0, strsz = 0;
   for (const Dyn &d : dyn) {
     if (d.d_tag == DT_NULL) break;
-    if (d.d_tag != DT_NEEDED && d.d_tag != DT_RPATH && d.d_tag != DT_RUNPATH) continue;
-    if (d.d_un.d_val >= strsz) return false;
+    if (d.d_tag == DT_STRTAB) strtab = d.d_un.d_ptr;
+    if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
+    if (d.d_tag == DT_RELA) o->rela = d.d_un.d_ptr;
+    if (d.d_tag == DT_RELASZ) o->relasz = d.d_un.d_val;
+  }
+  const off_t stroff = o->offset_of(strtab, 1);
+  for (const Dyn &d : dyn) {
+    if (d.d_tag == DT_NULL) break;
+    if (d.d_tag != DT_NEEDED && d.d_tag != DT_RPATH && d.d_tag != DT_RUNPATH && d.d_tag != DT_SONAME) continue;
+    if (stroff < 0 || d.d_un.d_val >= strsz) return *why = "a dynamic string out of its table", false;
     char text[4096] = {};
-    if (pread(fd, text, sizeof text - 1, stroff + off_t(d.d_un.d_val)) <= 0) return false;
-    (d.d_tag == DT_NEEDED ? out->needed : out->search).emplace_back(text);
+    ssize_t n = read(text, sizeof text - 1, stroff + off_t(d.d_un.d_val));
+    if (n <= 0) return *why = "a dynamic string out of the file", false;
+    text[n] = '\0';  // a name without its NUL in the file ends where the file does
+    if (d.d_tag == DT_NEEDED) o->needed.emplace_back(text);
+    else if (d.d_tag == DT_SONAME) o->soname = text;
+    else if (d.d_tag == DT_RPATH) o->has_rpath = true, o->rpath = text;
+    else o->has_runpath = true, o->runpath = text;
+  }
+  if (!symbols || !eh.e_shnum) return true;
+  if (eh.e_shentsize != sizeof(Shdr) || eh.e_shnum > 4096) return true;  // no usable section headers: no symbols
+  std::vector<Shdr> sh(eh.e_shnum);
+  if (!read_exact(read, sh.data(), sizeof(Shdr) * sh.size(), eh.e_shoff)) return true;
+  for (const Shdr &s : sh) {
+    if (s.sh_type != SHT_DYNSYM || s.sh_link >= sh.size() || s.sh_size > kMaxTable) continue;
+    const Shdr &st = sh[s.sh_link];
+    if (st.sh_size > kMaxTable || !st.sh_size) continue;
+    std::vector<Sym> syms(s.sh_size / sizeof(Sym));
+    std::string strs(st.sh_size, '\0');
+    if (syms.empty() || !read_exact(read, syms.data(), syms.size() * sizeof(Sym), s.sh_offset) ||
+        !read_exact(read, &strs[0], strs.size(), st.sh_offset))
+      continue;
+    for (const Sym &y : syms) {
+      const unsigned char type = y.st_info & 0xf;
+      if (y.st_shndx == SHN_UNDEF || (type != STT_OBJECT && type != STT_FUNC) || y.st_name >= strs.size()) continue;
+      ElfSymbol e;
+      e.name.assign(strs.c_str() + y.st_name, strnlen(strs.c_str() + y.st_name, strs.size() - y.st_name));
+      e.value = y.st_value, e.size = y.st_size, e.type = type;
+      o->defined.push_back(std::move(e));
+    }
+    break;
   }
   return true;
 }
 
 }  // namespace
 
+off_t ElfObject::offset_of(uint64_t vaddr, uint64_t n) const {
+  for (const Load &l : loads)
+    if (vaddr >= l.vaddr && n <= l.filesz && vaddr - l.vaddr <= l.filesz - n) return off_t(l.offset + (vaddr - l.vaddr));
+  return -1;
+}
+
+bool read_elf(const ReadAt &read, ElfObject *out, bool symbols, std::string *why) {
+  unsigned char ident[EI_NIDENT] = {};
+  const unsigned char data = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  if (read(ident, sizeof ident, 0) != ssize_t(sizeof ident) || memcmp(ident, ELFMAG, SELFMAG))
+    return *why = "not an ELF object", false;
+  if (ident[EI_DATA] != data) return *why = "an ELF object of the other byte order", false;
+  if (ident[EI_CLASS] == ELFCLASS64)
+    return out->is64 = true, parse<Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr, Elf64_Dyn, Elf64_Sym>(read, out, symbols, why);
+  if (ident[EI_CLASS] == ELFCLASS32)
+    return parse<Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr, Elf32_Dyn, Elf32_Sym>(read, out, symbols, why);
+  return *why = "an ELF object of no known class", false;
+}
+
+std::string elf_bytes(const ReadAt &read, const ElfObject &o, uint64_t vaddr, size_t n) {
+  const off_t off = o.offset_of(vaddr, n);
+  std::string b(n, '\0');
+  if (off < 0 || !n || read(&b[0], n, off) != ssize_t(n)) return "";
+  return b;
+}
+
+bool elf_string(const ReadAt &read, const ElfObject &o, uint64_t vaddr, size_t max, std::string *s) {
+  for (size_t n = max; n; n /= 2) {  // near the end of a segment, fewer bytes may be there
+    std::string b = elf_bytes(read, o, vaddr, n);
+    if (b.empty()) continue;
+    const size_t end = b.find('\0');
+    if (end == std::string::npos) return false;
+    return s->assign(b, 0, end), true;
+  }
+  return false;
+}
+
+std::string returned_string(const ReadAt &read, const ElfObject &o, const ElfSymbol &fn) {
+  if (!o.is64 || o.machine != EM_X86_64 || fn.type != STT_FUNC) return "";
+  const std::string code = elf_bytes(read, o, fn.value, 20);
+  if (code.empty()) return "";
+  const unsigned char *c = reinterpret_cast<const unsigned char *>(code.data());
+  size_t p = 0;
+  if (!memcmp(c, "\xf3\x0f\x1e\xfa", 4)) p = 4;                       // endbr64
+  const bool frame = !memcmp(c + p, "\x55\x48\x89\xe5", 4);             // push %rbp; mov %rsp,%rbp (-O0)
+  if (frame) p += 4;
+  if (memcmp(c + p, "\x48\x8d\x05", 3)) return "";                      // lea disp32(%rip),%rax
+  int32_t disp;
+  memcpy(&disp, c + p + 3, 4);
+  p += 7;
+  const uint64_t target = fn.value + p + int64_t(disp);  // %rip is the next instruction's address
+  if (frame && c[p] == 0x5d) p++;                        // pop %rbp
+  if (c[p] != 0xc3) return "";                           // ret
+  std::string s;
+  return elf_string(read, o, target, 128, &s) ? s : "";
+}
+
+namespace {
+// Each R_X86_64_RELATIVE relocation (offset, addend) until visit returns true; that one's offset.
+template <typename Visit>
+uint64_t each_relative(const ReadAt &read, const ElfObject &o, Visit visit) {
+  if (!o.is64 || o.machine != EM_X86_64 || !o.rela || o.relasz > kMaxTable) return 0;
+  const off_t off = o.offset_of(o.rela, o.relasz);
+  if (off < 0) return 0;
+  Elf64_Rela r[512];
+  for (uint64_t done = 0; done + sizeof(Elf64_Rela) <= o.relasz;) {
+    const size_t n = size_t(std::min<uint64_t>(sizeof r, (o.relasz - done) / sizeof(Elf64_Rela) * sizeof(Elf64_Rela)));
+    if (read(r, n, off + off_t(done)) != ssize_t(n)) return 0;
+    for (size_t i = 0; i < n / sizeof(Elf64_Rela); i++)
+      if (ELF64_R_TYPE(r[i].r_info) == R_X86_64_RELATIVE && visit(r[i].r_offset, uint64_t(r[i].r_addend)))
+        return r[i].r_offset;
+    done += n;
+  }
+  return 0;
+}
+}  // namespace
+
+uint64_t relocated_pointer(const ReadAt &read, const ElfObject &o, uint64_t at) {
+  uint64_t target = 0;
+  each_relative(read, o, [&](uint64_t where, uint64_t addend) { return where == at && (target = addend, true); });
+  return target;
+}
+
+uint64_t relocation_to(const ReadAt &read, const ElfObject &o, uint64_t target) {
+  return each_relative(read, o, [&](uint64_t, uint64_t addend) { return addend == target; });
+}
+
+std::vector<uint64_t> find_text(const ReadAt &read, const ElfObject &o, const std::string &text) {
+  std::vector<uint64_t> at;
+  const std::string needle = text + '\0';
+  std::string buf(1 << 20, '\0');
+  for (const ElfObject::Load &l : o.loads) {
+    for (uint64_t done = 0; done < l.filesz && at.size() < 16; done += buf.size() - needle.size()) {
+      const size_t n = size_t(std::min<uint64_t>(buf.size(), l.filesz - done));
+      const ssize_t got = read(&buf[0], n, off_t(l.offset + done));
+      if (got <= 0) break;
+      const std::string chunk(buf, 0, size_t(got));
+      for (size_t k = chunk.find(needle); k != std::string::npos && at.size() < 16; k = chunk.find(needle, k + 1))
+        at.push_back(l.vaddr + done + k);
+      if (size_t(got) < n || n <= needle.size()) break;
+    }
+  }
+  return at;
+}
+
 bool read_elf_dynamic(const std::string &path, ElfDynamic *out) {
   const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return false;
   struct stat st;
-  unsigned char ident[EI_NIDENT] = {};
-  const unsigned char data = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, ident, sizeof ident, 0) == ssize_t(sizeof ident) &&
-            !memcmp(ident, ELFMAG, SELFMAG) && ident[EI_DATA] == data;
-  if (ok && ident[EI_CLASS] == ELFCLASS64) ok = dynamic_of<Elf64_Ehdr, Elf64_Phdr, Elf64_Dyn>(fd, out);
-  else if (ok && ident[EI_CLASS] == ELFCLASS32) ok = dynamic_of<Elf32_Ehdr, Elf32_Phdr, Elf32_Dyn>(fd, out);
-  else ok = false;
+  ElfObject o;
+  std::string why;
+  const bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                  read_elf([fd](void *b, size_t n, off_t off) { return pread(fd, b, n, off); }, &o, false, &why);
   close(fd);
+  out->needed = o.needed;
   return ok;
 }
 

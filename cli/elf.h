@@ -1,20 +1,75 @@
-// The dynamic section of an ELF object, read from its file (nothing of it is run): what `run` and
-// doctor's root-only check need to know of what ld.so would load with it.
+// An ELF object read from its file, as readelf reads it (nothing of it is run): its dynamic section
+// (what ld.so would load with it), its dynamic symbols, and bytes at an address through its
+// program headers. Every offset, count and size is checked against the file and bounded: a
+// truncated, huge, 32-bit or otherwise odd object gives "not an object" or less, never a crash.
 #pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace ucxtls {
 namespace cli {
 
-struct ElfDynamic {
-  std::vector<std::string> needed;      // DT_NEEDED names, in order
-  std::vector<std::string> search;      // DT_RPATH and DT_RUNPATH strings, as written ($ORIGIN kept)
+// Reads n bytes at offset into buf; the count read (short at the end), or -1.
+using ReadAt = std::function<ssize_t(void *buf, size_t n, off_t offset)>;
+
+struct ElfSymbol {
+  std::string name;
+  uint64_t value = 0, size = 0;
+  unsigned char type = 0;  // STT_*
 };
 
-// False for anything ld.so would not load as an ELF object of this machine's byte order (32 or 64
-// bits): a script, a file that cannot be read, a FIFO or a device (opened without blocking, read
-// only when regular). A static object is true with nothing in it.
+struct ElfObject {
+  bool is64 = false;
+  unsigned machine = 0;                // e_machine
+  bool dynamic = false;                // it has a PT_DYNAMIC
+  std::vector<std::string> needed;     // DT_NEEDED names, in order
+  std::string soname;
+  bool has_rpath = false, has_runpath = false;
+  std::string rpath, runpath;          // as written ($ORIGIN kept); ld.so ignores DT_RPATH beside DT_RUNPATH
+  std::vector<ElfSymbol> defined;      // defined dynamic symbols (functions and data), when wanted
+  struct Load {
+    uint64_t vaddr, filesz, offset;
+  };
+  std::vector<Load> loads;
+  uint64_t rela = 0, relasz = 0;       // DT_RELA, DT_RELASZ (addresses)
+  // The file offset of [vaddr, vaddr + n) when one PT_LOAD holds it from the file; -1 otherwise.
+  off_t offset_of(uint64_t vaddr, uint64_t n) const;
+};
+
+// False (with *why) for anything ld.so would not load as an ELF object of this machine's byte
+// order: a script, a file too short, headers out of the file. symbols: read the defined dynamic
+// symbols too (section headers' SHT_DYNSYM).
+bool read_elf(const ReadAt &read, ElfObject *out, bool symbols, std::string *why);
+
+// The bytes at vaddr (through the program headers), at most n; "" when not in the file.
+std::string elf_bytes(const ReadAt &read, const ElfObject &o, uint64_t vaddr, size_t n);
+
+// The NUL-terminated string at vaddr (at most max bytes): false when it has no end within max.
+bool elf_string(const ReadAt &read, const ElfObject &o, uint64_t vaddr, size_t max, std::string *s);
+
+// The string a function returns when its body is `lea <rip-relative>, %rax; ret` (x86-64, what
+// compilers make of `return "literal";`, with an optional endbr64 or frame setup): "" otherwise.
+std::string returned_string(const ReadAt &read, const ElfObject &o, const ElfSymbol &fn);
+
+// The target of the R_X86_64_RELATIVE relocation at address `at` (a pointer in initialised data);
+// 0 when there is none.
+uint64_t relocated_pointer(const ReadAt &read, const ElfObject &o, uint64_t at);
+// The address of the first pointer relocated to target (R_X86_64_RELATIVE); 0 when none.
+uint64_t relocation_to(const ReadAt &read, const ElfObject &o, uint64_t target);
+
+// The addresses of every place in the loaded segments holding text followed by NUL (at most 16).
+std::vector<uint64_t> find_text(const ReadAt &read, const ElfObject &o, const std::string &text);
+
+// What `run` needs: the DT_NEEDED names of a program, read with pread from a regular file
+// (opened without blocking). A static object is true with nothing in it.
+struct ElfDynamic {
+  std::vector<std::string> needed;
+};
 bool read_elf_dynamic(const std::string &path, ElfDynamic *out);
 
 }  // namespace cli

@@ -67,29 +67,30 @@ const Command kCommands[] = {
      "first). The exit status is COMMAND's.",
      kNoFlags, true, cmd_run},
     {"doctor", "[--value V | --template T] [--ucx PATH | --pid PID] [--timeout-ms MS] [--json]",
-     "check that the local UCX (ucx_info -d) serves every transport of\n"
+     "check that the local UCX (ucx_info's) serves every transport of\n"
      "the value in effect, of V, or of what template T composes to here\n"
      "({copy}, {ipc}, {rdma}), and that its build serves this node's GPUs;\n"
      "exit 1 if not; --ucx: the build at PATH (a libucp of any name, a\n"
      "prefix, a wheel's .libs); --pid: the UCX process PID has mapped",
-     "Runs the local ucx_info -d, expands UCX's transport aliases, and reports every name of the "
-     "value in effect (or of V, or of what template T composes to on this node) that this UCX "
-     "cannot serve; UCX would print a \"not available\" warning on stdout in every process. Its build, the "
-     "libucp the loader gives ucx_info, is asked as --ucx asks one. "
+     "Reads the build of the ucx_info on PATH (the libucp ld.so would give it, worked out from its files), expands "
+     "UCX's transport aliases, and reports every name of the value in effect (or of V, or of what template T "
+     "composes to on this node) that this UCX cannot serve; UCX would print a \"not available\" warning on stdout "
+     "in every process. "
      "With --ucx PATH it judges the build at PATH instead (a libucp shared object of any name, or a "
      "directory holding one: a prefix, its lib, lib64 or lib/<multiarch>, a wheel's *.libs or DIR/*/lib), with --pid PID the UCX "
      "that running process has mapped (/proc/PID/maps; the value is what the library in it decided "
      "from the environment it started with, /proc/PID/environ, or its UCX_TLS as it started when no "
-     "libucxtls.so is loaded in it; the library's own line says why). The build is asked in the "
-     "helper ucxtls-ucx-query (no ucx_info is needed), in a session without a terminal; with --pid the helper "
-     "first takes that process's namespaces, cgroups, root, working directory, environment, user, groups, "
-     "seccomp filters and no more capabilities than it has, so the build's code never runs with more privilege "
-     "than the process has; as root it loads only files root alone can change; ucx_info and the helper are children killed "
-     "after MS milliseconds (default 20000), or as soon as doctor is interrupted. The first line names the UCX and its "
+     "libucxtls.so is loaded in it; the library's own line says why). Every build is read from its files, "
+     "never loaded or run: its version, the transports its libuct and modules define (uct_<name>_tl), the modules "
+     "UCX would load (its module directories, UCX_MODULE_DIR and UCX_MODULES from the environment and ucx.conf) and "
+     "whether the libraries each needs resolve as ld.so would resolve them; with --pid inside that process's root, "
+     "with its environment and working directory, and the process is never stopped or traced. Reading stops after "
+     "MS milliseconds (default 20000); what could not be read is said (\"could not tell\"). The first line names the UCX and its "
      "version; what the build cannot do whatever UCX_TLS says (no ze_copy, cuda_copy or rocm_copy "
      "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1, in "
      "every mode, whatever the value, also with nothing to check (a node without GPUs with nothing to check "
-     "exits 0); a value naming another GPU family's transports and none of this node's gets explain's warning. A build that could not be asked (not a UCX libucp, a hang, a crash) exits 2. "
+     "exits 0); a value naming another GPU family's transports and none of this node's gets explain's warning. A build that "
+     "could not be read (not a UCX libucp, a script for ucx_info) exits 2. "
      "--json prints the findings as one JSON object on one line.",
      kDoctorFlags, false, cmd_doctor},
     {"probe", "[--save]",
@@ -224,7 +225,6 @@ void man() {
   }
   printf(".SH FILES\n.TP\n.I <libdir>/libucxtls.so\nthe preload library\n"
          ".TP\n.I <libexecdir>/ucxtls/ucxtls\\-probe\nthe driver\\-probe helper that ucxtls probe runs\n"
-         ".TP\n.I <libexecdir>/ucxtls/ucxtls\\-ucx\\-query\nthe helper that ucxtls doctor \\-\\-ucx and \\-\\-pid run to ask a UCX build\n"
          ".TP\n.I $XDG_RUNTIME_DIR/ucxtls/driver, /run/ucxtls/driver\n"
          "the driver's answer saved by ucxtls probe \\-\\-save (see UCXTLS_CACHE_DIR)\n");
   printf(".SH SEE ALSO\n%s\n",

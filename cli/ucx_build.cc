@@ -14,17 +14,13 @@
 
 #include <algorithm>
 
-#include "bounded_child.h"
-#include "enter_process.h"
+#include "elf.h"
 #include "exit.h"
-#include "inspect_safety.h"
 #include "util.h"
 
 namespace ucxtls {
 namespace cli {
 namespace {
-
-const char kQueryName[] = "ucxtls-ucx-query";
 
 std::string base_name(const std::string &p) {
   size_t k = p.rfind('/');
@@ -44,15 +40,16 @@ std::string real_path(const std::string &p) {
 // The same bytes: a wheel cannot hold symbolic links, so pip installs libucp.so, libucp.so.0 and
 // libucp.so.0.0.0 of one build as three copies of one file (RAPIDS' libucx wheel).
 bool same_bytes(const std::string &a, const std::string &b) {
-  struct stat sa, sb;
-  // Regular files alone, opened without blocking: a FIFO named libucp.so.0 is never waited on.
-  const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-  int fa = open(a.c_str(), flags), fb = open(b.c_str(), flags);
-  bool same = fa >= 0 && fb >= 0 && fstat(fa, &sa) == 0 && fstat(fb, &sb) == 0 && S_ISREG(sa.st_mode) &&
-              S_ISREG(sb.st_mode) && sa.st_size == sb.st_size;
+  // Regular files alone (root_fs.h): a FIFO named libucp.so.0 is never opened for reading.
+  Root host;
+  host.open("/", "/", "", 5000);
+  int e = 0;
+  off_t sa = 0, sb = 0;
+  const int fa = open_regular(host, a, nullptr, &e, &sa), fb = open_regular(host, b, nullptr, &e, &sb);
+  bool same = fa >= 0 && fb >= 0 && sa == sb;
   char ba[4096], bb[4096];  // on the stack: a .bss buffer would not load under a tight ulimit -d
   for (ssize_t n; same && (n = read(fa, ba, sizeof ba)) > 0;)
-    same = read(fb, bb, n) == n && !memcmp(ba, bb, n);
+    same = read(fb, bb, size_t(n)) == n && !memcmp(ba, bb, size_t(n));
   if (fa >= 0) close(fa);
   if (fb >= 0) close(fb);
   return same;
@@ -92,10 +89,6 @@ bool same_file(const char *a, const char *b) {
 
 bool is_libucp_name(const char *name) {
   return !strncmp(name, "libucp", 6) && (name[6] == '.' || name[6] == '-') && strstr(name, ".so");
-}
-
-bool UcxBuild::has(const std::string &tl) const {
-  return std::find(transports.begin(), transports.end(), tl) != transports.end();
 }
 
 bool locate_libucp(const std::string &path, std::string *libucp, std::string *err) {
@@ -201,6 +194,17 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   char link[PATH_MAX] = {};
   const ssize_t n = readlink((proc + "/root").c_str(), link, sizeof link - 1);
   const std::string root = own_ns && n > 1 ? std::string(link, size_t(n)) : "";  // a chroot's directory
+  auto inside_of = [&](const std::string &file) {
+    return !root.empty() && !file.compare(0, root.size() + 1, root + "/") ? file.substr(root.size()) : file;
+  };
+  m->root = proc + "/root";
+  m->shown = own_ns ? root : m->root;
+  for (const char *what : {"cwd", "exe"}) {
+    char l[PATH_MAX] = {};
+    const ssize_t k = readlink((proc + "/" + what).c_str(), l, sizeof l - 1);
+    (what[0] == 'c' ? m->cwd : m->exe) = k > 0 && l[0] == '/' ? inside_of(std::string(l, size_t(k))) : "";
+  }
+  if (m->cwd.empty()) m->cwd = "/";
   for (const std::string &line : split(maps.c_str(), "\n")) {
     size_t slash = line.find(" /");
     if (slash == std::string::npos) continue;
@@ -208,12 +212,14 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
     const char deleted[] = " (deleted)";
     if (file.size() > sizeof deleted - 1 && !file.compare(file.size() - (sizeof deleted - 1), std::string::npos, deleted))
       file.resize(file.size() - (sizeof deleted - 1));
+    if (std::find(m->objects.begin(), m->objects.end(), inside_of(file)) == m->objects.end() && m->objects.size() < 512)
+      m->objects.push_back(inside_of(file));
     if (!base_name(file).compare(0, 12, "libucxtls.so") && m->ucxtls.empty()) m->ucxtls = file;
     if (!is_libucp_name(base_name(file).c_str())) continue;
     if (std::find(m->as_mapped.begin(), m->as_mapped.end(), file) != m->as_mapped.end()) continue;
     m->as_mapped.push_back(file);
-    m->libucp.push_back(own_ns ? file : proc + "/root" + file);
-    m->inside.push_back(!root.empty() && !file.compare(0, root.size() + 1, root + "/") ? file.substr(root.size()) : file);
+    m->inside.push_back(inside_of(file));
+    m->libucp.push_back(m->shown + m->inside.back());
   }
   if (m->libucp.empty()) {  // nothing to check is not "missing" (exit 1)
     *status = kUsage;
@@ -224,97 +230,22 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   return true;
 }
 
-namespace {
-
-bool query_complete(const std::string &r) { return r.size() >= 4 && !r.compare(r.size() - 4, 4, "end\n"); }
-
-std::string stage_words(const std::string &stage) {
-  if (stage == "load") return "while being loaded (dlopen runs its constructors)";
-  if (stage == "version") return "when asked its version (ucp_get_version_string)";
-  if (stage == "components") return "while loading its transport modules (uct_query_components)";
-  if (stage.empty()) return "before it was asked";
-  return "while its modules were read";
-}
-
-}  // namespace
-
-namespace {
-struct Place {
-  pid_t pid;  // 0: the caller's own build (--ucx), loaded as the caller
-  std::string inside;
-  char *const *envp;
-};
-bool enter(const void *ctx, std::string *why) {
-  const Place *p = static_cast<const Place *>(ctx);
-  if (p->pid) return enter_process(p->pid, p->inside, p->envp, why);
-  return geteuid() != 0 || root_may_load(p->inside, p->envp, why);  // as root: what only root can change
-}
-}  // namespace
-
-bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err,
-                     pid_t as_process, const std::string &inside) {
-  std::string dir = ".", at[2];
-  own_directory(&dir);
-  helper_candidates(dir, kQueryName, at);
-  // Beside the command (a build tree), else in <libexecdir>/ucxtls (an installed tree): the first that exists.
-  std::string helper = access(at[0].c_str(), F_OK) != 0 && access(at[1].c_str(), F_OK) == 0 ? at[1] : at[0];
-  char fd_arg[] = "--report-fd=3";
-  std::string path = as_process ? inside : libucp;
-  char *argv[] = {&helper[0], fd_arg, &path[0], nullptr};
-  ChildRun run;
-  std::string why;
-  const Place place = {as_process, path, envp};
-  const BeforeExec before = {enter, &place};
-  run_bounded(argv, envp, timeout_ms, 1 << 20, query_complete, &run, &why, kReportFd, &before);
-  if (!why.empty()) return *err = why, false;
-  if (!run.not_entered.empty())
-    return *err = "the UCX at " + libucp + " was not loaded" + (as_process ? " as process " + std::to_string(as_process) : "") +
-                  ": " + run.not_entered, false;
-  if (run.exec_errno) return *err = "cannot execute " + helper + " (" + strerror(run.exec_errno) + ")", false;
-  b->libucp = libucp;
-  std::string stage, error;
-  for (const std::string &line : split(run.report.c_str(), "\n")) {
-    size_t sp = line.find(' ');
-    std::string key = line.substr(0, sp), rest = sp == std::string::npos ? "" : line.substr(sp + 1);
-    if (key == "stage") stage = rest;
-    else if (key == "loaded") b->loaded = rest;
-    else if (key == "version") b->version = rest;
-    else if (key == "libucs") b->libucs = rest;
-    else if (key == "module-dir") b->module_dir = rest;
-    else if (key == "error") error = rest;
-    else if (key == "component") b->components.push_back(rest);
-    else if (key == "transport") {
-      size_t k = rest.find(' ');
-      std::string tl = rest.substr(0, k);
-      if (!b->has(tl)) b->transports.push_back(tl), b->objects.push_back(k == std::string::npos ? "" : rest.substr(k + 1));
-    } else if (key == "module") {
-      UcxModule mod;
-      size_t k = rest.find(' ');
-      mod.path = rest.substr(0, k);
-      std::string state = k == std::string::npos ? "" : rest.substr(k + 1);
-      size_t j = state.find(' ');
-      mod.state = state.substr(0, j);
-      if (j != std::string::npos) mod.why = state.substr(j + 1);
-      b->modules.push_back(mod);
-    }
+std::vector<std::pair<std::string, std::string>> mapped_names(Root &root, const std::vector<std::string> &objects) {
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const std::string &o : objects) {
+    names.push_back({base_name(o), o});
+    int e = 0;
+    const int fd = base_name(o).compare(0, 3, "lib") ? -1 : open_regular(root, o, nullptr, &e);
+    if (fd < 0) continue;
+    ElfObject elf;
+    std::string why;
+    Root *r = &root;
+    if (read_elf([r, fd](void *b, size_t k, off_t off) { return read_at(*r, fd, b, k, off); }, &elf, false, &why) &&
+        !elf.soname.empty())
+      names.push_back({elf.soname, o});
+    close(fd);
   }
-  const std::string who = "the UCX at " + libucp;
-  char buf[200];
-  if (!query_complete(run.report)) {
-    if (!run.ended)
-      snprintf(buf, sizeof buf, " hung %s: no answer within %d ms, killed", stage_words(stage).c_str(), timeout_ms);
-    else if (run.reaped && WIFSIGNALED(run.status))
-      snprintf(buf, sizeof buf, " crashed %s: signal %d (%s)", stage_words(stage).c_str(), WTERMSIG(run.status),
-               strsignal(WTERMSIG(run.status)));
-    else if (run.reaped && WIFEXITED(run.status))
-      snprintf(buf, sizeof buf, " exited with status %d %s, without an answer", WEXITSTATUS(run.status),
-               stage_words(stage).c_str());
-    else
-      snprintf(buf, sizeof buf, " gave no complete answer %s", stage_words(stage).c_str());
-    return *err = who + buf + " (asked in " + helper + ")", false;
-  }
-  if (!error.empty()) return *err = who + ": " + error, false;
-  return true;
+  return names;
 }
 
 std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std::string> &names, Family family,

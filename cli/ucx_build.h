@@ -1,6 +1,6 @@
-// One UCX build, wherever it lives (`ucxtls doctor --ucx PATH | --pid PID`): where its libucp
-// is, what the build registers (asked in the helper ucxtls-ucx-query, a bounded child: loading a
-// UCX runs its constructors), and the build problems that UCX_TLS cannot fix, in words.
+// One UCX build, wherever it lives (`ucxtls doctor`, `--ucx PATH`, `--pid PID`): where its libucp
+// is, what the build registers and which modules UCX would load (read from its files, ucx_read.cc:
+// nothing of it is loaded or run), and the build problems that UCX_TLS cannot fix, in words.
 #pragma once
 
 #include <sys/types.h>
@@ -9,26 +9,26 @@
 #include <vector>
 
 #include "core.h"
+#include "root_fs.h"
 
 namespace ucxtls {
 namespace cli {
 
 struct UcxModule {
   std::string path;
-  std::string state;  // "loaded", "not-loaded" (it loads, UCX left it out), "error"
-  std::string why;    // dlerror, for "error"
+  std::string state;  // "loaded" (UCX would load it here), "not-loaded" (UCX_MODULES leaves it out), "error"
+  std::string why;    // what ld.so would say ("libcuda.so.1: cannot open shared object file: ..."), or why not read
 };
 
 struct UcxBuild {
-  std::string libucp;      // as located (the file the helper was given)
-  std::string loaded;      // as ld.so loaded it
-  std::string version;     // ucp_get_version_string
-  std::string libucs;      // UCX looks for its modules in <dir of this>/ucx
-  std::string module_dir;
-  std::vector<std::string> components;  // "name:md resources here"
+  std::string libucp;      // as named to the user
+  std::string version;     // what ucp_get_version_string returns, read from the file; "" when it could not be told
+  std::string libucs;      // UCX looks for its modules in <dir of this>/ucx (inside the root)
+  std::string module_dir;  // the directories searched, as UCX searches them
   std::vector<std::string> transports;  // registered transport names, in load order
   std::vector<std::string> objects;     // the file of each transport (same order)
   std::vector<UcxModule> modules;
+  std::vector<std::string> unread;      // facts that could not be read ("could not tell ...")
   bool has(const std::string &tl) const;
 };
 
@@ -41,28 +41,50 @@ bool is_libucp_name(const char *name);
 bool locate_libucp(const std::string &path, std::string *libucp, std::string *err);
 
 // The UCX a running process has mapped (/proc/PID/maps): each libucp (two UCX copies can share a
-// process), as a path this process can open (through /proc/PID/root when the process has another
-// root). comm: its name. env: its environment at exec (env_read false when unreadable), which is
-// what the library in it decided from; ucxtls: the libucxtls.so it maps ("" when none); secure:
-// it runs with secure execution (AT_SECURE in /proc/PID/auxv), so that library read no variable.
-// A process that has exited (a zombie) is an error that says so, exit status kUsage.
+// process), as the process names it from its own root (`inside`) and as shown to the user
+// (`libucp`: the host path, or /proc/PID/root/...). comm: its name. env: its environment at exec
+// (env_read false when unreadable), which is what the library in it decided from; ucxtls: the
+// libucxtls.so it maps ("" when none); secure: it runs with secure execution (AT_SECURE in
+// /proc/PID/auxv), so that library read no variable. root: its root as a directory doctor can open
+// (/proc/PID/root), shown: what names a path inside it for the user; cwd, exe: inside its root.
+// mapped: the names and sonames of every object it maps. A process that has exited (a zombie) is
+// an error that says so, exit status kUsage.
 struct MappedUcx {
   std::string comm;
-  std::vector<std::string> libucp;     // openable paths
+  std::vector<std::string> libucp;     // as shown to the user
   std::vector<std::string> as_mapped;  // the same, as doctor's /proc/PID/maps names them
   std::vector<std::string> inside;     // the same, as the process names them from its own root
   std::vector<std::string> env;        // NAME=value
   bool env_read = false;
   std::string ucxtls;
   bool secure = false;
+  std::string root, shown, cwd, exe;
+  std::vector<std::string> objects;    // every mapped file, as the process names it
 };
 bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status);
 
-// Runs ucxtls-ucx-query on libucp, bounded by timeout_ms, with envp. False: why (one line: a hang
-// or a crash is named with the stage it was in). as_process: the helper takes that process's place
-// first (enter_process.h) and loads `inside`, the path from its root.
-bool query_ucx_build(const std::string &libucp, char *const envp[], int timeout_ms, UcxBuild *b, std::string *err,
-                     pid_t as_process = 0, const std::string &inside = "");
+// Where a build is read: the root (doctor's own "/", or a process's), the environment UCX and ld.so
+// read there (the process's, or doctor's own), the main program, what is mapped already.
+struct BuildPlace {
+  Root *root = nullptr;
+  std::vector<std::string> env;
+  bool secure = false;
+  std::string exe;                  // inside the root; "" for --ucx (no program)
+  std::vector<std::pair<std::string, std::string>> mapped;  // --pid: (name or soname, path) of what is mapped
+};
+
+// The names ld.so matches a DT_NEEDED against for these mapped objects (inside root): each file's
+// name and its DT_SONAME.
+std::vector<std::pair<std::string, std::string>> mapped_names(Root &root, const std::vector<std::string> &objects);
+
+// Reads the build whose libucp is at `libucp` (inside place.root): its version, its transports,
+// the modules UCX would load there and whether each loads. False: *err, one line (not a UCX libucp,
+// not an ELF object, not a regular file).
+bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err);
+
+// The libucp a program loads, as ld.so would find it for it (ucx_info on PATH, read as lddtree
+// reads it). False: why, in one line (a script, no libucp among its libraries).
+bool program_libucp(BuildPlace &place, const std::string &program, std::string *libucp, std::string *err);
 
 // What this build cannot do whatever UCX_TLS says, for this node (its GPU family and RDMA; on a node
 // without GPUs, the families this value's names ask for): a GPU family built without (or whose module does not load here), verbs missing

@@ -1,7 +1,8 @@
 """What the hostile doctor tests share (tests/cli/test_doctor_hostile.py, test_doctor_container.py): a
-libucp (tests/cli/fake_ucx.c plus a constructor compiled here) that records, from the helper that
-loads it, what it can reach: the caller's terminal (/dev/tty, TIOCSTI), the caller's environment
-(SECRET_TOKEN), its euid; with LIMITS, in every process, its seccomp mode, bounding set and cgroup."""
+libucp (tests/cli/fake_ucx.c plus a constructor compiled here) that records, in any process of
+ucxtls's that would run it (doctor, a helper), what it can reach: the caller's terminal (/dev/tty,
+TIOCSTI), the caller's environment (SECRET_TOKEN), its euid; with LIMITS, in every process, its
+seccomp mode, bounding set and cgroup. Doctor reads builds and never runs them: no record is made."""
 import os
 import shutil
 import subprocess
@@ -66,7 +67,7 @@ __attribute__((constructor)) static void hostile(void) {
   char comm[64], line[512];
   slurp("/proc/self/comm", comm, sizeof comm);
   comm[strcspn(comm, "\n")] = '\0';
-  if (strncmp(comm, "ucxtls-ucx", 10)) return;
+  if (strncmp(comm, "ucxtls", 6)) return;  /* only in a process of ucxtls's: doctor, or a helper of it */
   int fd, tty = open("/dev/tty", O_RDWR), tty_errno = tty < 0 ? errno : 0, pushed = 0;
   if (tty >= 0) {
     for (const char *c = "echo INJECTED\n"; *c; c++) pushed += ioctl(tty, TIOCSTI, c) == 0;
@@ -132,9 +133,10 @@ def doctor(args, extra=None, timeout=60):
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
 
-def one_line_refusal(t, name, got, words):
+def judged(t, name, got):
+    """doctor read the build and gave its verdict (exit 0: tcp is served)."""
     rc, out, err = got
-    return t.check(name, rc == 2 and out == "" and err.count("\n") == 1 and words in err, "%d %r %r" % got)
+    return t.check(name, rc == 0 and out.startswith("UCX ") and "ok          tcp" in out, "%d %r %r" % got)
 
 
 def rec_dir(name):

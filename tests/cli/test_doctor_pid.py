@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""`doctor --pid` asks a build only in the process's place: a libucp whose constructor records its
+"""`doctor --pid` reads a process's build and never runs it: a libucp whose constructor records its
 effective uid (tests/cli/fake_ucx.c, FAKE_UCX_RECORD) mapped by a process of nobody, by a root
 process in a pivot_root'ed mount and pid namespace (a container), by a chrooted process, and by a
-root process whose library others may change. Run as root (it needs setpriv, unshare, chroot);
-SKIP otherwise."""
+root process whose library others may change: each is judged from its files (inside the process's
+root), and the record holds the process's own line alone. Run as root (it needs setpriv, unshare,
+chroot); SKIP otherwise."""
 import os
 import re
 import shutil
@@ -75,7 +76,7 @@ def doctor_held(lib):
         release(p)
 
 
-@case("a process of nobody: its build's constructor runs as nobody, not as doctor's root")
+@case("a process of nobody: its build is judged, its constructor never runs in doctor")
 def as_nobody(t):
     if not needs_root(t):
         return
@@ -93,10 +94,10 @@ def as_nobody(t):
         release(p)
     helper = [r[0] for r in records(record)[1:]]  # after the process's own
     t.check("doctor asked the build (exit 0, its UCX line)", rc == 0 and re.search(r"^UCX +%s" % re.escape(lib), out, re.M), out + err)
-    t.equal("the helper's constructor ran as nobody (65534), never as root", helper, ["65534"])
+    t.equal("no constructor ran after the process's own", helper, [])
 
 
-@case("a root process whose library others may change: not loaded as root (exit 2, one line)")
+@case("a root process whose library others may change: judged from its files, nothing of it run (exit 0)")
 def root_writable(t):
     if not needs_root(t):
         return
@@ -105,13 +106,8 @@ def root_writable(t):
     lib = recording_ucx(d, record)
     os.chmod(lib, 0o666)
     rc, out, err = doctor_held(lib)
-    t.check("exit 2, one line naming the file others can change, nothing on stdout",
-            rc == 2 and out == "" and err.count("\n") == 1 and "can be changed by a user other than root" in err, "%d %r %r" % (rc, out, err))
-    t.equal("no helper ran its constructor (the process's own record alone)", len(records(record)), 1)
-    os.chmod(lib, 0o755)
-    rc, out, err = doctor_held(lib)
-    t.check("control: the same build, only root may change it: asked as root, exit 0",
-            rc == 0 and [r[0] for r in records(record)[2:]] == ["0"], "%d %r %r %r" % (rc, out, err, records(record)))
+    t.check("exit 0, its UCX line", rc == 0 and re.search(r"^UCX +%s" % re.escape(lib), out, re.M), "%d %r %r" % (rc, out, err))
+    t.equal("no constructor ran but the process's own", len(records(record)), 1)
 
 
 def system_tree(root):
@@ -127,7 +123,7 @@ def system_tree(root):
     return binds
 
 
-@case("a root process in a container (mount and pid namespaces, pivot_root): its build runs inside it, no host file is written")
+@case("a root process in a container (mount and pid namespaces, pivot_root): its build is read from its root, nothing run")
 def container(t):
     if not needs_root(t):
         return
@@ -162,12 +158,12 @@ def container(t):
     t.check("doctor asked it (exit 0), naming the file as the container maps it",
             rc == 0 and re.search(r"^UCX +/proc/%d/root/ucx/libucp.so.0" % pid[0], out, re.M), out + err)
     t.equal("no file written on the host's root (%s)" % name, os.path.exists(name), False)
-    t.equal("the helper's constructor ran inside the container, as its root", [r[0] for r in inside[1:]], ["0"])
+    t.equal("no constructor ran after the container's process's own", [r[0] for r in inside[1:]], [])
     if os.path.exists(name):
         os.unlink(name)
 
 
-@case("a chrooted process: its build is found at the host path maps names, asked from its root")
+@case("a chrooted process: its build is found at the host path maps names, read from its root")
 def chrooted(t):
     if not needs_root(t) or not have("chroot"):
         return
@@ -190,7 +186,7 @@ def chrooted(t):
             subprocess.run(["umount", "-l", m])
     t.check("exit 0, the build at its host path (not /proc/PID/root prefixed to it)",
             rc == 0 and re.search(r"^UCX +%s/ucx/libucp.so.0 " % re.escape(root), out, re.M), "%d %r %r" % (rc, out, err))
-    t.equal("the helper ran in its root: the record is the chroot's", [r[0] for r in records(root + "/euid")[1:]], ["0"])
+    t.equal("no constructor ran after the process's own", [r[0] for r in records(root + "/euid")[1:]], [])
 
 
 def suid_holder(exe):

@@ -6,14 +6,13 @@ run paths, modules in ucx/ beside them, a compiled-in module directory that does
 ucx_info), with the cma module left out; a real Python process that loads each through ctypes and
 creates a UCX context, as NIXL's binding does, so that UCX itself says which names it lacks. The
 fakes (tests/cli/fake_ucx.c) stand for builds that cannot exist here: NIXL's without DC, RAPIDS'
-without verbs, a CUDA module whose libcuda.so.1 is missing, a UCX that hangs or crashes."""
+without verbs, a CUDA module whose libcuda.so.1 is missing."""
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import ALWAYS, BUILD_DIR, HELPER_DIR, LIB, add_case, case, env_for, have, main, run  # noqa: E402
@@ -294,23 +293,6 @@ def pid_errors(t):
         t.check("--timeout-ms %r: exit 2, usage" % bad, p.returncode == 2 and "--timeout-ms wants" in err, err)
 
 
-@case("a UCX that hangs or crashes when asked: a bounded, named failure")
-def hang_and_crash(t):
-    for build, words in (("hang", "hung while being loaded (dlopen runs its constructors): no answer within 1500 ms, killed"),
-                         ("crash", "crashed while loading its transport modules (uct_query_components): signal 11")):
-        libucp = os.path.join(FAKES, build, "libucp.so.0")
-        start = time.monotonic()
-        p, out, _, err = doctor(["--ucx", libucp, "--value", "tcp", "--timeout-ms", "1500"], timeout=30)
-        took = time.monotonic() - start
-        t.check("the UCX that %ss: exit 2 (not checked), one stderr line naming it and what happened, nothing on stdout" % build,
-                p.returncode == 2 and out == "" and err.count("\n") == 1 and ("the UCX at %s %s" % (libucp, words)) in err, err)
-        t.check("... bounded: %.1f s (the bound is 1.5 s)" % took, took < 5)
-    # Only this case's helpers (asked about its fakes): tests running beside it ask other builds.
-    ps = subprocess.run(["ps", "-eo", "args"], stdout=subprocess.PIPE).stdout.decode()
-    left = [line for line in ps.splitlines() if "ucxtls-ucx-query" in line and FAKES in line]
-    t.equal("no helper is left behind", left, [], ps)
-
-
 @case("builds that cannot exist here: NIXL's without DC, RAPIDS' without verbs, a CUDA module without libcuda.so.1")
 def fake_builds(t):
     # The CUDA list (what trainers hard-code; the library's with UCXTLS_WRITE=always) judged against
@@ -359,29 +341,18 @@ def first_line_ucx_info(t):
         r"^UCX +the one %s runs \(version %s\)\n" % (re.escape(shutil.which("ucx_info")), re.escape(version)), out), out)
 
 
-@case("an installed tree: doctor --ucx runs the installed helper")
+@case("an installed tree: doctor --ucx needs no helper (none is installed) and reads the build")
 def installed(t):
     cmake = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
     with tempfile.TemporaryDirectory() as prefix:
         p = subprocess.run([cmake, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT)
         helpers = [os.path.join(dp, f) for dp, _, fs in os.walk(prefix) for f in fs if f == "ucxtls-ucx-query"]
-        t.check("cmake --install puts ucxtls-ucx-query in <prefix>/%s alone" % HELPER_DIR,
-                p.returncode == 0 and helpers == [os.path.join(prefix, HELPER_DIR, "ucxtls-ucx-query")],
-                p.stdout.decode()[-2000:] + repr(helpers))
-        if not helpers:
-            return
-        os.chmod(helpers[0], 0)  # it must be that one: unusable, the doctor must say so
+        t.check("cmake --install installs no ucxtls-ucx-query", p.returncode == 0 and helpers == [], p.stdout.decode()[-2000:])
         r = run([os.path.join(prefix, "bin", "ucxtls"), "doctor", "--ucx", os.path.join(FAKES, "nixl"), "--value", "tcp"],
                 HERE_ENV)
-        named = re.search(r"cannot execute (\S+) \(Permission denied\)", r.stderr.decode())
-        t.check("... and the installed ucxtls runs it (made unexecutable, it is named in the error)",
-                r.returncode == 2 and named and os.path.realpath(named.group(1)) == os.path.realpath(helpers[0]),
-                r.stderr.decode())
-        os.chmod(helpers[0], 0o755)
-        r = run([os.path.join(prefix, "bin", "ucxtls"), "doctor", "--ucx", os.path.join(FAKES, "nixl"), "--value", "tcp"],
-                HERE_ENV)
-        t.check("... restored, it answers", r.returncode == 0 and r.stdout.startswith(b"UCX "), r.stdout.decode() + r.stderr.decode())
+        t.check("... and the installed ucxtls reads the build (exit 0, its UCX line)",
+                r.returncode == 0 and r.stdout.startswith(b"UCX "), r.stdout.decode() + r.stderr.decode())
 
 
 if __name__ == "__main__":

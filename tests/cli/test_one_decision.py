@@ -10,7 +10,7 @@ UCX_TLS, UCXTLS_DERIVED and stderr line are compared with:
 - `ucxtls explain --json`: its value and its "line" (the library's debug line);
 - `ucxtls env` (eval'd by /bin/sh) and `ucxtls env --format=slurm` (applied as slurmstepd does);
 - `ucxtls doctor`'s verdict line (the value it judges, or that UCX_TLS stays unset), against a
-  fake ucx_info on PATH; an invalid setting: its stderr line is the library's.
+  fake ucx_info (an ELF program over a fake build) on PATH; an invalid setting: its stderr line is the library's.
 """
 import json
 import os
@@ -22,6 +22,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import BUILD_DIR, C, LIB, TESTS_DIR, UNSET, Z, add_case, case, env_for, fixture, machines, main, run, sh_value  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_builds import elf_ucx_info, fake_ucx  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 PORTABLE = "{rdma},sm,self,{ipc},{copy}"
@@ -59,16 +61,11 @@ def work():
         _work.append(d)
         import atexit
         atexit.register(lambda: (chmod_all(d), shutil.rmtree(d, ignore_errors=True)))
-        # A ucx_info for doctor's plain mode: every transport the values here name; its build (the
-        # library path -v prints, as UCX 1.14 and newer do) a fake one (tests/cli/fake_ucx.c).
-        bindir = os.path.join(d, "bin")
-        os.makedirs(bindir)
+        # A ucx_info for doctor's plain mode (an ELF program, tests/cli/fake_builds.py) whose build
+        # registers every transport the values here name.
         tls = "rc_mlx5 ud_mlx5 dc_mlx5 rc_verbs ud_verbs tcp posix sysv self cma cuda_copy cuda_ipc rocm_copy rocm_ipc ze_copy"
-        libucs = os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx", "nixl", "libucs.so.0")
-        with open(os.path.join(bindir, "ucx_info"), "w") as f:
-            f.write("#!/bin/sh\ncase \"$1\" in\n-v) echo '# Library version: 1.22.0-fake'; echo '# Library path: %s';;\n"
-                    "-d) for t in %s; do echo \"#      Transport: $t\"; done;;\nesac\n" % (libucs, tls))
-        os.chmod(os.path.join(bindir, "ucx_info"), 0o755)
+        fake_ucx(os.path.join(d, "lib"), tls.split(), "1.22.0-fake")
+        elf_ucx_info(os.path.join(d, "bin"), os.path.join(d, "lib"))
     return _work[0]
 
 

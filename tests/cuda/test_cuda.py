@@ -9,6 +9,7 @@ bundled UCX): the venv is $UCXTLSTEST_WHEELS (scripts/test.sh sets it), else the
 the reason. Every process is bounded and its output printed into the log under its command line.
 """
 import itertools
+import json
 import os
 import re
 import subprocess
@@ -24,7 +25,6 @@ import datapath  # noqa: E402
 
 FAKE_DIR = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda", "lib"))
 CUDA_CHECK = os.environ.get("UCXTLSTEST_CUDA_CHECK", os.path.join(BUILD_DIR, "tests", "cuda", "cuda_check"))
-QUERY = os.path.join(BUILD_DIR, "ucxtls-ucx-query")
 CC = os.environ.get("UCXTLSTEST_CC") or "cc"
 PY_SITE = os.path.join("lib", "python3.11", "site-packages")
 
@@ -199,19 +199,24 @@ def rapids_ucx_info(t):
             status == 0 and "# Memory domain: tcp" in out and "cuda" not in out)
 
 
-@case("NIXL's bundled UCX (ucxtls-ucx-query): cuda_copy with the fake driver, libuct_cuda unloadable without", tags=("wheels",))
+@case("NIXL's bundled UCX, read by doctor --ucx: libuct_cuda loads with the fake driver, not without", tags=("wheels",))
 def nixl_query(t):
     site = wheels_or_skip(t, "NIXL's bundled UCX")
-    if not t.check("the query helper is built (%s)" % QUERY, os.access(QUERY, os.X_OK)):
-        t.exit()
-    argv = [QUERY, nixl_lib(site, "libucp")]
-    status, out = run_logged(argv, fake_env())
-    t.check("with the fake driver: component cuda_cpy with a resource, transport cuda_copy",
-            status == 0 and "component cuda_cpy 1" in out and re.search(r"^transport cuda_copy ", out, re.M) is not None)
-    status, out = run_logged(argv, fake_env(fake=False))
-    t.check("control, without it: no cuda_copy; UCX says libcuda.so.1 is missing for libuct_cuda",
-            status == 0 and "cuda_copy" not in out and
-            re.search(r"libuct_cuda\.so\S* error libcuda\.so\.1: cannot open", out) is not None)
+    cli = os.path.join(BUILD_DIR, "ucxtls")
+    argv = [cli, "doctor", "--json", "--ucx", nixl_lib(site, "libucp"), "--value", "tcp"]
+
+    def cuda_module(env):
+        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        j = json.loads(p.stdout.decode())
+        mods = [m for u in j["ucx"] for m in u["modules"] if os.path.basename(m["path"]).startswith("libuct_cuda.")]
+        return mods, [tl for u in j["ucx"] for tl in u["transports"]]
+    mods, tls = cuda_module(fake_env())
+    t.check("with the fake driver on LD_LIBRARY_PATH: libuct_cuda loads, cuda_copy registered",
+            mods and all(m["loads"] for m in mods) and "cuda_copy" in tls, repr((mods, tls)))
+    mods, tls = cuda_module(fake_env(fake=False))
+    t.check("control, without it: libuct_cuda does not load (libcuda.so.1), no cuda_copy",
+            mods and not any(m["loads"] for m in mods) and "cuda_copy" not in tls
+            and all((m["why"] or "").startswith("libcuda.so.1: cannot open") for m in mods), repr((mods, tls)))
 
 
 def compile_ucp_cuda(t, site, which):

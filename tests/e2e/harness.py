@@ -67,7 +67,7 @@ DEFAULT_ANSWER = {"dgx": UNSET, "broadcom-roce": UNSET, "aws-p5": ALL, "intel-xe
 
 # The programs only the command runs, and where an install puts them (UCXTLS_INSTALL_HELPERDIR,
 # below the prefix); a build tree and the wheel's ucxtls/_bin keep them beside the command.
-HELPERS = ("ucxtls-probe", "ucxtls-ucx-query")
+HELPERS = ("ucxtls-probe",)
 HELPER_DIR = "libexec/ucxtls"
 
 # A clean, small environment: the tests control every variable the library reads.

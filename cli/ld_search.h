@@ -1,0 +1,63 @@
+// Where ld.so would find a library for a process, worked out from files alone (as lddtree does):
+// the rules of glibc's elf/dl-load.c (_dl_map_object: DT_RPATH of the loading chain when the object
+// has no DT_RUNPATH, LD_LIBRARY_PATH, DT_RUNPATH, /etc/ld.so.cache, the default directories), with
+// $ORIGIN, $LIB and $PLATFORM expanded (elf/dl-load.c _dl_dst_substitute) and the glibc-hwcaps
+// and legacy hardware-capability subdirectories searched first (elf/dl-hwcaps.c). Nothing is
+// loaded: a candidate counts when it is a regular ELF file of the process's class and machine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "elf.h"
+#include "root_fs.h"
+
+namespace ucxtls {
+namespace cli {
+
+// One object of a process's (or a build's) load, with the object that loaded it.
+struct LoadedObject {
+  std::string name;  // the name it was asked by (DT_NEEDED, or a path)
+  std::string path;  // inside the root, as ld.so found it
+  ElfObject elf;
+  int parent = -1;   // index of the object whose DT_NEEDED (or dlopen) brought it; -1: the start
+};
+
+struct LdSearch {
+  Root *root = nullptr;
+  // LD_LIBRARY_PATH as glibc's _dl_init_paths reads it: the last one of the environment, split at
+  // ':' and ';', an empty entry meaning the working directory; none under secure execution.
+  std::vector<std::string> library_path;
+  bool is64 = true;
+  unsigned machine = 62;  // EM_X86_64
+  std::string exe;        // the main program (inside path), "" when none: its RPATH ends every chain
+  ElfObject exe_elf;
+  // Objects already in the process (--pid), by the names ld.so matches (file name, soname): a
+  // DT_NEEDED naming one is that object (elf/dl-load.c _dl_map_object: _dl_name_match_p).
+  std::vector<std::pair<std::string, std::string>> mapped;  // (name, path inside the root)
+  // Set from the environment (the process's) and the root; see ld_search.cc.
+  void init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path);
+  // The library `name` that objects[from] needs: true with *path inside the root (an object already
+  // mapped: its path). False: not found anywhere ld.so would look.
+  bool find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path);
+  // The dependency closure of objects[start] (breadth first, as ld.so loads), appended to objects;
+  // "" when every library was found, else ld.so's words for the first that was not.
+  std::string load_closure(std::vector<LoadedObject> *objects, int start, bool symbols);
+
+ private:
+  std::string cache_, lib_ = "lib/x86_64-linux-gnu", platform_ = "x86_64";
+  bool cache_read_ = false;
+  std::vector<std::string> defaults_, subdirs_;
+  bool candidate(const std::string &path);
+  std::vector<std::string> expand(const std::string &list, const std::string &origin, const char *seps);
+};
+
+// LD_LIBRARY_PATH's directories from an environment (NAME=value entries), glibc's rules (above).
+std::vector<std::string> library_path_of(const std::vector<std::string> &env, bool secure);
+
+// The path /etc/ld.so.cache gives for name (the glibc-ld.so.cache1.1 format, after the old one's
+// table when both are there), for objects of this class and machine; "" when none. Pure.
+std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine);
+
+}  // namespace cli
+}  // namespace ucxtls

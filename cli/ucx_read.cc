@@ -1,0 +1,264 @@
+// A UCX build read from its files (ucx_build.h read_ucx_build): nothing of it is loaded or run.
+// What the old loading helper asked UCX (its version, the transports its libuct and modules
+// register, the modules it loads and why one does not) is read as readelf and lddtree read it.
+#include <elf.h>
+#include <fnmatch.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "ld_search.h"
+#include "ucx_build.h"
+#include "ucx_read.h"
+#include "util.h"
+
+namespace ucxtls {
+namespace cli {
+namespace {
+
+const size_t kTlNameMax = 10;  // UCT_TL_NAME_MAX (uct/api/uct.h): a transport's name is a char[10] at its start
+
+std::string base_name(const std::string &p) {
+  size_t k = p.rfind('/');
+  return k == std::string::npos ? p : p.substr(k + 1);
+}
+
+ReadAt reader(Root &root, int fd) {
+  Root *r = &root;
+  return [r, fd](void *b, size_t n, off_t off) { return read_at(*r, fd, b, n, off); };
+}
+
+// Reads the ELF object at path (inside the root), symbols too.
+bool read_object(Root &root, const std::string &path, ElfObject *o, std::string *why) {
+  int e = 0;
+  const int fd = open_regular(root, path, nullptr, &e);
+  if (fd < 0) return *why = e == EINVAL ? "not a regular file" : strerror(e), false;
+  const bool ok = read_elf(reader(root, fd), o, true, why);
+  close(fd);
+  return ok;
+}
+
+// The transports an object defines: its dynamic data symbols `uct_<name>_tl` whose first bytes
+// in the file are "<name>\0" (UCX's UCT_TL_DEFINE, uct/base/uct_iface.h: the name is the first field).
+void add_transports(Root &root, const LoadedObject &o, UcxBuild *b) {
+  int e = 0;
+  const int fd = open_regular(root, o.path, nullptr, &e);
+  if (fd < 0) return;
+  for (const ElfSymbol &s : o.elf.defined) {
+    const size_t len = s.name.size();
+    if (s.type != STT_OBJECT || len < 8 || s.name.compare(0, 4, "uct_") || s.name.compare(len - 3, 3, "_tl")) continue;
+    const std::string tl = s.name.substr(4, len - 7);
+    if (tl.size() >= kTlNameMax || s.size < kTlNameMax) continue;
+    if (elf_bytes(reader(root, fd), o.elf, s.value, tl.size() + 1) != tl + '\0') continue;
+    if (!b->has(tl)) b->transports.push_back(tl), b->objects.push_back(o.path);
+  }
+  close(fd);
+}
+
+bool defines(const ElfObject &o, const char *name, const ElfSymbol **sym = nullptr) {
+  for (const ElfSymbol &s : o.defined)
+    if (s.name == name) return sym && (*sym = &s), true;
+  return false;
+}
+
+// The module directory compiled into libucs: the default of its "MODULE_DIR" option, a pointer
+// beside the name's in ucs_global_opts_table (UCX's src/ucs/config/global_opts.c:192, {name,
+// default, ...}), both relocated (R_X86_64_RELATIVE). "" when it cannot be read.
+std::string compiled_module_dir(Root &root, const LoadedObject &libucs) {
+  int e = 0;
+  const int fd = open_regular(root, libucs.path, nullptr, &e);
+  if (fd < 0) return "";
+  std::string dir;
+  const ReadAt rd = reader(root, fd);
+  for (uint64_t name : find_text(rd, libucs.elf, "MODULE_DIR")) {
+    const uint64_t at = relocation_to(rd, libucs.elf, name);  // the table entry's name pointer
+    const uint64_t value = at ? relocated_pointer(rd, libucs.elf, at + 8) : 0;
+    if (value && elf_string(rd, libucs.elf, value, 4096, &dir) && !dir.empty()) break;
+    dir.clear();
+  }
+  close(fd);
+  return dir;
+}
+
+// UCX's allow list (UCS_CONFIG_TYPE_ALLOW_LIST, src/ucs/config/parser.c; "all", "a,b", "^a,b"),
+// matched with fnmatch (ucs_config_names_search, parser.c:2639 of v1.22.0).
+bool module_enabled(const std::string &modules, const std::string &name) {
+  if (modules == "all") return true;
+  const bool negate = !modules.empty() && modules[0] == '^';
+  bool found = false;
+  for (const std::string &p : split(modules.c_str() + (negate ? 1 : 0), ","))
+    found = found || fnmatch(p.c_str(), name.c_str(), 0) == 0;
+  return negate ? !found : found;
+}
+
+}  // namespace
+
+bool UcxBuild::has(const std::string &tl) const {
+  return std::find(transports.begin(), transports.end(), tl) != transports.end();
+}
+
+bool conf_value(const std::string &text, const char *name, std::string *value) {
+  bool found = false;
+  const std::string key = name;
+  auto trim = [](std::string s) {
+    const size_t b = s.find_first_not_of(" \t\r\v\f");
+    if (b == std::string::npos) return std::string();
+    return s.substr(b, s.find_last_not_of(" \t\r\v\f") - b + 1);
+  };
+  size_t b = 0;
+  while (b < text.size()) {
+    size_t e = text.find('\n', b);
+    if (e == std::string::npos) e = text.size();
+    std::string line = trim(text.substr(b, e - b));
+    b = e + 1;
+    if (line.empty() || line[0] == '#' || line[0] == ';' || line[0] == '[') continue;
+    const size_t eq = line.find_first_of("=:");
+    if (eq == std::string::npos || trim(line.substr(0, eq)) != key) continue;
+    std::string v = line.substr(eq + 1);
+    for (size_t k = 1; k < v.size(); k++)
+      if (v[k] == ';' && (v[k - 1] == ' ' || v[k - 1] == '\t')) v.resize(k);
+    *value = trim(v), found = true;
+  }
+  return found;
+}
+
+std::string ucx_setting(BuildPlace &place, const std::string &libucs, const char *name, std::string *from) {
+  from->clear();
+  const std::string key = std::string(name) + "=";
+  for (const std::string &e : place.env)  // the environment wins over every file (parser.c:1937)
+    if (!e.compare(0, key.size(), key)) return *from = "environment", e.substr(key.size());
+  // ucs_config_parse_config_files (src/ucs/config/parser.c:2001 of v1.22.0): each file in this
+  // order overrides the ones before it.
+  std::vector<std::string> files = {"/etc/ucx/ucx.conf"};
+  if (!libucs.empty()) files.push_back(dir_of(libucs) + "/../etc/ucx/ucx.conf");
+  for (const char *var : {"HOME", "UCX_CONFIG_DIR"})
+    for (const std::string &e : place.env)
+      if (!e.compare(0, strlen(var) + 1, std::string(var) + "=")) files.push_back(e.substr(strlen(var) + 1) + "/ucx.conf");
+  files.push_back("ucx.conf");  // the working directory's
+  std::string value;
+  for (const std::string &f : files) {
+    std::string text;
+    if (!read_small(*place.root, f, 1 << 20, &text)) continue;
+    std::string v;
+    if (conf_value(text, name, &v)) value = v, *from = f;
+  }
+  return value;
+}
+
+bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
+  Root &root = *place.root;
+  LdSearch ld;
+  std::vector<LoadedObject> objs(1);
+  objs[0].name = objs[0].path = libucp;
+  std::string why;
+  if (!read_object(root, libucp, &objs[0].elf, &why)) return *err = root.shown + libucp + ": " + why, false;
+  ld.is64 = objs[0].elf.is64, ld.machine = objs[0].elf.machine;
+  ld.init(&root, place.env, place.secure, place.exe);
+  ld.mapped = place.mapped;
+  const ElfSymbol *version = nullptr;
+  if (!defines(objs[0].elf, "ucp_get_version_string", &version))
+    return *err = "the UCX at " + root.shown + libucp + ": it is not a UCX libucp: it has no ucp_get_version_string", false;
+  {
+    int e = 0;
+    const int fd = open_regular(root, libucp, nullptr, &e);
+    if (fd >= 0) b->version = returned_string(reader(root, fd), objs[0].elf, *version), close(fd);
+  }
+  if (b->version.empty()) b->unread.push_back("its version (ucp_get_version_string's body is not a plain `return \"...\"`)");
+  const std::string missing = ld.load_closure(&objs, 0, true);
+  if (!missing.empty()) b->unread.push_back("part of what it needs: " + missing);
+  // libucs: the first object that defines ucs_status_string, in ld.so's lookup order (breadth first).
+  int ucs = -1;
+  for (size_t i = 0; i < objs.size() && ucs < 0; i++)
+    if (defines(objs[i].elf, "ucs_status_string")) ucs = int(i);
+  for (const LoadedObject &o : objs) add_transports(root, o, b);
+  if (ucs < 0) {
+    b->unread.push_back("its modules (no libucs found beside it)");
+    return true;
+  }
+  b->libucs = objs[size_t(ucs)].path;
+  // The module directories (src/ucs/sys/module.c of v1.22.0: ucs_module_loader_add_dl_dir, lines
+  // 60-116, <dir of libucs>/ucx; ucs_module_loader_add_install_dir, 119-123, UCX_MODULE_DIR, whose
+  // default is compiled in), and the extension: libucs's own name from its first '.' (lines 86-91).
+  const std::string ucs_name = base_name(b->libucs);
+  const size_t dot = ucs_name.find('.');
+  const std::string ext = dot == std::string::npos ? ".so" : ucs_name.substr(dot);
+  std::string from;
+  std::string module_dir = ucx_setting(place, b->libucs, "UCX_MODULE_DIR", &from);
+  if (module_dir.empty()) module_dir = compiled_module_dir(root, objs[size_t(ucs)]);
+  std::vector<std::string> dirs = {dir_of(b->libucs) + "/ucx"};
+  if (!module_dir.empty()) dirs.push_back(module_dir);
+  else b->unread.push_back("the module directory compiled into " + ucs_name);
+  std::string modules = ucx_setting(place, b->libucs, "UCX_MODULES", &from);
+  if (from.empty()) modules = "all";
+  for (const std::string &d : dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
+  // Frameworks: uct's modules (lib<framework>_<name><ext>, no '_' in name: module.c:326-336), and
+  // each loaded module's own framework (uct_ib loads libuct_ib_<name>: UCS_MODULE_FRAMEWORK_LOAD in
+  // src/uct/ib/base/ib_md.c). A name loaded from one directory is not loaded again (loaded_set).
+  std::vector<std::pair<std::string, int>> frameworks = {{"uct", ucs}};
+  std::vector<std::string> loaded;
+  for (size_t f = 0; f < frameworks.size() && f < 32; f++) {
+    const std::string prefix = "lib" + frameworks[f].first + "_";
+    for (const std::string &d : dirs) {
+      std::vector<std::string> names;
+      if (!list_dir(root, d, &names)) continue;
+      for (const std::string &n : names) {
+        if (n.size() <= prefix.size() + ext.size() || n.compare(0, prefix.size(), prefix) ||
+            n.compare(n.size() - ext.size(), ext.size(), ext))
+          continue;
+        const std::string base = n.substr(0, n.size() - ext.size()), name = base.substr(prefix.size());
+        if (name.find('_') != std::string::npos || std::find(loaded.begin(), loaded.end(), base) != loaded.end()) continue;
+        UcxModule m;
+        m.path = root.shown + d + "/" + n;
+        std::vector<LoadedObject> mod = objs;  // what is loaded already counts as found
+        LoadedObject o;
+        o.name = o.path = d + "/" + n, o.parent = frameworks[f].second;
+        if (!module_enabled(modules, name)) {
+          m.state = "not-loaded", m.why = "UCX_MODULES=" + modules + " (" + from + ") leaves it out";
+        } else if (!read_object(root, o.path, &o.elf, &why)) {
+          m.state = "error", m.why = why;
+        } else if (o.elf.is64 != objs[0].elf.is64 || o.elf.machine != objs[0].elf.machine) {
+          m.state = "error", m.why = "it is an ELF object of another class or machine";
+        } else {
+          mod.push_back(o);
+          const std::string miss = ld.load_closure(&mod, int(mod.size() - 1), true);
+          m.state = miss.empty() ? "loaded" : "error", m.why = miss;
+        }
+        if (root.out_of_bounds()) m.state = "error", m.why = "could not tell: doctor's bound on reading was reached";
+        b->modules.push_back(m);
+        if (m.state != "loaded") continue;
+        loaded.push_back(base);
+        for (size_t i = objs.size(); i < mod.size(); i++) add_transports(root, mod[i], b);
+        objs.push_back(mod[objs.size()]);  // the module itself: its own framework is loaded from it
+        frameworks.push_back({frameworks[f].first + "_" + name, int(objs.size() - 1)});
+      }
+    }
+  }
+  return true;
+}
+
+bool program_libucp(BuildPlace &place, const std::string &program, std::string *libucp, std::string *err) {
+  Root &root = *place.root;
+  std::vector<LoadedObject> objs(1);
+  objs[0].name = objs[0].path = program;
+  std::string why, text;
+  if (!read_object(root, program, &objs[0].elf, &why)) {
+    if (read_small(root, program, 2, &text) && text == "#!")
+      return *err = "could not tell which UCX " + program + " runs: it is a script, and doctor runs nothing to ask it; "
+                    "name the build with --ucx PATH", false;
+    return *err = "could not tell which UCX " + program + " runs (" + why + "): name the build with --ucx PATH", false;
+  }
+  LdSearch ld;
+  ld.is64 = objs[0].elf.is64, ld.machine = objs[0].elf.machine;
+  ld.init(&root, place.env, place.secure, program);
+  for (const std::string &n : objs[0].elf.needed) {
+    if (!is_libucp_name(n.c_str())) continue;
+    std::string path;
+    if (!ld.find(n, objs, 0, &path)) return *err = "ld.so finds no " + n + " for " + program, false;
+    return *libucp = path, true;
+  }
+  return *err = "could not tell which UCX " + program + " runs: it needs no libucp; name the build with --ucx PATH", false;
+}
+
+}  // namespace cli
+}  // namespace ucxtls
