@@ -132,6 +132,7 @@ def emitted(t):
             p = run([CLI, "explain", "--json"], env)
             try:
                 runs.append((label, json.loads(p.stdout.decode())))
+                _emitted.setdefault("env", {})[label] = env
             except ValueError as e:
                 t.check("%s: explain --json prints JSON" % label, False, "%s\n%r\n%r" % (e, p.stdout, p.stderr))
         _emitted["runs"] = runs
@@ -157,6 +158,22 @@ def json_keys(t):
     for path in sorted(set(seen) & set(keys)):
         wrong = {tp.__name__: label for tp, label in seen[path].items() if tp not in TYPES.get(keys[path], set())}
         t.check("%s: every value emitted is %s" % (path, keys[path]), not wrong, "emitted %r" % wrong)
+    # A key is in every object that holds its parent, unless its row says "only with `NAME=value`":
+    # then exactly in the runs with that setting.
+    rows = dict(table_rows(section(section(read(COMMAND_MD), "## `explain --json`"), "### Keys")))
+    for path in sorted(set(seen) & set(keys)):
+        only = re.search(r"only with `([A-Z_]+)=([^`]*)`", rows[path][1])
+        parent = path.rsplit(".", 1)[0] if "." in path else None
+        wrong = []
+        for label, j in runs:
+            got = dict(paths(j))
+            if parent and parent not in got:
+                continue
+            want = _emitted["env"][label].get(only.group(1)) == only.group(2) if only else True
+            if (path in got) != want:
+                wrong.append(label)
+        t.check("%s: %s" % (path, "only where %s=%s" % only.groups() if only else "in every run (its row names no condition)"),
+                not wrong, "wrong in: %r" % wrong)
     # The placeholders stand for exactly what the page says they do.
     t.check("evidence.<family> stands for cuda, rocm and ze: each run has all three",
             all(set(FAMILIES) <= set(j.get("evidence", {})) for _, j in runs))
