@@ -123,7 +123,7 @@ struct ExitStatus {
 
 const ExitStatus kExitStatuses[] = {
     {"0", "success"},
-    {"1", "a check failed (doctor: a transport is missing; probe: no usable answer), or a setting "
+    {"1", "a check failed (doctor: a transport is missing; probe: no driver initialised, saved all the same with --save), or a setting "
           "of ours is invalid"},
     {"2", "a usage or environment error (unknown command or option, no ucx_info, no library, "
           "output that cannot be written)"},
