@@ -128,7 +128,7 @@ def on_terminal(argv, env):
 def man_on_terminal(t):
     piped = subprocess.run([CLI, "--man"], stdout=subprocess.PIPE, env=BASE_ENV)
     t.check("piped: the roff source, the build's ucxtls.1", piped.returncode == 0 and piped.stdout.startswith(b".TH UCXTLS 1 ")
-            and (not os.path.exists(PAGE) or piped.stdout.decode() == page_text()), piped.stdout[:200])
+            and (not os.path.exists(PAGE) or piped.stdout.decode() == page_text()), repr(piped.stdout[:200]))
     if not have("man"):
         t.skip("ucxtls --man on a terminal", "man is not installed (Debian man-db; scripts/test.sh installs it)")
         return
