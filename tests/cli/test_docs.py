@@ -18,6 +18,8 @@ import json
 import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -330,6 +332,24 @@ def readme_size(t):
     t.equal("the quick start's block is exactly two commands", commands, ["scripts/run.sh [COMMAND...]", "scripts/test.sh"])
     t.check("a Limits section", "\n## Limits\n" in text)
 
+
+@case("usage.md: its first block runs as printed, writing the machines into a directory of the user's")
+def usage_first_block(t):
+    text = read(os.path.join(SOURCE_DIR, "docs", "usage.md"))
+    block = re.search(r"^```\n(.*?)^```$", text, re.M | re.S).group(1)
+    t.check("the block writes no shared path such as /tmp/machines: mktemp -d", "/tmp/" not in block
+            and "mktemp -d" in block, block)
+    # scripts/run.sh would build the library in build-run/; the built command's `run` does the same
+    # thing (COMMAND with the library preloaded) without a second build.
+    script = block.replace("scripts/run.sh ", shlex.quote(CLI) + " run ")
+    home = tempfile.mkdtemp(prefix="ucxtls-docs-usage-")
+    p = subprocess.run(["bash", "-e", "-c", script], cwd=SOURCE_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env_for(None, preload=False, HOME=home, TMPDIR=home), timeout=120)
+    made = [d for d in os.listdir(home) if os.path.isdir(os.path.join(home, d, "intel-xe"))]
+    t.check("run as printed: prints all (the intel-xe machine), the machines in a new directory of mode 0700",
+            p.returncode == 0 and p.stdout == b"all\n" and len(made) == 1
+            and os.stat(os.path.join(home, made[0])).st_mode & 0o077 == 0, repr(p))
+    shutil.rmtree(home, ignore_errors=True)
 
 @case("docs: the from-source build uses its own directory, not scripts/test.sh's build/")
 def build_dirs(t):
