@@ -5,14 +5,20 @@
 // One table of commands and one of exit statuses drive the dispatch, `--help` and the man page
 // (`--man` prints ucxtls(1), which the build writes and installs); the variables come from the
 // options table (shim/options.cc), as the README's table does.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "commands.h"
+#include "edit_distance.h"
 #include "exit.h"
 #include "options.h"
 
@@ -118,7 +124,7 @@ struct ExitStatus {
 
 const ExitStatus kExitStatuses[] = {
     {"0", "success"},
-    {"1", "a check failed (doctor: a transport is missing; probe: no usable answer), or a setting "
+    {"1", "a check failed (doctor: a transport is missing; probe: no driver initialised, saved all the same with --save), or a setting "
           "of ours is invalid"},
     {"2", "a usage or environment error (unknown command or option, no ucx_info, no library, "
           "output that cannot be written)"},
@@ -233,10 +239,58 @@ void man() {
              .c_str());
 }
 
+// On a terminal the page is shown as `man ucxtls` shows it: the roff goes to `man -l -` (man-db's
+// local-file mode, its pager included). Piped or redirected, and where no man runs, the roff itself.
+int show_man() {
+  int fds[2];
+  if (!isatty(STDOUT_FILENO) || pipe2(fds, O_CLOEXEC) != 0) return man(), 0;
+  fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[0], STDIN_FILENO);
+    execlp("man", "man", "-l", "-", (char *)nullptr);
+    _exit(127);
+  }
+  close(fds[0]);
+  int status = 0;
+  if (pid > 0) {
+    signal(SIGPIPE, SIG_IGN);  // a man that stopped early: a failed write, not a killed command
+    const int tty = dup(STDOUT_FILENO);
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[1]);
+    man();
+    fflush(stdout);
+    clearerr(stdout);
+    dup2(tty, STDOUT_FILENO);  // closes the pipe: man reads its end
+    close(tty);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 127)
+      return fail(kUsage, "--man: man -l - failed (ucxtls --man | less shows the roff source)");
+  } else {
+    close(fds[1]);
+  }
+  return man(), 0;  // no man to run
+}
+
 const Command *find_command(const char *name) {
   for (const Command &c : kCommands)
     if (!strcmp(name, c.name)) return &c;
   return nullptr;
+}
+
+// "unknown command" with the closest command's name, by the rule a misspelt variable's is found
+// (options.cc closest_option: at most 2 edits, and fewer than half the name's letters).
+std::string unknown_command(const std::string &what, const char *name) {
+  const Command *best = nullptr;
+  size_t best_d = 3;
+  for (const Command &c : kCommands) {
+    const size_t d = edit_distance(name, strlen(name), c.name, strlen(c.name));
+    if (d < best_d && 2 * d < strlen(c.name)) best = &c, best_d = d;
+  }
+  return what + "unknown command '" + name + "'" + (best ? std::string("; did you mean ") + best->name + "?" : "") +
+         " (try ucxtls --help)";
 }
 
 }  // namespace
@@ -258,10 +312,10 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "help") && argc > 2) {
     if (const Command *c = find_command(argv[2])) return command_help(*c), 0;
-    return fail(kUsage, std::string("help: unknown command '") + argv[2] + "' (try ucxtls --help)");
+    return fail(kUsage, unknown_command("help: ", argv[2]));
   }
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) return help(), 0;
   if (!strcmp(cmd, "--version")) return printf("ucxtls %s\n", UCXTLS_VERSION), 0;
-  if (!strcmp(cmd, "--man")) return man(), 0;
-  return fail(kUsage, std::string("unknown command '") + cmd + "' (try ucxtls --help)");
+  if (!strcmp(cmd, "--man")) return show_man();
+  return fail(kUsage, unknown_command("", cmd));
 }

@@ -228,25 +228,32 @@ int cmd_probe(int argc, char **argv) {
   CacheDir dirs[2];
   cache_dirs(in, dirs);
   const std::string dir = cache_dir_path(dirs[0]);
-  int status = 0;
-  if (!run->ok) status = probe_fail(kFailed, run->why + "; the kernel probe's answer stands");
+  // Exit 1 when no driver initialised. With --save that answer is still this node's, and what the
+  // library reads: a family that answered 0 devices has none, one without an answer is left to the
+  // kernel probe (docs/driver-probe.md); the line says so once the file is written.
+  std::string failed;
+  if (!run->ok) failed = run->why + "; the kernel probe's answer stands";
   else if (!driver_initialised(r.cuda.answer) && !driver_initialised(r.ze.answer))
-    status = probe_fail(kFailed, std::string("no driver initialised (cuda: ") + r.cuda.answer.name + "; ze: " + r.ze.answer.name +
-                               "): no usable driver answer");
+    failed = std::string("no driver initialised (cuda: ") + r.cuda.answer.name + "; ze: " + r.ze.answer.name + ")";
   if (!want_save) {
     printf("saved  no (ucxtls probe --save stores it as %s/%s)\n", dir.c_str(), kCacheFileName);
-    return status;
+    return failed.empty() ? 0 : probe_fail(kFailed, failed);
   }
+  // A save that cannot be made says why after this line.
+  auto cannot_save = [&](const std::string &why) {
+    if (!failed.empty()) probe_fail(kFailed, failed);
+    return probe_fail(kUsage, "cannot save: " + why);
+  };
 
   char boot[kBootIdMax + 8];
   ssize_t n = read_boot_id(s, boot, sizeof boot);
-  if (n <= 0) return probe_fail(kUsage, "cannot save: this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
+  if (n <= 0) return cannot_save("this boot's id (/proc/sys/kernel/random/boot_id) cannot be read");
   while (n && (boot[n - 1] == '\n' || boot[n - 1] == ' ')) boot[--n] = '\0';
   r.boot = boot;
   for (FamilyReport *f : {&r.cuda, &r.ze})  // names are for people (printed above), not for every process
     for (int i = 0; i < f->ndev; i++) f->dev[i].name = nullptr;
   std::string err;
-  if (!make_dirs(dir, &err)) return probe_fail(kUsage, "cannot save: " + err);
+  if (!make_dirs(dir, &err)) return cannot_save(err);
   // The directory must pass the rule every reader applies, or no process would use the file.
   struct stat st;
   char why_buf[128];
@@ -256,19 +263,22 @@ int cmd_probe(int argc, char **argv) {
   if (stat(dir.c_str(), &st) == 0) {
     facts.uid = st.st_uid, facts.mode = st.st_mode;
     if (!cache_trusted(facts, geteuid(), true, why))
-      return probe_fail(kUsage, "cannot save: " + dir + " " + why_buf + ": every process would ignore a file in it");
+      return cannot_save(dir + " " + why_buf + ": every process would ignore a file in it");
   }
   char text[kDriverReportMax];
   size_t len = format_driver_report(r, text, sizeof text);
-  if (!len) return probe_fail(kUsage, "cannot save: the answer does not fit in a report");
-  if (!save(dir, text, len, &err)) return probe_fail(kUsage, "cannot save: " + err);
+  if (!len) return cannot_save("the answer does not fit in a report");
+  if (!save(dir, text, len, &err)) return cannot_save(err);
   // What a process started from here makes of it: the library's own reader.
   DriverFact check;
   probe_driver(in, s, &check);
   printf("saved  %s/%s (boot %s)\n", dir.c_str(), kCacheFileName, boot);
   printf("reader %s\n", check.evidence);
-  if (check.value != Tri::yes && !status) status = probe_fail(kFailed, std::string("saved, but the library ignores it: ") + check.evidence);
-  return status;
+  if (check.value != Tri::yes) return probe_fail(kFailed, (failed.empty() ? "" : failed + "; ") + "saved, but the library ignores it: " + check.evidence);
+  if (!failed.empty())
+    return probe_fail(kFailed, failed + ": saved all the same, and read with UCXTLS_PROBE=driver (a family that "
+                                        "answered 0 devices has none, one without an answer gets the kernel probe's)");
+  return 0;
 }
 
 }  // namespace cli

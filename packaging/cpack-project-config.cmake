@@ -1,4 +1,17 @@
 # Read by cpack once for each generator (CPACK_PROJECT_CONFIG_FILE), with CPACK_GENERATOR set to it.
+if(CPACK_GENERATOR STREQUAL "DEB")
+  # Depends is what dpkg-shlibdeps reads from the files' symbol versions (CPACK_DEBIAN_PACKAGE_SHLIBDEPS);
+  # without it CPack would write a package without them, which installs where the command cannot start.
+  if(POLICY CMP0109)
+    cmake_policy(SET CMP0109 NEW)  # a program is a file one may execute
+  endif()
+  find_program(SHLIBDEPS_EXECUTABLE dpkg-shlibdeps)
+  if(NOT SHLIBDEPS_EXECUTABLE)
+    message(FATAL_ERROR
+      "ucxtls: cpack -G DEB needs dpkg-shlibdeps to write the package's Depends from the files' symbol "
+      "versions: install dpkg-dev (apt install dpkg-dev), then run cpack -G DEB again")
+  endif()
+endif()
 if(CPACK_GENERATOR STREQUAL "RPM")
   # The command and the modulefile carry the libdir chosen at configure time (the command finds the
   # library through bindir -> libdir), so an RPM needs a build configured with RPM's %{_libdir}.

@@ -24,6 +24,7 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #   musl-tools gcc-multilib          a musl program and a 32-bit process under the library
 #   g++-multilib                     the 32-bit CMake build of the library (its C++ compiler check)
 #   rpm                              rpmbuild for `cpack -G RPM`, rpm to install it into a scratch root
+#   dpkg-dev                         dpkg-shlibdeps, which `cpack -G DEB` needs for the package's Depends
 #   lmod                             the real Lmod that loads and unloads the modulefile
 #   zsh mksh ksh busybox             the host matrix (tests/hardening/test_hosts.py): shells exec'd
 #                                    directly with the library, beside bash, dash, perl and python3
@@ -47,7 +48,7 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 # (UCXTLSTEST_TORCH=1; it SKIPs and says so otherwise).
 PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
-          gcc-multilib g++-multilib rpm lmod zsh mksh ksh busybox slurm-wlm munge
+          gcc-multilib g++-multilib rpm dpkg-dev lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
           podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel

@@ -403,6 +403,18 @@ def help_rows(t):
             subcommands(), ["explain", "env", "run", "doctor", "probe", "lib"])
 
 
+@case("a misspelt command: exit 2, one line naming the closest command, as a misspelt variable's does")
+def misspelt_command(t):
+    env = env_for("intel-xe", preload=False)
+    for argv, want in ((["explian"], "explain"), (["dcotor", "--json"], "doctor"), (["help", "lbi"], "lib"), (["prboe"], "probe")):
+        p = cli(argv, env)
+        t.check("ucxtls %s: exit 2, nothing on stdout, one line: did you mean %s?" % (" ".join(argv), want),
+                p.returncode == 2 and p.stdout == b"" and p.stderr.count(b"\n") == 1
+                and ("did you mean %s?" % want).encode() in p.stderr, repr(p))
+    p = cli(["frobnicate"], env)
+    t.check("ucxtls frobnicate (no command close): exit 2, one line, no guess",
+            p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"did you mean" not in p.stderr, repr(p))
+
 @case("--help: run --help is help, run -- --help runs --help; flags with a value in both forms")
 def help_forms(t):
     env = env_for("intel-xe", preload=False)

@@ -18,6 +18,8 @@ import json
 import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -132,6 +134,7 @@ def emitted(t):
             p = run([CLI, "explain", "--json"], env)
             try:
                 runs.append((label, json.loads(p.stdout.decode())))
+                _emitted.setdefault("env", {})[label] = env
             except ValueError as e:
                 t.check("%s: explain --json prints JSON" % label, False, "%s\n%r\n%r" % (e, p.stdout, p.stderr))
         _emitted["runs"] = runs
@@ -157,6 +160,22 @@ def json_keys(t):
     for path in sorted(set(seen) & set(keys)):
         wrong = {tp.__name__: label for tp, label in seen[path].items() if tp not in TYPES.get(keys[path], set())}
         t.check("%s: every value emitted is %s" % (path, keys[path]), not wrong, "emitted %r" % wrong)
+    # A key is in every object that holds its parent, unless its row says "only with `NAME=value`":
+    # then exactly in the runs with that setting.
+    rows = dict(table_rows(section(section(read(COMMAND_MD), "## `explain --json`"), "### Keys")))
+    for path in sorted(set(seen) & set(keys)):
+        only = re.search(r"only with `([A-Z_]+)=([^`]*)`", rows[path][1])
+        parent = path.rsplit(".", 1)[0] if "." in path else None
+        wrong = []
+        for label, j in runs:
+            got = dict(paths(j))
+            if parent and parent not in got:
+                continue
+            want = _emitted["env"][label].get(only.group(1)) == only.group(2) if only else True
+            if (path in got) != want:
+                wrong.append(label)
+        t.check("%s: %s" % (path, "only where %s=%s" % only.groups() if only else "in every run (its row names no condition)"),
+                not wrong, "wrong in: %r" % wrong)
     # The placeholders stand for exactly what the page says they do.
     t.check("evidence.<family> stands for cuda, rocm and ze: each run has all three",
             all(set(FAMILIES) <= set(j.get("evidence", {})) for _, j in runs))
@@ -313,6 +332,24 @@ def readme_size(t):
     t.equal("the quick start's block is exactly two commands", commands, ["scripts/run.sh [COMMAND...]", "scripts/test.sh"])
     t.check("a Limits section", "\n## Limits\n" in text)
 
+
+@case("usage.md: its first block runs as printed, writing the machines into a directory of the user's")
+def usage_first_block(t):
+    text = read(os.path.join(SOURCE_DIR, "docs", "usage.md"))
+    block = re.search(r"^```\n(.*?)^```$", text, re.M | re.S).group(1)
+    t.check("the block writes no shared path such as /tmp/machines: mktemp -d", "/tmp/" not in block
+            and "mktemp -d" in block, block)
+    # scripts/run.sh would build the library in build-run/; the built command's `run` does the same
+    # thing (COMMAND with the library preloaded) without a second build.
+    script = block.replace("scripts/run.sh ", shlex.quote(CLI) + " run ")
+    home = tempfile.mkdtemp(prefix="ucxtls-docs-usage-")
+    p = subprocess.run(["bash", "-e", "-c", script], cwd=SOURCE_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env_for(None, preload=False, HOME=home, TMPDIR=home), timeout=120)
+    made = [d for d in os.listdir(home) if os.path.isdir(os.path.join(home, d, "intel-xe"))]
+    t.check("run as printed: prints all (the intel-xe machine), the machines in a new directory of mode 0700",
+            p.returncode == 0 and p.stdout == b"all\n" and len(made) == 1
+            and os.stat(os.path.join(home, made[0])).st_mode & 0o077 == 0, repr(p))
+    shutil.rmtree(home, ignore_errors=True)
 
 @case("docs: the from-source build uses its own directory, not scripts/test.sh's build/")
 def build_dirs(t):

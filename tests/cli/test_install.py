@@ -185,11 +185,110 @@ def moved_tree(t):
             repr(p))
 
 
+def elf_imports(path):
+    """{soname: {version node: {symbol}}} that the ELF file at path imports, read with readelf (the
+    version-needs section gives each index its library and node, the dynamic symbols their index)."""
+    text = subprocess.run(["readelf", "-W", "-V", "--dyn-syms", path], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL).stdout.decode()
+    index, lib, out = {}, None, {}
+    for line in text.splitlines():
+        m = re.search(r"File: (\S+) +Cnt:", line)
+        if m:
+            lib = m.group(1)
+        m = re.search(r"Name: (\S+) +Flags: \S+ +Version: (\d+)", line)
+        if m and lib:
+            index[m.group(2)] = (lib, m.group(1))
+            out.setdefault(lib, {}).setdefault(m.group(1), set())
+        m = re.search(r" UND (\S+)@(\S+) \((\d+)\)$", line)
+        if m and m.group(3) in index:
+            lib_, node = index[m.group(3)]
+            out[lib_][node].add(m.group(1))
+    return out
+
+
+def elf_files(root):
+    """The ELF files below root."""
+    found = []
+    for d, _, names in os.walk(root):
+        for n in names:
+            f = os.path.join(d, n)
+            if not os.path.islink(f) and os.path.isfile(f):
+                with open(f, "rb") as fh:
+                    if fh.read(4) == b"\x7fELF":
+                        found.append(f)
+    return found
+
+
+def vkey(v):
+    return [int(x) for x in re.findall(r"\d+", v)]
+
+
+def host_symbols(arch):
+    """{soname: (package, {symbol@node: minimal version})} from the dpkg database's symbols files
+    (each library package ships one; dpkg-shlibdeps reads the same), for packages of arch: a
+    Multi-Arch package's (pkg:arch) wins over a biarch one's (libc6-x32 also lists libc.so.6)."""
+    out = {}
+    files = glob.glob("/var/lib/dpkg/info/*.symbols")
+    for f in sorted(files, key=lambda f: ":" in os.path.basename(f), reverse=True):
+        name = os.path.basename(f)[:-len(".symbols")]
+        if ":" in name and not name.endswith(":" + arch):
+            continue
+        cur = None
+        for line in open(f, errors="replace"):
+            m = re.match(r"^(\S+\.so\S*) (\S+) ", line)
+            if m:
+                entry = out.setdefault(m.group(1), (m.group(2), {}))
+                cur = entry[1] if entry[0] == m.group(2) == name.split(":")[0] else None
+            elif cur is not None and line.startswith(" "):
+                parts = line.split()
+                if len(parts) >= 2:
+                    cur[parts[0]] = parts[1]
+    return out
+
+
+def depends_cover(t, label, depends, root):
+    """Depends (a control field) against the symbol versions the package's ELF files import: libc6
+    at least the highest GLIBC_ node, and each library's package at least the version the host's
+    symbols file gives each imported symbol (what a system needs for the files to start)."""
+    deps = {}
+    for d in depends.split(","):
+        m = re.match(r"^\s*(\S+)(?: \(>= ([^)]+)\))?\s*$", d)
+        if m:
+            deps[m.group(1)] = m.group(2)
+    imports = {}
+    for f in elf_files(root):
+        for lib, nodes in elf_imports(f).items():
+            for node, syms in nodes.items():
+                imports.setdefault(lib, {}).setdefault(node, set()).update(syms)
+    glibc = max((n[len("GLIBC_"):] for n in imports.get("libc.so.6", {}) if n.startswith("GLIBC_2")), key=vkey)
+    t.check("%s: Depends has libc6 (>= %s or more), the highest GLIBC_ version its files import" % (label, glibc),
+            deps.get("libc6") and vkey(deps["libc6"]) >= vkey(glibc), "Depends: %s\nimports: %r" % (depends, imports))
+    arch = subprocess.run(["dpkg", "--print-architecture"], stdout=subprocess.PIPE).stdout.decode().strip()
+    known = host_symbols(arch) if arch else {}
+    if not known:
+        t.skip("%s: Depends against the symbols files" % label, "no dpkg database symbols files here")
+        return
+    for lib, nodes in sorted(imports.items()):
+        if lib not in known:
+            t.check("%s: %s has a symbols file here (the package that provides it)" % (label, lib), False, repr(sorted(known)))
+            continue
+        pkg, table = known[lib]
+        need = max((table.get("%s@%s" % (s, n)) or table.get("%s@%s" % (n, n)) or "0" for n, ss in nodes.items()
+                    for s in ss | {n}), key=vkey)
+        have_v = deps.get(pkg)
+        ok = have_v is not None and subprocess.run(["dpkg", "--compare-versions", have_v, "ge", need]).returncode == 0
+        t.check("%s: Depends has %s (>= %s or more) for %s's symbol versions %s" % (label, pkg, need, lib, ", ".join(sorted(nodes, key=vkey))),
+                ok, "Depends: %s" % depends)
+
+
 @case("deb: the package from CPack, unpacked and run", tags=("deb",))
 def deb(t):
     # The .deb from CPack, unpacked (not installed: the test must not change the machine).
     if not (have("dpkg-deb") and os.path.exists(os.path.join(BUILD_DIR, "CPackConfig.cmake"))):
         t.skip(".deb", "dpkg-deb or CPackConfig.cmake missing")
+        return
+    if not have("dpkg-shlibdeps"):  # the next case shows that cpack -G DEB then stops and says so
+        t.skip(".deb", "dpkg-shlibdeps not installed (Debian dpkg-dev; scripts/test.sh installs it)")
         return
     out = os.path.join(SCRATCH, "pack")
     p = subprocess.run([CPACK, "-G", "DEB", "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake"), "-B", out],
@@ -215,6 +314,8 @@ def deb(t):
                 "libucxtls.so" in first and "ucxtls command" in first and len(first) <= 80, info)
         root = os.path.join(SCRATCH, "deb-root")
         subprocess.run(["dpkg-deb", "-x", debs[0], root], check=True)
+        depends = subprocess.run(["dpkg-deb", "-f", debs[0], "Depends"], stdout=subprocess.PIPE).stdout.decode().strip()
+        depends_cover(t, "the .deb", depends, root)
         dlib = glob.glob(os.path.join(root, "usr", "lib*", "**", "libucxtls.so"), recursive=True)
         if t.check("the unpacked package has the library", len(dlib) == 1, repr(dlib)):
             run_from(t, "the unpacked package's ucxtls run finds the package's library",
@@ -222,6 +323,28 @@ def deb(t):
             helpers_in(t, "the .deb", os.path.join(root, "usr"), os.path.dirname(dlib[0]))
             oci_hook_in(t, "the .deb", os.path.join(root, "usr"), dlib[0], "/usr")
 
+
+@case("deb: without dpkg-shlibdeps (no dpkg-dev) cpack -G DEB stops and names dpkg-dev", tags=("deb",))
+def deb_without_dpkg_dev(t):
+    # CPack alone would write a Depends without versions; the package must not understate them.
+    shlibdeps = shutil.which("dpkg-shlibdeps")
+    if not os.path.exists(os.path.join(BUILD_DIR, "CPackConfig.cmake")) or (shlibdeps and not (os.geteuid() == 0 and have("unshare"))):
+        t.skip("cpack -G DEB without dpkg-shlibdeps", "needs CPackConfig.cmake, and root and unshare to hide dpkg-shlibdeps")
+        return
+    out = os.path.join(SCRATCH, "pack-no-dpkg-dev")
+    blank = os.path.join(SCRATCH, "not-a-program")
+    open(blank, "w").close()
+    os.chmod(blank, 0o644)
+    # A private mount namespace where dpkg-shlibdeps is an empty file that cannot be executed.
+    script = 'mount --bind "$1" "$2" && exec "$3" -G DEB --config "$4" -B "$5"'
+    argv = [CPACK, "-G", "DEB", "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake"), "-B", out]
+    if shlibdeps:
+        argv = ["unshare", "-m", "sh", "-c", script, "sh", blank, os.path.realpath(shlibdeps)] + argv[:1] + argv[4:5] + argv[6:]
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    text = p.stdout.decode()
+    debs = glob.glob(os.path.join(out, "**", "*.deb"), recursive=True)
+    t.check("cpack -G DEB fails, writes no .deb, and says to install dpkg-dev",
+            p.returncode != 0 and not debs and "dpkg-dev" in text, text + repr(debs))
 
 # $LIB: ld.so picks the directory of the process's own ELF class. Where it points is
 # system-specific (Debian lib/x86_64-linux-gnu, RHEL lib64): the library is placed in each

@@ -7,6 +7,7 @@ table must match. `cmake --install` puts it in share/man/man1; the .deb and the 
 that the packages carry it.
 """
 import os
+import pty
 import re
 import subprocess
 import sys
@@ -104,6 +105,42 @@ def renders(t):
     for title in ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXIT STATUS", "ENVIRONMENT", "FILES"):
         t.check("the rendered page has the section %s" % title, re.search(r"^%s$" % title, out, re.M), out[:2000])
 
+
+def on_terminal(argv, env):
+    """(exit status, output) of argv with stdout and stderr on a new pseudo-terminal."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer has closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return p.wait(timeout=60), out.decode(errors="replace")
+
+
+@case("ucxtls --man: the rendered page on a terminal (through man), the roff source when piped")
+def man_on_terminal(t):
+    piped = subprocess.run([CLI, "--man"], stdout=subprocess.PIPE, env=BASE_ENV)
+    t.check("piped: the roff source, the build's ucxtls.1", piped.returncode == 0 and piped.stdout.startswith(b".TH UCXTLS 1 ")
+            and (not os.path.exists(PAGE) or piped.stdout.decode() == page_text()), repr(piped.stdout[:200]))
+    if not have("man"):
+        t.skip("ucxtls --man on a terminal", "man is not installed (Debian man-db; scripts/test.sh installs it)")
+        return
+    # MANPAGER=cat: the pager would wait for a key; man still formats for the terminal.
+    rc, out = on_terminal([CLI, "--man"], dict(BASE_ENV, MANPAGER="cat", MANWIDTH="80", TERM="dumb"))
+    plain = re.sub(r".\x08", "", out)  # man's overstrike bold (a letter, a backspace, the letter)
+    t.check("on a terminal: exit 0, the page as man shows it (UCXTLS(1) header, NAME, the synopsis), no roff requests",
+            rc == 0 and re.search(r"^UCXTLS\(1\) +User Commands +UCXTLS\(1\)", plain, re.M)
+            and re.search(r"^NAME\r?$", plain, re.M) and "ucxtls explain [--json]" in plain
+            and not re.search(r"^\.(TH|SH|TP|B) ", plain, re.M), plain[:1500])
+    rc, out = on_terminal([CLI, "--man"], dict(BASE_ENV, PATH="/nonexistent"))
+    t.check("on a terminal with no man on PATH: exit 0, the roff source", rc == 0 and out.startswith(".TH UCXTLS 1 "), out[:300])
 
 @case("the variables: man page == --help == README table")
 def variables(t):

@@ -118,6 +118,17 @@ def alive(pid):
         return False
 
 
+def still_alive(pids, bound_s=10.0):
+    """The pids of pids still running after waiting up to bound_s for all to end: a SIGKILLed
+    process ends when the kernel next runs it, which on a loaded machine is not at once."""
+    deadline = time.monotonic() + bound_s
+    while True:
+        left = [x for x in pids if alive(x)]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.02)
+
+
 def start():
     t = Checks("driver tier: ucxtls probe --save, the helper, the saved answer read by every process")
     for path in (HELPER, UCXTLS, NO_FORK, os.path.join(CUDA, "libcuda.so.1"), os.path.join(ZE_NEW, "libze_loader.so.1")):

@@ -4,6 +4,7 @@ a driver that initialised or none; saves that replace each other while hosts and
 read-backs read the file (held at the open with strace, so that the replacement lands there on
 every run).
 """
+import json
 import os
 import re
 import shutil
@@ -38,6 +39,14 @@ def probe_exit(t):
                     "exit %d: %s" % (p.returncode, err))
             if args:
                 t.check("%s: saved all the same" % label, os.listdir(cache) == ["driver"], str(os.listdir(cache)))
+            if args and want:
+                t.check("%s: the line says it was saved and that UCXTLS_PROBE=driver reads it" % label,
+                        "saved all the same, and read with UCXTLS_PROBE=driver" in err, err)
+                j = json.loads(run([UCXTLS, "explain", "--json"], env_for("dgx", preload=False, UCXTLS_PROBE="driver",
+                                                                       UCXTLS_CACHE_DIR=cache)).stdout.decode())
+                t.check("%s: explain with UCXTLS_PROBE=driver reads it" % label,
+                        j["evidence"]["driver"]["ran"] is True and "saved by ucxtls probe" in j["evidence"]["driver"]["evidence"],
+                        json.dumps(j["evidence"]))
     # Without libcuda.so.1 on the path and a loader without a driver: the case users meet.
     p, _ = probe([], "dgx", new_dir(), [ZE_NEW], FAKE_ZE_INIT="0x78000001")
     t.check("no libcuda.so.1 here, ze UNINITIALIZED: exit 1", p.returncode == 1 and b"no driver initialised" in p.stderr,

@@ -4,11 +4,15 @@ no-harm tests' UCP program."""
 import os
 import socket
 import subprocess
+import sys
 import time
 
-from harness import have, run
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ze"))  # datapath.py
+from datapath import listens  # noqa: E402
+from harness import have, run  # noqa: E402
 
 EXAMPLE = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c"
+LISTEN_BOUND_S = 120  # how long a server may take to listen
 
 
 def missing():
@@ -41,12 +45,13 @@ def exchange(exe, env, cwd):
     port = str(free_port())
     server = subprocess.Popen([exe, "-p", port], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        client = None
-        for _ in range(50):  # wait for the server to listen (or to have failed)
-            time.sleep(0.1)
-            client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=cwd, timeout=30)
-            if client.returncode == 0 or server.poll() is not None:
-                break
+        # The client connects once: start it when the server listens (the kernel's socket table says
+        # so) or has exited, waiting for that with a time bound rather than a count of tries (a
+        # loaded machine can take seconds to start UCX).
+        deadline = time.monotonic() + LISTEN_BOUND_S
+        while not listens(int(port)) and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client = run([exe, "-a", "127.0.0.1", "-p", port], env, cwd=cwd, timeout=60)
     finally:
         server.kill()
         out, _ = server.communicate()

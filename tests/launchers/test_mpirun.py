@@ -25,7 +25,7 @@ import re
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
 import harness  # noqa: E402
-from harness import LIB, Checks, case, env_for, fixture, main, run  # noqa: E402
+from harness import LIB, Checks, case, env_for, fixture, have, main, run  # noqa: E402
 from mpi import PML, mpirun, program  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
@@ -133,13 +133,18 @@ def readme_blocks(t, d, prog):
     os.link(prog, os.path.join(job, "app"))
     with open(os.path.join(job, "hosts"), "w") as f:
         f.write("localhost slots=16\n")
-    # The README's way to run as root; nothing else of the caller's reaches the ranks but -x.
-    env = env_for(None, preload=False, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # As root, as printed: the blocks' own --allow-run-as-root lets mpirun start; nothing else of the
+    # caller's reaches the ranks but -x.
+    env = env_for(None, preload=False)
 
     def bash(script, **extra):
         p = run(["/bin/bash", "-c", script], dict(env, **extra), cwd=job, timeout=240)
         return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
+    if have("setpriv"):  # the flag the blocks carry for root does nothing for another user
+        p = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "mpirun", "--allow-run-as-root",
+                 "-np", "1", "/bin/true"], dict(env, HOME="/tmp"), cwd="/tmp", timeout=120)
+        t.check("as a user (uid 65534), mpirun --allow-run-as-root -np 1 /bin/true: exit 0", p.returncode == 0, repr(p))
     rc, out, err = bash(tcp)
     got = re.findall(r"^rank=(\d+) token=(\d+) UCX_TLS=(\S*) LD_PRELOAD=(\S*)$", out, re.M)
     t.check("mpirun-tcp as printed: 16 ranks over the UCX PML, each UCX_TLS=sm,self,tcp from the library, "

@@ -271,6 +271,10 @@ def run_all(t, s, blocks, srun_lines):
     t.equal("slurm-check as printed: each task says loaded, with its node's value",
             sorted(l for l in out.splitlines() if "ucxtls" in l),
             ["0: ucxtls loaded, UCX_TLS=" + C, "1: ucxtls loaded, UCX_TLS=" + Z], out + err)
+    rc, out, err = s.alloc(check, {"UCXTLSTEST_MACHINE_n2": fixture("no-gpu")})
+    t.equal("slurm-check as printed, n2 replaying a CPU node: its task says UCX_TLS is unset, not empty",
+            sorted(l for l in out.splitlines() if "ucxtls" in l),
+            ["0: ucxtls loaded, UCX_TLS=" + C, "1: ucxtls loaded, UCX_TLS=(unset)"], out + err)
     prefix = R.OPT_CLI + " run "
     bare = check.replace(prefix, "", 1)
     rc, out, err = s.alloc("srun -l printenv UCX_TLS UCXTLS_DERIVED", PAIR_FROM_CUDA_HOST)

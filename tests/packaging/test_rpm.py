@@ -13,7 +13,7 @@ import shutil
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, ALL, case, env_for, have, main, run, sh_value  # noqa: E402
-from test_install import run_from  # noqa: E402  (tests/cli, on the path harness sets)
+from test_install import elf_files, elf_imports, run_from  # noqa: E402  (tests/cli, on the path harness sets)
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
@@ -121,6 +121,14 @@ def rpm_package(t, scratch):
         rc, text = out(["rpm", "--root", root, "--nodeps", "-i", pkg])
     if not t.check("rpm --root R --nodeps -i installs it", rc == 0 and os.path.isfile(root + "/usr/lib64/libucxtls.so"), text):
         t.exit()
+    # Requires names every library and symbol version the installed files import, as RPM spells
+    # them (libc.so.6(GLIBC_2.34)(64bit)): a system without them refuses the package.
+    bits = "(64bit)" if query(pkg, "%{ARCH}") in ("x86_64", "aarch64", "ppc64le", "s390x", "riscv64") else ""
+    wanted = sorted({"%s(%s)%s" % (lib, node, bits) for f in elf_files(os.path.join(root, "usr"))
+                     for lib, nodes in elf_imports(f).items() for node in nodes})
+    missing = [w for w in wanted if w not in requires.split("\n")]
+    t.check("Requires names each of the %d library symbol versions its files import (up to GLIBC_%s), none missing"
+            % (len(wanted), glibc[-1] if glibc else "?"), wanted and not missing, "missing: %r\n%s" % (missing, requires))
     cli = root + "/usr/bin/ucxtls"
     lib = root + "/usr/lib64/libucxtls.so"
     p = run([cli, "--version"], env_for(None, preload=False))
