@@ -14,7 +14,11 @@
 
 // Large static scratch (the constructor keeps its stack small, since the host's may be): placed in
 // .data, not .bss. Zero-filled pages past the file would cost every process one more mmap at load.
-#define UCXTLS_FILE_BACKED __attribute__((section(".data.ucxtls")))
+// The library is linked with --sort-section=name: the sections ".data.ucxtls.<n>..." follow in the
+// order of n, first in .data (which starts on a page), so that what every path writes (the facts
+// and the decision's head) shares one page, and what only some paths write comes after.
+#define UCXTLS_FILE_BACKED_AT(order) __attribute__((section(".data.ucxtls." order)))
+#define UCXTLS_FILE_BACKED UCXTLS_FILE_BACKED_AT("2probe")
 
 namespace ucxtls {
 
