@@ -257,8 +257,8 @@ void read_inputs(char *const *envp, Inputs *in) {
     // entry[1] is read only after entry[0] matched a first letter, so never past an empty entry's NUL.
     const unsigned long long seconds = kNameIndex.second[entry[0] & 63];
     if (!seconds || !(seconds >> (entry[1] & 63) & 1)) continue;
-    size_t n = 0;
-    while (n <= kNameMax && entry[n] && entry[n] != '=') n++;
+    size_t n = 0;  // the name's length (names are short: this stops long before a value)
+    while (entry[n] != '=' && entry[n]) n++;
     bool known = false;
     if (n <= kNameMax && entry[n] == '=') {
       for (int k = 0; k < kNameIndex.count[n] && !known; k++) {

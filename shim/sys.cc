@@ -320,6 +320,15 @@ void *map_pages(size_t bytes) {
   return r < 0 && r > -4096 ? nullptr : reinterpret_cast<void *>(r);
 }
 
+UCXTLS_FILE_BACKED_AT("1") alignas(16) static char g_first_block[2048];
+static bool g_first_block_used;
+
+void *allocate_block(size_t bytes) {
+  if (g_first_block_used || bytes > sizeof g_first_block) return map_pages(bytes);
+  g_first_block_used = true;
+  return g_first_block;
+}
+
 unsigned effective_uid() {
 #ifdef SYS_geteuid32
   return unsigned(raw_syscall(SYS_geteuid32));  // 32-bit x86/arm: SYS_geteuid is the 16-bit one
