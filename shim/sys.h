@@ -33,11 +33,12 @@ size_t root_length(const char *sysroot);
 struct Path {
   char buf[512];
   Text text;  // writes into buf
+  bool rooted = false;  // starts with the sysroot
   // sysroot may be NULL. Inline, so that the length of a literal `abs` is known at compile time;
   // the sysroot's is measured once per process (root_length).
   Path(const char *sysroot, const char *abs) {
     text.init(buf, sizeof buf);
-    if (sysroot) text.add(sysroot, root_length(sysroot));
+    if (sysroot) text.add(sysroot, root_length(sysroot)), rooted = true;
     append(abs, __builtin_strlen(abs));
   }
   Path(const Path &o);                         // copy the used bytes only, not all of buf
@@ -64,6 +65,9 @@ struct Path {
 // Every call below returns a negative errno on failure, so that the probes can tell "not there"
 // (absent(), a real negative answer) from "cannot tell" (EMFILE, ENOMEM, EIO, EACCES...).
 bool absent(long err);                                      // -ENOENT, -ENOTDIR, -EISDIR, -ELOOP
+// Whether a call on a path under the sysroot has succeeded in this process: the sysroot is then a
+// directory, without a call of its own to say so (probe_loop.cc).
+bool sysroot_answered();
 bool path_exists(const Path &p);                            // access(F_OK) == 0
 int path_access(const Path &p, int mode);                   // 0 or -errno
 ssize_t read_small(const Path &p, char *buf, size_t cap);   // one read: bytes, or -errno
