@@ -160,9 +160,9 @@ struct Decision {
   bool explained = false;
   Var invalid_var = kVarCount;       // the invalid setting (error, Reason::invalid), as the ladder
   const char *invalid_why = nullptr;  // found it: the sysroot's check is made in the probe loop
-  char value[kValueMax] = {}; // the value to write (set, repair)
   int nsteps = 0;
   Step steps[kStepsMax] = {};
+  char value[kValueMax] = {}; // the value to write (set, repair); last: only a write fills more than its first byte
   void note(Reason r, uint8_t arg = 0) {
     if (nsteps < kStepsMax) steps[nsteps++] = Step{r, arg};
   }

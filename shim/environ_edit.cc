@@ -122,14 +122,14 @@ const char *process_env_write(char ***target, bool copy, const char *const *name
     len[i][1] = __builtin_strlen(values[i]);
     strings += len[i][0] + 1 + len[i][1] + 1;
   }
-  // One allocation (fresh pages, not the host's malloc: sys.h map_pages) holds the new array (when
+  // One allocation (not the host's malloc: sys.h allocate_block) holds the new array (when
   // a name is missing, or when the edit is made in a copy) and the "NAME=value" strings; nothing
   // ever frees it (glibc frees only arrays it allocated itself).
   int missing = 0;
   const size_t count = env_scan(*target, names, n, &missing);
   const bool room_needed = missing || copy;
   const size_t cap = room_needed ? count + size_t(missing) + 1 : 0;
-  char *block = static_cast<char *>(map_pages(cap * sizeof(char *) + strings));
+  char *block = static_cast<char *>(allocate_block(cap * sizeof(char *) + strings));
   if (!block) return "no memory";  // nothing has changed
   char *entries[kMax], *added[kMax];
   char *p = block + cap * sizeof(char *);
@@ -160,7 +160,7 @@ const char *process_env_remove(char ***target, bool copy, const char *const *nam
     int missing = 0;
     const size_t count = env_scan(arr, names, n, &missing);
     if (missing == n) return nullptr;  // nothing to remove: nothing to copy
-    char *block = static_cast<char *>(map_pages((count + 1) * sizeof(char *)));
+    char *block = static_cast<char *>(allocate_block((count + 1) * sizeof(char *)));
     if (!block) return "no memory";
     arr = copy_into(block, *target, count);
   }

@@ -209,32 +209,66 @@ static_assert(kOptions[kProbeTimeoutMs].min <= kProbeTimeoutMsDefault && kProbeT
 // ---------------------------------------------------------------------------------------------
 // The one pass over the environment
 
-// It runs in every process, over environments of hundreds of entries: one test of the first
-// letter rejects almost every entry, and a match is compared in place (no strlen, no strncmp).
-// An entry that starts like ours ("UCXTLS_") but matched no name is an unknown variable.
+// It runs in every process, over environments of hundreds of entries: one test of the first two
+// letters rejects almost every entry; the rest are measured up to '=' and compared in place, from
+// the end, with the names of that length alone (an index built from kOptions at compile time: no
+// strlen, no strncmp, no loop over every name). An entry that starts like ours ("UCXTLS_") but
+// matched no name is an unknown variable.
+namespace {
+
+constexpr size_t kNameMax = 23;      // the longest name (UCXTLS_PROBE_TIMEOUT_MS)
+constexpr int kSameLengthMax = 4;    // names of one length (12: UCXTLS_ACCEL, _WRITE, _PROBE, _DEBUG)
+struct NameIndex {
+  unsigned long long second[64] = {};  // [a & 63], bit (b & 63): a name starts with the letters a, b
+  uint8_t count[kNameMax + 1] = {};
+  uint8_t var[kNameMax + 1][kSameLengthMax] = {};
+};
+constexpr size_t name_length(const char *n) {
+  size_t k = 0;
+  while (n[k]) k++;
+  return k;
+}
+// A name longer than kNameMax, or a fifth name of one length, is an index out of bounds: the
+// compiler refuses it.
+constexpr NameIndex build_name_index() {
+  NameIndex x;
+  for (int v = 0; v < kVarCount; v++) {
+    const size_t n = name_length(kOptions[v].name);
+    x.var[n][x.count[n]++] = uint8_t(v);
+    x.second[kOptions[v].name[0] & 63] |= 1ULL << (kOptions[v].name[1] & 63);
+  }
+  return x;
+}
+constexpr NameIndex kNameIndex = build_name_index();
+static_assert(!kNameIndex.second[0], "no name starts with a letter whose low six bits are those of NUL");
+
+}  // namespace
+
 void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
   in->unknown = nullptr;
   in->unknown_count = 0;
   if (!envp) return;
-  unsigned long long first = 0;  // first letters of the names (all ASCII upper case or digits)
-  for (int v = 0; v < kVarCount; v++) first |= 1ULL << (kOptions[v].name[0] & 63);
   // Each slot is loaded once: a thread's unsetenv may be moving the entries down meanwhile (the
   // library writes nothing then, but it reads first), and a slot read twice may be NULL the second time.
   for (char *const *e = envp;; e++) {
     const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);
     if (!entry) break;
-    if (!(first >> (entry[0] & 63) & 1)) continue;
+    // entry[1] is read only after entry[0] matched a first letter, so never past an empty entry's NUL.
+    const unsigned long long seconds = kNameIndex.second[entry[0] & 63];
+    if (!seconds || !(seconds >> (entry[1] & 63) & 1)) continue;
+    size_t n = 0;  // the name's length (names are short: this stops long before a value)
+    while (entry[n] != '=' && entry[n]) n++;
     bool known = false;
-    for (int v = 0; v < kVarCount; v++) {
-      const char *name = kOptions[v].name;
-      if (entry[0] != name[0]) continue;
-      size_t i = 1;
-      while (name[i] && entry[i] == name[i]) i++;
-      if (!name[i] && entry[i] == '=') {
-        if (!in->var[v]) in->var[v] = entry + i + 1;  // a later duplicate is known, not read
+    if (n <= kNameMax && entry[n] == '=') {
+      for (int k = 0; k < kNameIndex.count[n] && !known; k++) {
+        const Var v = Var(kNameIndex.var[n][k]);
+        const char *name = kOptions[v].name;
+        size_t i = n;
+        while (i && entry[i - 1] == name[i - 1]) i--;
+        if (i) continue;
+        if (!in->var[v]) in->var[v] = entry + n + 1;  // a later duplicate is known, not read
         known = true;
-        break;
       }
     }
     if (known) continue;

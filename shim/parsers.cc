@@ -7,21 +7,23 @@
 
 namespace ucxtls {
 
-// Calls fn(line, len) for each line of text.
+// Calls fn(line, len) for each line of text (memchr finds each end a word at a time).
 template <typename Fn>
 static void each_line(const char *text, size_t len, Fn fn) {
   size_t i = 0;
   while (i < len) {
-    size_t j = i;
-    while (j < len && text[j] != '\n') j++;
+    const char *nl = static_cast<const char *>(memchr(text + i, '\n', len - i));
+    const size_t j = nl ? size_t(nl - text) : len;
     fn(text + i, j - i);
     i = j + 1;
   }
 }
 
-// "Key:<blanks>value" -> value (trimmed) when the line starts with key.
-static bool keyed_value(const char *line, size_t n, const char *key, const char **v, size_t *vn) {
-  size_t k = strlen(key);
+// "Key:<blanks>value" -> value (trimmed) when the line starts with key (a literal: its length is
+// known at compile time).
+template <size_t K>
+static bool keyed_value(const char *line, size_t n, const char (&key)[K], const char **v, size_t *vn) {
+  constexpr size_t k = K - 1;
   if (n < k || memcmp(line, key, k)) return false;
   *v = line + k;
   *vn = n - k;
@@ -31,9 +33,11 @@ static bool keyed_value(const char *line, size_t n, const char *key, const char 
 
 bool parse_nvidia_information(const char *text, size_t len, NvInfo *out) {
   *out = NvInfo();
+  // Runs in every process on an NVIDIA node: only lines that start like a key ('D', 'G') are compared.
   each_line(text, len, [&](const char *line, size_t n) {
     const char *v;
     size_t vn;
+    if (!n || (line[0] != 'D' && line[0] != 'G')) return;
     if (keyed_value(line, n, "Device Minor:", &v, &vn)) {
       long m;
       if (parse_long(v, vn, &m) && m >= 0 && m < 1000000) out->has_minor = true, out->minor = m;

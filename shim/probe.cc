@@ -41,8 +41,9 @@ long all_digits(const char *s) {
 }
 
 const char *basename_of(const char *path) {
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
+  const char *p = path + strlen(path);  // from the end: the base name is the short part
+  while (p > path && p[-1] != '/') p--;
+  return p;
 }
 
 void describe_variable(Text &t, const char *name, const char *value) {

@@ -17,23 +17,26 @@ __attribute__((noinline)) bool is_directory(const char *path) {
 // The probe loop the ladder and the family question share: ask which fact is missing, probe it,
 // ask again, until nothing is. Each pass fills one fact; there are only so many facts, so the
 // loop is bounded. The sysroot's last rule (a directory: options.h sysroot_problem) is checked
-// once, just before the first probe, so the paths that probe nothing (UCX_TLS set, disabled) stay
-// free of system calls; a sysroot that is not usable marks the settings invalid, and ask() is
-// asked again.
+// once the facts are in, and only when no call under the sysroot succeeded (one that did proves
+// it a directory: a replayed node pays no call for it); so the paths that probe nothing (UCX_TLS
+// set, disabled) stay free of system calls. A sysroot that is not usable marks the settings
+// invalid, and ask() is asked again: the decision is pure, so what the probes of a bad sysroot
+// found is never used.
 template <typename Ask>
 void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, Facts *f) {
   bool sysroot_checked = !s->sysroot;
   for (int pass = 0; pass < 16; pass++) {
     const Need need = ask(*s);
-    if (need == Need::nothing) return;
-    if (!sysroot_checked) {
-      sysroot_checked = true;
-      if (const char *why = sysroot_problem(s->sysroot, true, is_directory(s->sysroot))) {
-        mark_invalid(s, kSysroot, why);
-        continue;
-      }
+    if (need != Need::nothing) {
+      probe(need, in, *s, o, f);
+      continue;
     }
-    probe(need, in, *s, o, f);
+    if (sysroot_checked) return;
+    sysroot_checked = true;
+    if (sysroot_answered()) return;
+    const char *why = sysroot_problem(s->sysroot, true, is_directory(s->sysroot));
+    if (!why) return;
+    mark_invalid(s, kSysroot, why);
   }
 }
 

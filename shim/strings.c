@@ -16,15 +16,26 @@
 
 #define LOCAL __attribute__((visibility("hidden")))
 
-/* Unaligned 8-byte access that may alias anything: memcpy moves words, then the tail. */
 typedef unsigned long long __attribute__((may_alias, aligned(1))) word_t;
+
+/* Unaligned 8-byte access that may alias anything: memcpy moves words, then the last word (which may
+ * overlap the one before: the buffers do not overlap, so that is the same bytes twice), or, under 8
+ * bytes, a 4-, 2- and 1-byte step. The paths it copies are 10 to 60 bytes. */
+typedef unsigned int __attribute__((may_alias, aligned(1))) half_t;
+typedef unsigned short __attribute__((may_alias, aligned(1))) quarter_t;
 
 LOCAL void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
   unsigned char *d = dst;
   const unsigned char *s = src;
-  for (; n >= sizeof(word_t); n -= sizeof(word_t), d += sizeof(word_t), s += sizeof(word_t))
-    *(word_t *)d = *(const word_t *)s;
-  while (n--) *d++ = *s++;
+  if (n >= sizeof(word_t)) {
+    const size_t last = n - sizeof(word_t);
+    for (size_t i = 0; i < last; i += sizeof(word_t)) *(word_t *)(d + i) = *(const word_t *)(s + i);
+    *(word_t *)(d + last) = *(const word_t *)(s + last);
+    return dst;
+  }
+  if (n & 4) *(half_t *)d = *(const half_t *)s, d += 4, s += 4;
+  if (n & 2) *(quarter_t *)d = *(const quarter_t *)s, d += 2, s += 2;
+  if (n & 1) *d = *s;
   return dst;
 }
 
@@ -52,10 +63,18 @@ LOCAL int memcmp(const void *a, const void *b, size_t n) {
   return 0;
 }
 
+/* A word at a time while 8 bytes remain (a word holding c has a zero byte after the xor), never
+ * reading past s + n; then the bytes of the word that holds it, or of the tail. */
 LOCAL void *memchr(const void *s, int c, size_t n) {
   const unsigned char *p = s;
+  const unsigned char ch = (unsigned char)c;
+  const unsigned long long ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL, pattern = ones * ch;
+  for (; n >= sizeof(word_t); n -= sizeof(word_t), p += sizeof(word_t)) {
+    const unsigned long long w = *(const word_t *)p ^ pattern;
+    if ((w - ones) & ~w & highs) break;
+  }
   for (; n; n--, p++)
-    if (*p == (unsigned char)c) return (void *)p;
+    if (*p == ch) return (void *)p;
   return NULL;
 }
 

@@ -49,9 +49,17 @@ long raw_syscall(long nr, long a, long b, long c, long d, long e, long f) {
 // EACCES, a path too long for our buffer...) means the probe cannot tell.
 bool absent(long err) { return err == -ENOENT || err == -ENOTDIR || err == -EISDIR || err == -ELOOP; }
 
+static bool g_sysroot_answered;
+bool sysroot_answered() { return g_sysroot_answered; }
+// A call's result on p, noted when p is under the sysroot and the call succeeded.
+static long noted(const Path &p, long r) {
+  if (r >= 0 && p.rooted) g_sysroot_answered = true;
+  return r;
+}
+
 int path_access(const Path &p, int mode) {
   if (!p.ok()) return -ENAMETOOLONG;
-  return int(raw_syscall(SYS_faccessat, AT_FDCWD, long(p.buf), mode));
+  return int(noted(p, raw_syscall(SYS_faccessat, AT_FDCWD, long(p.buf), mode)));
 }
 
 bool path_exists(const Path &p) { return path_access(p, F_OK) == 0; }
@@ -61,7 +69,7 @@ bool path_exists(const Path &p) { return path_access(p, F_OK) == 0; }
 // 64-bit kernels force it for 64-bit processes, where the headers define it as 0.
 static int open_flags(const Path &p, int flags) {
   if (!p.ok()) return -ENAMETOOLONG;
-  return int(raw_syscall(SYS_openat, AT_FDCWD, long(p.buf), flags | O_LARGEFILE));
+  return int(noted(p, raw_syscall(SYS_openat, AT_FDCWD, long(p.buf), flags | O_LARGEFILE)));
 }
 
 int open_ro(const Path &p) { return open_flags(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); }
@@ -95,7 +103,7 @@ ssize_t read_small(const Path &p, char *buf, size_t cap) {
 ssize_t read_link(const Path &p, char *buf, size_t cap) {
   if (!p.ok()) return -ENAMETOOLONG;
   if (cap < 2) return -EINVAL;
-  ssize_t n = raw_syscall(SYS_readlinkat, AT_FDCWD, long(p.buf), long(buf), long(cap - 1));
+  ssize_t n = noted(p, raw_syscall(SYS_readlinkat, AT_FDCWD, long(p.buf), long(buf), long(cap - 1)));
   if (n < 0) return n;
   buf[n] = '\0';
   return n;
@@ -318,6 +326,15 @@ void *map_pages(size_t bytes) {
   const long r = raw_syscall(SYS_mmap, 0, long(bytes), prot, flags, -1, 0);
 #endif
   return r < 0 && r > -4096 ? nullptr : reinterpret_cast<void *>(r);
+}
+
+UCXTLS_FILE_BACKED_AT("1") static char g_first_block[2048] __attribute__((aligned(16)));
+static bool g_first_block_used;
+
+void *allocate_block(size_t bytes) {
+  if (g_first_block_used || bytes > sizeof g_first_block) return map_pages(bytes);
+  g_first_block_used = true;
+  return g_first_block;
 }
 
 unsigned effective_uid() {

@@ -14,7 +14,11 @@
 
 // Large static scratch (the constructor keeps its stack small, since the host's may be): placed in
 // .data, not .bss. Zero-filled pages past the file would cost every process one more mmap at load.
-#define UCXTLS_FILE_BACKED __attribute__((section(".data.ucxtls")))
+// The library is linked with --sort-section=name: the sections ".data.ucxtls.<n>..." follow in the
+// order of n, first in .data (which starts on a page), so that what every path writes (the facts
+// and the decision's head) shares one page, and what only some paths write comes after.
+#define UCXTLS_FILE_BACKED_AT(order) __attribute__((section(".data.ucxtls." order)))
+#define UCXTLS_FILE_BACKED UCXTLS_FILE_BACKED_AT("2probe")
 
 namespace ucxtls {
 
@@ -29,24 +33,41 @@ size_t root_length(const char *sysroot);
 struct Path {
   char buf[512];
   Text text;  // writes into buf
+  bool rooted = false;  // starts with the sysroot
   // sysroot may be NULL. Inline, so that the length of a literal `abs` is known at compile time;
   // the sysroot's is measured once per process (root_length).
   Path(const char *sysroot, const char *abs) {
     text.init(buf, sizeof buf);
-    if (sysroot) text.add(sysroot, root_length(sysroot));
-    text.add(abs, __builtin_strlen(abs));
+    if (sysroot) text.add(sysroot, root_length(sysroot)), rooted = true;
+    append(abs, __builtin_strlen(abs));
   }
   Path(const Path &o);                         // copy the used bytes only, not all of buf
   Path &operator=(const Path &o);
-  Path &add(const char *s) { return text.add(s, __builtin_strlen(s)), *this; }
+  Path &add(const char *s) { return append(s, __builtin_strlen(s)); }
   Path &add(const char *s, size_t n) { return text.add(s, n), *this; }
   Path &add_num(long v) { return text.add((long long)v), *this; }
   bool ok() const { return !text.truncated; }
+
+ private:
+  // A literal part (its length known here) is copied in place, without a call; anything that
+  // might not fit, and every other part, through Text::add, which cuts it.
+  Path &append(const char *s, size_t n) {
+    if (__builtin_constant_p(n) && n < 64 && text.len + n < sizeof buf) {
+      __builtin_memcpy(buf + text.len, s, n);
+      text.len += n;
+      buf[text.len] = '\0';
+      return *this;
+    }
+    return text.add(s, n), *this;
+  }
 };
 
 // Every call below returns a negative errno on failure, so that the probes can tell "not there"
 // (absent(), a real negative answer) from "cannot tell" (EMFILE, ENOMEM, EIO, EACCES...).
 bool absent(long err);                                      // -ENOENT, -ENOTDIR, -EISDIR, -ELOOP
+// Whether a call on a path under the sysroot has succeeded in this process: the sysroot is then a
+// directory, without a call of its own to say so (probe_loop.cc).
+bool sysroot_answered();
 bool path_exists(const Path &p);                            // access(F_OK) == 0
 int path_access(const Path &p, int mode);                   // 0 or -errno
 ssize_t read_small(const Path &p, char *buf, size_t cap);   // one read: bytes, or -errno
@@ -95,6 +116,12 @@ long thread_count();
 // strings and array it publishes (environ_edit.cc). Not malloc: a host may define its own, and a
 // preloaded constructor runs before the host's constructors set it up. NULL when there is no memory.
 void *map_pages(size_t bytes);
+
+// The environment edit's block (environ_edit.cc): the first one that fits is static storage on the
+// page the facts share (sys.h UCXTLS_FILE_BACKED_AT), which every path writes already: a write of
+// UCX_TLS costs no mmap and no fresh page. A larger or a later one is map_pages. Never freed; the
+// library is linked -z nodelete, so a dlclose never unmaps an environment published from it.
+void *allocate_block(size_t bytes);
 
 // --- implementation details of read_chunks
 int open_ro(const Path &p);                              // fd, or -errno
