@@ -128,6 +128,15 @@ void write_all(Decision *d, Reason why) {
   d->note(why);
 }
 
+// No device runs rc: all, or, where a RoCE port UCX lists cannot be opened (all fails there as
+// well), UCX's default without its verbs transports.
+void write_without_rc(const Facts &f, Decision *d) {
+  if (!f.rdma_unopenable) return write_all(d, Reason::all_without_rc);
+  memcpy(d->value, kDenyIb, sizeof kDenyIb);
+  d->action = Action::set;
+  d->note(Reason::deny_ib);
+}
+
 }  // namespace
 
 FamilyAnswer which_family(const Settings &s, const Facts &f) {
@@ -252,8 +261,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
       case FactState::known: break;
     }
     d->note(Reason::rdma);
-    if (default_template && f.rdma.value == Tri::no && d->family != Family::none)
-      return write_all(d, Reason::all_without_rc);
+    if (default_template && f.rdma.value == Tri::no && d->family != Family::none) return write_without_rc(f, d);
     if (guarded) {
       d->action = leave_unset;
       return d->note(Reason::cuda_list_fits);

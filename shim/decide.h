@@ -75,6 +75,9 @@ struct DriverFact : FactOf<kDriverEvidenceMax> {
 struct Facts {
   Fact rdma;                // yes: a device UCX's rc transport runs on (CA, port ACTIVE, uverbs node)
   bool rdma_mlx5 = false;   // ... and one of them is a ConnectX
+  // None runs rc, and a RoCE port UCX lists cannot be opened by this process (device_rules.h
+  // RocePort::no_ndev_here): UCX's default fails there too, so the default writes kDenyIb.
+  bool rdma_unopenable = false;
   Fact ucx_conf;            // yes: a ucx.conf that UCX reads assigns UCX_TLS
   DriverFact driver;
   FamilyFact family[kFamilies];  // indexed by Family (none unused)
@@ -133,6 +136,7 @@ enum class Reason : uint8_t {
   no_gpu,             // step 5: no family, default template
   rdma,               // step 7: the RDMA evidence
   all_without_rc,     // step 7: all
+  deny_ib,            // step 7: ^ib: a RoCE port UCX lists cannot be opened, and nothing else runs rc
   all_other_family,   // step 7: all: a hard-coded CUDA list names none of this node's GPU transports
   cuda_list_fits,     // step 7: NVIDIA GPUs and rc: UCX's own default stands, a hard-coded CUDA list too
   write_always,       // UCXTLS_WRITE=always: the default template on every GPU node

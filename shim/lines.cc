@@ -102,6 +102,10 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
     case Reason::all_without_rc:
       r.add("no RDMA device UCX's rc transport runs on: all (UCX's own default), so a hard-coded rc list cannot break this node");
       break;
+    case Reason::deny_ib:
+      r.add("^ib: UCX lists a RoCE port it cannot open here (so all would fail \"Address not valid\") and no "
+            "other device runs rc: UCX's default without its verbs transports");
+      break;
     case Reason::all_other_family:
       r.add("all (UCX's own default, with ").add(family_name(x.d.family))
           .add("'s copy transport), so a hard-coded rc_x,rc,dc_x,dc,cuda_copy cannot displace it on these GPUs");

@@ -87,6 +87,17 @@ ROWS = [
     ("rxe", {**ALWAYS}, "rc,ze_copy"),
     ("omnipath", {**ALWAYS}, "rc,rocm_copy"),
     ("container-efa-and-mlx5", {**ALWAYS}, C),                          # its one node is a ConnectX
+    # RoCE ports by their GIDs (UCX's GID selection: shim/probe_rdma.cc check_roce)
+    ("roce-connectx", {}, UNSET),                               # GIDs on its net device, here: rc runs
+    ("roce-connectx", {**ALWAYS}, C),
+    ("roce-zero-gids", {}, ALL),                                # GID 0 zero: UCX does not list the port
+    ("roce-zero-gids", {**ALWAYS}, ALL),
+    ("roce-bond-elsewhere", {}, "^ib"),                         # bond0 not here: UCX cannot open the port
+    ("roce-bond-elsewhere", {**ALWAYS}, "^ib"),
+    ("roce-bond-elsewhere", {"UCXTLS_ACCEL": "rocm"}, ALL),     # AMD and Intel: the default reads no network
+    ("roce-bond-elsewhere", {**ALWAYS, "UCXTLS_ACCEL": "ze"}, "^ib"),
+    ("roce-bond-elsewhere", {"UCXTLS_TEMPLATE": "{rdma},tcp,{copy}"}, "tcp,cuda_copy"),  # a user template as written
+    ("roce-bond-elsewhere", {"UCXTLS_ACCEL": "none"}, UNSET),   # no GPU: nothing to fix
     ("kfd-without-topology", {**ALWAYS}, Z),                            # no KFD topology: no ROCm GPU
     ("container-one-of-eight", {"UCXTLS_TEMPLATE": "{rdma},{copy}"}, C),
     # The portable intra-node template: {ipc} is cuda_ipc / rocm_ipc, nothing on Intel
