@@ -81,6 +81,21 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
         r.add("; UCXTLS_DERIVED (a stale marker) removed, so the repaired value is never taken for ours");
       break;
     }
+    case Reason::lacks_copy:
+    case Reason::copy_denied:
+    case Reason::copy_appended:
+    case Reason::append_too_long:
+    {
+      const Copy v = st.reason == Reason::copy_denied ? Copy::denied : Copy::lacks;
+      r.add("it ");
+      describe_copy_problem(v, x.d.family, r);
+      r.add("; ");
+      if (st.reason == Reason::copy_appended) r.add("UCXTLS_REPAIR=1: ").add(copy_transport(x.d.family)).add(" appended");
+      else if (st.reason == Reason::append_too_long) r.add("UCXTLS_REPAIR=1: too long with it, kept");
+      else describe_copy_fix(v, x.d.family, r);
+      if (st.reason == Reason::copy_appended && repair_drops_marker(x.in, x.d)) r.add("; stale UCXTLS_DERIVED removed");
+      break;
+    }
     case Reason::invalid: {
       if (x.d.invalid_var >= kVarCount) break;
       const char *v = x.in.get(x.d.invalid_var);
