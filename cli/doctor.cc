@@ -199,9 +199,14 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
   found.problems.insert(found.problems.end(), problems.begin(), problems.end());
   if (empty) return empty_value(source);
   if (gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
+  // The value cannot carry this node's GPU memory (repair.h copy_verdict), whoever set it: its
+  // line first, the build's (which no value can fix) last.
+  int status = 0;
+  if (!nothing && copy_verdict(value.c_str(), r.family) != Copy::carries)
+    status = fail(kFailed, "doctor: " + gpu_mismatch_warning(value.c_str(), r.family));
   if (!missing.empty()) return missing_status(missing);
   if (serious) return fail(kFailed, "doctor: " + problems[0]);
-  return 0;
+  return status;
 }
 
 // The registered transports that have a device on this node, by the node's facts (the plain

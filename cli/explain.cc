@@ -65,12 +65,14 @@ std::string summary(const Report &r) {
   const char *value = effective_value(r.in, d);
   const bool written = d.action == Action::set || d.action == Action::repair;
   std::string what, why;
-  if (written && !strcmp(value, "all")) what = "UCX_TLS=all, UCX's own default, written by ucxtls";
+  const bool fixed = written && (!strcmp(value, kAllTransports) || !strcmp(value, kDenyIb));  // not composed
+  if (written && !strcmp(value, kAllTransports)) what = "UCX_TLS=all, UCX's own default, written by ucxtls";
+  else if (fixed) what = "UCX_TLS=^ib, UCX's default without its verbs transports, written by ucxtls";
   else if (written) what = std::string("UCX_TLS=") + value + (d.action == Action::repair ? ", repaired by ucxtls" : ", written by ucxtls");
   else if (value) what = "UCX_TLS=" + shell_quote(value) + ", set before ucxtls ran";
   else if (r.f.ucx_conf.value == Tri::yes) what = std::string("the UCX_TLS of ") + r.f.ucx_conf.evidence;
   else what = "UCX's own default (UCX_TLS unset: all)";
-  if (d.action == Action::set && strcmp(value, "all"))
+  if (d.action == Action::set && !fixed)
     why = std::string("the template ") + r.s.tmpl + " composed for " + family_name(r.family) +
           (r.s.template_from_user ? " (UCXTLS_TEMPLATE)" : r.s.write_always ? " (UCXTLS_WRITE=always)" : "");
   else if (d.nsteps)
@@ -103,7 +105,8 @@ void explain_text(const Report &r) {
   const bool composed = r.d.action == Action::set || r.d.action == Action::repair;
   print_line("family    %s (%s)\n", family_name(r.family),
          !r.family_decided ? "what the probe sees; the decision did not need it"
-         : composed && !strcmp(value, "all") ? "all, UCX's own default, is written for its GPUs"
+         : composed && !strcmp(value, kAllTransports) ? "all, UCX's own default, is written for its GPUs"
+         : composed && !strcmp(value, kDenyIb) ? "^ib, UCX's default without its verbs transports, is written for its GPUs"
          : composed                     ? "the value is composed for it"
          : r.family == Family::none     ? "no GPU family found: nothing is composed"
                                         : "the decision's; nothing is written");

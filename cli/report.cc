@@ -80,7 +80,19 @@ void evaluate_loaded(Report *r, bool secure, const char *tmpl) {
 }
 
 std::string gpu_mismatch_warning(const char *value, Family family) {
-  if (!value || !gpu_mismatch(value, family)) return "";
+  if (!value) return "";
+  const Copy copy = copy_verdict(value, family);
+  if (copy != Copy::carries && !gpu_mismatch(value, family)) {  // no GPU transport of any family (repair.h)
+    char words[512];
+    Text t;
+    t.init(words, sizeof words);
+    t.add("UCX_TLS ");
+    describe_copy_problem(copy, family, t);
+    t.add("; ");
+    describe_copy_fix(copy, family, t);
+    return words;
+  }
+  if (!gpu_mismatch(value, family)) return "";
   char names[kValueMax];
   Text t;
   t.init(names, sizeof names);

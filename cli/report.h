@@ -40,7 +40,9 @@ void evaluate_loaded(Report *r, bool secure, const char *tmpl = nullptr);
 // The case ucxtls exists for: a UCX_TLS value naming another family's GPU transports and none of
 // the GPUs this process can use (an Intel node given the CUDA list; repair.h gpu_mismatch), in
 // words (the library's describe_foreign_entries): UCX then has no transport for this GPU's memory.
-// "" when not (family none: never). explain prints it for a kept value, doctor for the value it judges.
+// "" when not (family none: never). Also a value that cannot carry their memory at all (repair.h
+// copy_verdict: tcp on an NVIDIA node, ^cuda_copy). explain prints it for a kept value, doctor for
+// the value it judges.
 std::string gpu_mismatch_warning(const char *value, Family family);
 
 // The library's own stderr line for this decision (lines.h format_line), with its newline.

@@ -14,7 +14,7 @@ cpus=$(nproc 2>/dev/null || echo 2)
 JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 
 # What each package is for:
-#   cmake g++ make python3 binutils  build, test drivers, readelf/nm/objdump checks
+#   cmake g++ make python3 binutils  build (scripts/build-packages.sh), test drivers, readelf/nm/objdump checks
 #   doctest-dev                      unit tests
 #   ucx-utils libucx-dev             ucx_info and UCX's ucp_client_server example (real consumers)
 #   openmpi-bin libopenmpi-dev       mpirun over UCX (the launcher recipe test)
@@ -46,7 +46,8 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #   hyperfine                        (benchmark only)
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
 # (UCXTLSTEST_TORCH=1; it SKIPs and says so otherwise).
-PACKAGES=(cmake g++ make python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
+. scripts/build-packages.sh  # the build's own: cmake g++ make
+PACKAGES=("${BUILD_PACKAGES[@]}" python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
           gcc-multilib g++-multilib rpm dpkg-dev lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv

@@ -87,6 +87,18 @@ void error(Decision *d, Reason r) {
   d->note(r);
 }
 
+// Step 3, a kept value without this node's copy transport (and no other family's GPU transports,
+// which the mismatch rule below rewrites): named; with UCXTLS_REPAIR an allow list gets it appended.
+void lacks_copy(const Settings &s, Family fam, Copy copy, const char *tls, Decision *d) {
+  d->family = fam;
+  d->lacks_copy = true;
+  if (copy == Copy::denied || !s.repair) return d->note(copy == Copy::denied ? Reason::copy_denied : Reason::lacks_copy);
+  if (!append_copy(tls, fam, d->value, sizeof d->value)) return d->note(Reason::append_too_long);
+  d->action = Action::repair;
+  d->family_known = true;
+  d->note(Reason::copy_appended);
+}
+
 // Step 3: the user's UCX_TLS stands. A value naming another GPU family's transports and none of
 // this node's is looked at only when someone will read about it (the debug line, `explain`) or
 // asked to repair it: the family probe costs nothing otherwise.
@@ -100,14 +112,17 @@ void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decisi
     d->invalid_why = s.invalid_why;
     return error(d, Reason::invalid);
   }
-  if (!gpu_families_named(tls) || (!d->explained && !s.repair)) return;
+  if (!d->explained && !s.repair) return;
   const FamilyAnswer a = which_family(s, f);
   if (a.need != Need::nothing) {
     d->action = Action::need;
     d->need = a.need;
     return;
   }
-  if (a.cannot_tell || !gpu_mismatch(tls, a.family)) return;
+  if (a.cannot_tell) return;
+  const Copy copy = copy_verdict(tls, a.family);
+  if (copy != Copy::carries && !gpu_mismatch(tls, a.family)) return lacks_copy(s, a.family, copy, tls, d);
+  if (!gpu_mismatch(tls, a.family)) return;
   d->family = a.family;
   d->mismatch = true;
   if (!s.repair) return d->note(Reason::mismatch);
@@ -126,6 +141,15 @@ void write_all(Decision *d, Reason why) {
   memcpy(d->value, kAllTransports, sizeof kAllTransports);
   d->action = Action::set;
   d->note(why);
+}
+
+// No device runs rc: all, or, where a RoCE port UCX lists cannot be opened (all fails there as
+// well), UCX's default without its verbs transports.
+void write_without_rc(const Facts &f, Decision *d) {
+  if (!f.rdma_unopenable) return write_all(d, Reason::all_without_rc);
+  memcpy(d->value, kDenyIb, sizeof kDenyIb);
+  d->action = Action::set;
+  d->note(Reason::deny_ib);
 }
 
 }  // namespace
@@ -164,6 +188,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   d->error = false;
   d->unknown_fact = false;
   d->mismatch = false;
+  d->lacks_copy = false;
   d->value[0] = '\0';
   d->nsteps = 0;
 
@@ -252,8 +277,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
       case FactState::known: break;
     }
     d->note(Reason::rdma);
-    if (default_template && f.rdma.value == Tri::no && d->family != Family::none)
-      return write_all(d, Reason::all_without_rc);
+    if (default_template && f.rdma.value == Tri::no && d->family != Family::none) return write_without_rc(f, d);
     if (guarded) {
       d->action = leave_unset;
       return d->note(Reason::cuda_list_fits);

@@ -75,6 +75,9 @@ struct DriverFact : FactOf<kDriverEvidenceMax> {
 struct Facts {
   Fact rdma;                // yes: a device UCX's rc transport runs on (CA, port ACTIVE, uverbs node)
   bool rdma_mlx5 = false;   // ... and one of them is a ConnectX
+  // None runs rc, and a RoCE port UCX lists cannot be opened by this process (device_rules.h
+  // RocePort::no_ndev_here): UCX's default fails there too, so the default writes kDenyIb.
+  bool rdma_unopenable = false;
   Fact ucx_conf;            // yes: a ucx.conf that UCX reads assigns UCX_TLS
   DriverFact driver;
   FamilyFact family[kFamilies];  // indexed by Family (none unused)
@@ -99,7 +102,7 @@ enum class Action : uint8_t {
   skip,  // do nothing; UCX_TLS stays as it is (unset, or the user's when the library is off)
   clear,  // remove an inherited UCX_TLS/UCXTLS_DERIVED pair: the answer here is "leave unset"
   repair  // UCXTLS_REPAIR: write UCX_TLS = value, the user's kept value with another family's
-          // GPU transports rewritten to this node's, and remove a UCXTLS_DERIVED present (a stale
+          // GPU transports rewritten to this node's (or its copy transport appended), and remove a UCXTLS_DERIVED present (a stale
           // marker): the marker never names a repaired value, which is the user's, so a child
           // elsewhere repairs again and never re-derives it as ours
 };
@@ -122,6 +125,10 @@ enum class Reason : uint8_t {
   repaired,           // ... and UCXTLS_REPAIR rewrote it
   nothing_remains,    // ... nothing of it would remain: kept
   repair_too_long,    // ... the repaired value would not fit (kValueMax): kept
+  lacks_copy,         // step 3: the kept allow list names no copy transport of this node's family
+  copy_denied,        // step 3: the kept deny list removes it
+  copy_appended,      // ... and UCXTLS_REPAIR appended it
+  append_too_long,    // ... the value with it would not fit (kValueMax): kept
   invalid,            // step 4: the error line
   sysroot,            // a replayed machine
   ucx_conf,           // step 6
@@ -133,6 +140,7 @@ enum class Reason : uint8_t {
   no_gpu,             // step 5: no family, default template
   rdma,               // step 7: the RDMA evidence
   all_without_rc,     // step 7: all
+  deny_ib,            // step 7: ^ib: a RoCE port UCX lists cannot be opened, and nothing else runs rc
   all_other_family,   // step 7: all: a hard-coded CUDA list names none of this node's GPU transports
   cuda_list_fits,     // step 7: NVIDIA GPUs and rc: UCX's own default stands, a hard-coded CUDA list too
   write_always,       // UCXTLS_WRITE=always: the default template on every GPU node
@@ -155,6 +163,7 @@ struct Decision {
   bool error = false;         // an invalid setting: steps[0] is the one-line error
   bool unknown_fact = false;  // a probe could not finish: nothing written on a guess
   bool mismatch = false;      // the kept UCX_TLS names another GPU family's transports, none of this node's
+  bool lacks_copy = false;    // ... or no copy transport of this node's family at all (repair.h copy_verdict)
   // Somebody will read the reasons (the debug line, `explain`): the one thing that makes the
   // ladder look further than its answer needs (a kept value's family). run_ladder sets it.
   bool explained = false;

@@ -32,6 +32,43 @@ const char *rdma_ports_problem(const long states[kPortStates], long seen) {
   return "no port is ACTIVE";
 }
 
+bool link_layer_ethernet(const char *b, size_t n) {
+  static const char kEthernet[] = "Ethernet";
+  const size_t k = sizeof kEthernet - 1;
+  return n >= k && !memcmp(b, kEthernet, k) && (n == k || b[k] == '\n');
+}
+
+Gid parse_gid(const char *b, size_t n) {
+  int digits = 0;
+  bool interface_id = false;  // a nonzero digit among the last 16 of 32
+  for (size_t i = 0; i < n; i++) {
+    const char c = b[i];
+    if (c == ':') continue;
+    if (c == '\n' && i == n - 1) break;
+    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    if (!hex || digits == 32) return Gid::malformed;
+    if (digits++ >= 16 && c != '0') interface_id = true;
+  }
+  if (digits != 32) return Gid::malformed;
+  return interface_id ? Gid::valid : Gid::zero;
+}
+
+size_t net_device_name(const char *b, size_t n) {
+  constexpr size_t kIfNameMax = 15;  // IFNAMSIZ - 1
+  while (n && (b[n - 1] == '\n' || b[n - 1] == ' ')) n--;
+  if (!n || n > kIfNameMax || memchr(b, '/', n) || memchr(b, '\0', n)) return 0;
+  if ((n == 1 && b[0] == '.') || (n == 2 && b[0] == '.' && b[1] == '.')) return 0;
+  return n;
+}
+
+const char *roce_port_problem(RocePort p) {
+  switch (p) {
+    case RocePort::no_gid0: return "GID 0 is zero: UCX does not list it";
+    case RocePort::no_ndev_here: return "not in this network namespace: UCX lists the port and cannot open it";
+    default: return nullptr;
+  }
+}
+
 bool intel_gpu_driver(const char *d) { return !strcmp(d, "i915") || !strcmp(d, "xe"); }
 
 bool intel_gpu(const PciUevent &pci) {

@@ -34,6 +34,29 @@ const char *rdma_node_type_problem(long node_type);
 // unknown one), none of them ACTIVE.
 const char *rdma_ports_problem(const long states[kPortStates], long ports_seen);
 
+// RoCE ports (link_layer Ethernet) as UCX selects their GID (probe_rdma.cc check_roce cites the
+// source): a GID is usable when its interface id (the last 8 bytes) is not zero, and UCX can
+// build an address handle from it, which needs the GID's net device in the process's network
+// namespace. InfiniBand ports need neither.
+bool link_layer_ethernet(const char *buf, size_t n);  // the port's link_layer file says Ethernet
+// One GID as sysfs prints it ("%pI6": fe80:0000:0000:0000:0e42:a1ff:fe12:3456): valid, zero
+// (UCX's uct_ib_device_is_gid_valid says no: the interface id is zero), or malformed.
+enum class Gid : unsigned char { valid, zero, malformed };
+Gid parse_gid(const char *buf, size_t n);
+// A net device name as gid_attrs/ndevs/N holds it (IFNAMSIZ, no '/'): its length without the
+// newline, or 0 when it is no name.
+size_t net_device_name(const char *buf, size_t n);
+constexpr long kGidMax = 1024;  // the largest GID table in the kernel (rxe); mlx5 has 255
+enum class RocePort : unsigned char {
+  usable,       // a valid GID on a net device of this namespace
+  no_gid0,      // GID 0 is zero or missing: UCX's port check skips the port (not listed)
+  no_ndev_here  // GID 0 is valid, so UCX lists the port, but no valid GID's net device is here:
+                // uct_iface_open fails "Address not valid" (UCS_ERR_INVALID_ADDR)
+};
+// Why such a port runs no rc (after "RoCE port N: " and, for no_ndev_here, its GIDs' net
+// device), or NULL when it is usable.
+const char *roce_port_problem(RocePort p);
+
 // ---------------------------------------------------------------------------------------------
 // Intel GPUs for Level Zero: bound to i915 or xe, vendor 0x8086, display class 0x03xxxx (the
 // compute runtime's rule; Gaudi's habanalabs and the NPU's intel_vpu are not ze).

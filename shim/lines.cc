@@ -81,6 +81,21 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
         r.add("; UCXTLS_DERIVED (a stale marker) removed, so the repaired value is never taken for ours");
       break;
     }
+    case Reason::lacks_copy:
+    case Reason::copy_denied:
+    case Reason::copy_appended:
+    case Reason::append_too_long:
+    {
+      const Copy v = st.reason == Reason::copy_denied ? Copy::denied : Copy::lacks;
+      r.add("it ");
+      describe_copy_problem(v, x.d.family, r);
+      r.add("; ");
+      if (st.reason == Reason::copy_appended) r.add("UCXTLS_REPAIR=1: ").add(copy_transport(x.d.family)).add(" appended");
+      else if (st.reason == Reason::append_too_long) r.add("UCXTLS_REPAIR=1: too long with it, kept");
+      else describe_copy_fix(v, x.d.family, r);
+      if (st.reason == Reason::copy_appended && repair_drops_marker(x.in, x.d)) r.add("; stale UCXTLS_DERIVED removed");
+      break;
+    }
     case Reason::invalid: {
       if (x.d.invalid_var >= kVarCount) break;
       const char *v = x.in.get(x.d.invalid_var);
@@ -101,6 +116,10 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
     case Reason::rdma: r.add("rdma: ").add(x.f.rdma.evidence); break;
     case Reason::all_without_rc:
       r.add("no RDMA device UCX's rc transport runs on: all (UCX's own default), so a hard-coded rc list cannot break this node");
+      break;
+    case Reason::deny_ib:
+      r.add("^ib: UCX lists a RoCE port it cannot open here (so all would fail \"Address not valid\") and no "
+            "other device runs rc: UCX's default without its verbs transports");
       break;
     case Reason::all_other_family:
       r.add("all (UCX's own default, with ").add(family_name(x.d.family))

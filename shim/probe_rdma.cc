@@ -21,7 +21,8 @@ struct RdmaDevice {
   char name[64] = {};      // the IB device name (ibdev)
   char driver[32] = {};    // the PCI driver, "" for a virtual device (rxe, siw)
   long port = 0;           // the ACTIVE port
-  char why[96] = {};       // why it is not usable, in a user's words
+  char why[160] = {};      // why it is not usable, in a user's words
+  bool unopenable = false;  // a RoCE port UCX lists but cannot open (RocePort::no_ndev_here)
   bool missing = false;    // the node is not there (gone since the listing)
   bool passed = false;     // not examined further: it cannot change the answer (see check_uverbs)
 };
@@ -65,6 +66,55 @@ bool node_accessible(const Settings &s, const char *node, RdmaDevice *out, Text 
   if (r == -EACCES || r == -EPERM) return why.add(node).add(" is not readable and writable here (UCX skips it)"), false;
   if (r < 0) return out->error = r, false;
   return true;
+}
+
+// A RoCE port (link_layer Ethernet), as UCX picks its GID (openucx/ucx v1.22.0,
+// src/uct/ib/base/): the port check that lists a port queries GID 0 (ib_device.c:774-781 with
+// UCX_IB_GID_INDEX=auto, :840-850), and a GID whose interface id is zero is invalid
+// (:913-923, :1412-1415), so the port is not listed and UCX runs without it. A listed port's
+// interface selects its GID (ib_iface.c:1428-1452, ib_device.c:1130-1209): every valid GID of
+// the table, by RoCE v2 then v1 and IPv4 then IPv6 (roce_prio, :1138-1145: every type and family
+// the kernel shows has a row, so neither rules a GID out), whose address handle can be created
+// (uct_ib_device_test_roce_gid_index, :954-980). With none, it returns the last entry's status
+// (:1170-1172, :1200-1209): an empty entry ends every real table, so UCS_ERR_INVALID_ADDR, and
+// uct_iface_open fails "Address not valid", which fails the whole worker (src/ucp/core/
+// ucp_worker.c:1190-1194). An address handle needs the GID's net device in the caller's network
+// namespace under MLNX_OFED's ib_core (ib_resolve_eth_dmac: rdma_check_gid_user_access); a
+// container given the host's mlx5_bond_0 without its bond is that case. So: GID 0 first (zero or
+// missing: not listed, out->port = 0), then each valid GID's gid_attrs/ndevs/N until one names
+// a device of /sys/class/net (sysfs shows the namespace's own). An empty entry's ndevs read fails
+// (ENODATA; a fixture leaves the file out); the gids files end the table.
+void check_roce(const Settings &s, RdmaDevice *out, Text &why) {
+  RocePort verdict = RocePort::no_ndev_here;
+  char ndev[16] = {};  // the first net device a GID names, for the evidence
+  for (long k = 0; k < kGidMax; k++) {
+    Path p(s.sysroot, "/sys/class/infiniband/");
+    p.add(out->name).add("/ports/").add_num(out->port).add("/gids/").add_num(k);
+    ssize_t n = read_file(p);
+    if (n < 0 && !absent(n)) return void(out->error = int(n));
+    if (n < 0 || parse_gid(g_file, size_t(n)) != Gid::valid) {
+      if (k == 0) verdict = RocePort::no_gid0;
+      if (k == 0 || n < 0) break;
+      continue;
+    }
+    p = Path(s.sysroot, "/sys/class/infiniband/");
+    p.add(out->name).add("/ports/").add_num(out->port).add("/gid_attrs/ndevs/").add_num(k);
+    n = read_file(p);
+    if (n < 0 && !absent(n) && n != -ENODATA && n != -EINVAL && n != -ENODEV) return void(out->error = int(n));
+    const size_t len = n > 0 ? net_device_name(g_file, size_t(n)) : 0;
+    if (!len) continue;
+    if (!ndev[0]) memcpy(ndev, g_file, len);
+    Path net(s.sysroot, "/sys/class/net/");
+    net.add(g_file, len);
+    const int r = path_access(net, F_OK);
+    if (r == 0) return;  // usable
+    if (!absent(r)) return void(out->error = r);
+  }
+  why.add("RoCE port ").add((long long)out->port).add(": ");
+  if (verdict == RocePort::no_ndev_here) why.add(ndev[0] ? "its GIDs' net device " : "no GID names a net device ").add(ndev).add(ndev[0] ? " is " : ", ");
+  why.add(roce_port_problem(verdict));
+  out->unopenable = verdict == RocePort::no_ndev_here;
+  out->port = 0;
 }
 
 // One path buffer, rebuilt for each file: the constructor runs on the host's stack. The reads go
@@ -117,6 +167,15 @@ void check_uverbs(const Settings &s, const char *node, bool listed, bool found_r
     const char *not_ca = rdma_node_type_problem(n > 0 ? parse_sysfs_enum(g_file, size_t(n)) : -1);
     if (not_ca) return void((out->port = 0, why.add(not_ca)));
   }
+  // The link layer: an InfiniBand port needs nothing more; a RoCE port needs a GID UCX can use.
+  p = Path(s.sysroot, "/sys/class/infiniband/");
+  p.add(out->name).add("/ports/").add_num(out->port).add("/link_layer");
+  n = read_file(p);
+  if (n < 0 && !absent(n)) return void(out->error = int(n));
+  if (n > 0 && link_layer_ethernet(g_file, size_t(n))) {
+    check_roce(s, out, why);
+    if (!out->port || out->error) return;
+  }
   if (listed && !node_accessible(s, node, out, why)) return void(out->port = 0);
   out->kind = rdma_runs(kind);
 }
@@ -136,7 +195,8 @@ UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts
   Rdma best = Rdma::none;
   int usable = 0, unusable = 0;
   Failure fail;
-  char first_usable[96] = {}, first_unusable[96] = {};
+  char first_usable[96] = {}, first_unusable[kEvidenceMax] = {};
+  bool unopenable = false;  // a RoCE port UCX lists but cannot open
   auto check = [&](const char *node, bool listed) {  // false: the node is not there
     RdmaDevice dev;
     check_uverbs(s, node, listed, best != Rdma::none, o, &dev);
@@ -152,10 +212,11 @@ UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts
                                         : (unusable++ ? nullptr : first_unusable);
     if (slot && o.evidence) {
       Text t;
-      t.init(slot, sizeof first_usable);
+      t.init(slot, slot == first_usable ? sizeof first_usable : sizeof first_unusable);
       describe_device(t, dev, node);
     }
     if (dev.kind > best) best = dev.kind;
+    unopenable |= dev.unopenable;
     return true;
   };
   // The usual node first: on a ConnectX node it answers alone. Then the rest, in the order the
@@ -184,6 +245,7 @@ UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts
   }
   f->rdma.value = best != Rdma::none ? Tri::yes : Tri::no;
   f->rdma_mlx5 = best == Rdma::mlx5;
+  f->rdma_unopenable = best == Rdma::none && unopenable;
   if (best != Rdma::none) {
     ev.add(first_usable);
     if (usable > 1) ev.add(" and ").add((long long)(usable - 1)).add(" more");

@@ -98,6 +98,49 @@ void describe_foreign_entries(const char *value, Family node, Text &t) {
   }
 }
 
+Copy copy_verdict(const char *value, Family node) {
+  if (node == Family::none || !value || !value[0] || !strcmp(value, "^")) return Copy::carries;
+  const bool deny = value[0] == '^';
+  const char *copy = copy_transport(node), *alias = family_name(node);
+  Items items(deny ? value + 1 : value);
+  const char *e;
+  size_t n;
+  bool first = true;
+  while (items.next(&e, &n)) {
+    const char *name;
+    size_t len;
+    entry_name(e, n, &name, &len);
+    const bool exact = name != e;  // \name: the transport of that name, never an alias
+    const bool named = (len == strlen(copy) && !memcmp(name, copy, len)) ||
+                       (!exact && len == strlen(alias) && !memcmp(name, alias, len)) ||
+                       (!deny && first && n == 3 && !memcmp(e, "all", 3));
+    if (named) return deny ? Copy::denied : Copy::carries;
+    first = false;
+  }
+  return deny ? Copy::carries : Copy::lacks;
+}
+
+void describe_copy_problem(Copy v, Family node, Text &t) {
+  const char *copy = copy_transport(node);
+  if (v == Copy::denied) t.add("denies ").add(copy);
+  else t.add("names no ").add(copy).add(" (nor ").add(family_name(node)).add(", nor all)");
+  t.add(": GPU memory looks like host memory to UCX (NIXL: \"VRAM memory is detected as host by UCX.\")");
+}
+
+void describe_copy_fix(Copy v, Family node, Text &t) {
+  const char *copy = copy_transport(node);
+  if (v == Copy::denied) t.add("take ").add(copy).add(" out of the ^ list or unset UCX_TLS");
+  else t.add("add ").add(copy).add(" (UCXTLS_REPAIR=1 appends it) or unset UCX_TLS");
+}
+
+bool append_copy(const char *value, Family node, char *out, size_t cap) {
+  Text v;
+  v.init(out, cap);
+  v.add(value).add(",").add(copy_transport(node));
+  if (v.truncated) out[0] = '\0';
+  return !v.truncated;
+}
+
 Repair repair_value(const char *value, Family node, char *out, size_t cap) {
   if (cap) out[0] = '\0';
   if (!gpu_mismatch(value, node)) return Repair::no_mismatch;

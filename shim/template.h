@@ -26,6 +26,11 @@ const char *rdma_transports(Rdma r);  // "", "rc", "rc_x,rc,dc_x,dc"
 
 extern const char kDefaultTemplate[];  // "{rdma},{copy}"
 constexpr char kAllTransports[] = "all";  // UCX's own default: every transport the build has
+// UCX's default less its verbs transports, for a node whose only RDMA is a RoCE port UCX lists
+// but cannot open. A deny list takes aliases (openucx/ucx v1.22.0 src/ucp/core/ucp_context.c:
+// the alias ib, :748-754, holds rc, ud (also as aux), dc, srd; ucp_transports_list_search,
+// :1148-1209, and the deny rule, :1245-1261, drop them all; v1.13.1 likewise, :471, :793-841).
+constexpr char kDenyIb[] = "^ib";
 constexpr size_t kValueMax = 4096;     // the value the library writes: at most kValueMax - 1 bytes
 // The longest template: room for its placeholders to grow into the longest value.
 constexpr size_t kTemplateMax = kValueMax - 512;

@@ -115,8 +115,8 @@ def explain_row(t, machine, extra):
             (action, value), "library: " + err + "\nexplain: " + j["line"])
     # family: the value is composed for it when decided; otherwise what the probe sees.
     if j["action"] == "set" and j["family_decided"] and j["family"] != "none":
-        t.check(label + ": family's copy transport is in the value (all: UCX's default has it)",
-                j["value"] == "all" or COPY[j["family"]] in j["value"].split(","), json.dumps(j))
+        t.check(label + ": family's copy transport is in the value (all, ^ib: UCX's default has it)",
+                j["value"] in ("all", "^ib") or COPY[j["family"]] in j["value"].split(","), json.dumps(j))
     # explain's "line" is the line the library itself prints (same probes, same counts), whole.
     lib_lines = [l for l in err.splitlines() if not l.startswith("ucxtls: unknown variable")]
     if lib_lines:
@@ -252,8 +252,12 @@ def kept_and_unknown(t):
     t.check("intel-xe with UCX_TLS=%s: keep, and a warning naming cuda_copy and ze_copy" % hard,
             j is not None and j["action"] == "keep" and j["warning"] and "cuda_copy" in j["warning"]
             and "ze_copy" in j["warning"], json.dumps(j))
-    for machine, value in [("dgx", hard), ("intel-xe", "rc,ze_copy"), ("intel-xe", "tcp,self"), ("no-gpu", hard),
-                           ("intel-xe", "^cuda_copy")]:
+    # A value without ze_copy at all: named too, with NIXL's words (repair.h copy_verdict).
+    j, _ = explain_json(t, "intel-xe, tcp,self kept", env_for("intel-xe", preload=False, UCX_TLS="tcp,self"))
+    t.check("intel-xe with UCX_TLS=tcp,self: keep, and a warning that it names no ze_copy",
+            j is not None and j["action"] == "keep" and j["warning"] and "names no ze_copy" in j["warning"]
+            and "VRAM memory is detected as host by UCX." in j["warning"], json.dumps(j))
+    for machine, value in [("dgx", hard), ("intel-xe", "rc,ze_copy"), ("no-gpu", hard), ("intel-xe", "^cuda_copy")]:
         j, _ = explain_json(t, machine, env_for(machine, preload=False, UCX_TLS=value))
         t.check("%s with UCX_TLS=%s: no warning" % (machine, value), j is not None and j["warning"] is None,
                 json.dumps(j))

@@ -420,8 +420,10 @@ def without_verbs(t):
         t.check("%s, a build without verbs, --value tcp: 'built without verbs', exit 1" % machine,
                 rc == 1 and "this UCX was built without verbs: no rc transport, although this node's RDMA runs rc" in out,
                 out + err)
-    rc, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "rapids"), "--value", "tcp"], env_for("aws-p5", preload=False))
-    t.check("aws-p5 (EFA: no rc): no verbs line, exit 0", rc == 0 and "verbs" not in out, out + err)
+    # tcp,cuda_copy: a value that carries the NVIDIA GPUs' memory (tcp alone does not: exit 1 for it).
+    rc, out, missing, err = doctor(["--ucx", os.path.join(FAKES, "rapids"), "--value", "tcp,cuda_copy"],
+                                   env_for("aws-p5", preload=False))
+    t.check("aws-p5 (EFA: no rc), --value tcp,cuda_copy: no verbs line, exit 0", rc == 0 and "verbs" not in out, out + err)
 
 
 @case("doctor --ucx: no 'built without DC' line for a build with no rc at all")

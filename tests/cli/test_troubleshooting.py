@@ -100,7 +100,7 @@ def transcript_of(t, name, stand_ins, env, absent=()):
 
 
 def machine_of(name):
-    return next((m for m in ("dgx", "intel-xe") if name.endswith("-" + m)), None)
+    return next((m for m in ("dgx", "intel-xe", "roce-bond-elsewhere") if name.endswith("-" + m)), None)
 
 
 def node_env(name, venv=None, **extra):
@@ -240,6 +240,72 @@ def module(t):
     prefix = install(t)
     if prefix:
         transcript_of(t, "module-fix", {OPT: prefix}, env_for(None, preload=False, HOME=SCRATCH))
+
+
+@case("VRAM memory is detected as host, a UCX_TLS without cuda_copy: explain's check and repair on dgx")
+def vram_tls(t):
+    for name in ("vram-tls-check-dgx", "vram-tls-repair-dgx"):
+        transcript_of(t, name, {}, node_env(name))
+
+
+@case("VRAM memory is detected as host, a UCX_TLS without cuda_copy: NIXL's words under tcp, fixed by cuda_copy",
+      tags=("wheels",))
+def vram_tls_nixl(t):
+    venv = wheels(t)
+    if not venv:
+        return
+    if not os.path.exists(os.path.join(FAKE_CUDA, "libcuda.so.1")):
+        t.skip("NIXL registering VRAM", "the fake CUDA driver (tests/cuda) is not built: %s" % FAKE_CUDA)
+        return
+    # UCX_MEMTYPE_CACHE=n rules the entry's other cause out: only the value differs.
+    python = os.path.join(venv, "bin", "python")
+    for value, ok in (("tcp", False), ("tcp,cuda_copy", True)):
+        env = env_for(None, preload=False, LD_LIBRARY_PATH=FAKE_CUDA, UCX_TLS=value, UCX_MEMTYPE_CACHE="n")
+        p = run([python, "-c", test_cuda.NIXL_REGISTER], env, timeout=120)
+        out = p.stdout.decode() + p.stderr.decode()
+        if ok:
+            t.check("UCX_TLS=%s: NIXL registers the VRAM" % value, "register VRAM: ok" in out, out)
+        else:
+            t.check("UCX_TLS=%s: NIXL refuses the VRAM registration" % value, "register VRAM: nixlBackendError" in out, out)
+            quoted(t, "vram-error", out, where="NIXL printed under UCX_TLS=tcp")
+
+
+@case("Address not valid on a RoCE port: explain's check on the replayed container given mlx5_bond_0")
+def roce(t):
+    transcript_of(t, "roce-check-roce-bond-elsewhere", {}, node_env("roce-check-roce-bond-elsewhere"))
+    block("roce-error")
+    t.skip("UCX failing uct_iface_open itself", "needs a RoCE device whose net device is in another network namespace; "
+           "none is here")
+
+
+@case("software emulation on AMD GPUs: UCX 1.22's RMA_PPLN_ENABLE default", tags=("wheels",))
+def ppln(t):
+    build = harness.ucx_build_or_skip(t, "rapids", "RAPIDS' ucx_info (UCX 1.22)")
+    if not build:
+        return
+    env = env_for(None, preload=False, PATH=os.path.dirname(build.ucx_info) + ":" + env_for(None)["PATH"], **build.env)
+    transcript_of(t, "ppln-check", {}, env)
+    block("ppln-error")
+    t.skip("the software-emulation lane itself", "needs a UCX built with ROCm and AMD GPUs; neither is here")
+
+
+@case("scripts/run.sh without cmake: the line it prints now (as nobody, a PATH without cmake)")
+def run_sh(t):
+    if os.geteuid() != 0 or not have("setpriv"):
+        t.skip("run.sh as nobody", "needs root and setpriv")
+        return
+    bindir = os.path.join(SCRATCH, "runsh-bin")
+    os.makedirs(bindir, exist_ok=True)
+    for tool in ("bash", "sh", "dirname", "find", "head", "id", "nproc", "apt-get"):
+        if not os.path.lexists(os.path.join(bindir, tool)):
+            os.symlink(shutil.which(tool), os.path.join(bindir, tool))
+    os.chmod(SCRATCH, 0o755)
+    argv = [shutil.which("setpriv"), "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+            os.path.join(SOURCE_DIR, "scripts", "run.sh")]
+    p = subprocess.run(argv, env={"PATH": bindir, "RUN_BUILD_DIR": os.path.join(SCRATCH, "runsh-build")},
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    t.check("exit 2", p.returncode == 2, p.stderr.decode())
+    quoted(t, "runsh-error", p.stderr.decode(), where="scripts/run.sh printed")
 
 
 if __name__ == "__main__":

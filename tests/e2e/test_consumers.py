@@ -80,6 +80,7 @@ for _machine, _extra, _want in (("dgx", {}, ALL), ("intel-xe", {}, ALL), ("mi300
                                 ("dgx", {"UCXTLS_ACCEL": "none"}, ALL),
                                 ("no-gpu", {**ALWAYS, "UCXTLS_ACCEL": "none"}, NONE),
                                 ("aws-p5", {}, "all"), ("no-rdma", {}, "all"),
+                                ("roce-bond-elsewhere", {}, "^ib"),  # a deny list of UCX's alias ib
                                 ("intel-xe", {"UCX_TLS": HARDCODED, "UCXTLS_REPAIR": "1"}, Z)):
     add_ucx_case("ucx_info -c on %s %s" % (_machine, _extra or ""), ucx_info_config, _machine, _extra, _want)
 

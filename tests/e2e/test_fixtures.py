@@ -88,6 +88,17 @@ ROWS = [
     ("rxe", {**ALWAYS}, "rc,ze_copy"),
     ("omnipath", {**ALWAYS}, "rc,rocm_copy"),
     ("container-efa-and-mlx5", {**ALWAYS}, C),                          # its one node is a ConnectX
+    # RoCE ports by their GIDs (UCX's GID selection: shim/probe_rdma.cc check_roce)
+    ("roce-connectx", {}, UNSET),                               # GIDs on its net device, here: rc runs
+    ("roce-connectx", {**ALWAYS}, C),
+    ("roce-zero-gids", {}, ALL),                                # GID 0 zero: UCX does not list the port
+    ("roce-zero-gids", {**ALWAYS}, ALL),
+    ("roce-bond-elsewhere", {}, "^ib"),                         # bond0 not here: UCX cannot open the port
+    ("roce-bond-elsewhere", {**ALWAYS}, "^ib"),
+    ("roce-bond-elsewhere", {"UCXTLS_ACCEL": "rocm"}, ALL),     # AMD and Intel: the default reads no network
+    ("roce-bond-elsewhere", {**ALWAYS, "UCXTLS_ACCEL": "ze"}, "^ib"),
+    ("roce-bond-elsewhere", {"UCXTLS_TEMPLATE": "{rdma},tcp,{copy}"}, "tcp,cuda_copy"),  # a user template as written
+    ("roce-bond-elsewhere", {"UCXTLS_ACCEL": "none"}, UNSET),   # no GPU: nothing to fix
     ("kfd-without-topology", {**ALWAYS}, Z),                            # no KFD topology: no ROCm GPU
     ("container-one-of-eight", {"UCXTLS_TEMPLATE": "{rdma},{copy}"}, C),
     # The portable intra-node template: {ipc} is cuda_ipc / rocm_ipc, nothing on Intel
@@ -487,7 +498,8 @@ def ucx_conf_beats_all(t):
                 sh_value(env_for("aws-p5", HOME=home, UCX_TLS=ALL, UCXTLS_DERIVED=ALL))[:2], (UNSET, UNSET))
 
 
-# A kept value of another family: named in the debug line; rewritten with UCXTLS_REPAIR=1.
+# A kept value of another family: named in the debug line; rewritten with UCXTLS_REPAIR=1. One
+# without the node's copy transport: named; UCXTLS_REPAIR=1 appends it.
 REPAIR_ROWS = [
     # machine, kept UCX_TLS, UCX_TLS the host sees with UCXTLS_REPAIR=1
     ("intel-xe", C, Z),
@@ -497,7 +509,14 @@ REPAIR_ROWS = [
     ("mi300x", "sm,self,cuda,gdr_copy", "sm,self,rocm"),             # the alias; gdr_copy has no ROCm counterpart
     ("intel-xe", "tcp,\\cuda_copy", "tcp,\\ze_copy"),
     ("intel-xe", "^cuda_ipc", "^cuda_ipc"),                             # an exclusion list: left alone
-    ("intel-xe", "rc,tcp", "rc,tcp"),                                   # no GPU transport: left alone
+    # No copy transport of the node's family at all: {copy} appended, nothing removed
+    ("intel-xe", "rc,tcp", "rc,tcp,ze_copy"),
+    ("dgx", "tcp", "tcp,cuda_copy"),                                    # Slurm's UCX_TLS=tcp on an NVIDIA node
+    ("mi300x", "sm,self,tcp", "sm,self,tcp,rocm_copy"),
+    ("dgx", "sm,self,tcp,cuda_ipc", "sm,self,tcp,cuda_ipc,cuda_copy"),
+    ("dgx", "^cuda_copy", "^cuda_copy"),                                # a deny list: named, never repaired
+    ("dgx", "tcp,cuda", "tcp,cuda"),                                    # the alias holds it
+    ("no-gpu", "tcp", "tcp"),                                           # no GPU: nothing to carry
     ("intel-xe", "cuda_copy,ze_copy", "cuda_copy,ze_copy"),             # this node's is there: left alone
     ("no-gpu", C, C),                                                   # no known family here: left alone
     ("intel-xe", "cuda_ipc", "cuda_ipc"),                               # nothing would remain: kept
@@ -558,6 +577,19 @@ def mismatch_named(t):
             err.startswith("ucxtls: repair UCX_TLS=" + Z) and "rewritten" in err, err)
     _, _, err = sh_value(env_for("dgx", UCX_TLS=C, UCXTLS_DEBUG="1"))
     t.check("this node's own family: no mismatch named", "it names" not in err, err)
+
+
+@case("a kept value without the node's copy transport is named in the debug line, with what it lacks")
+def lacks_copy_named(t):
+    for machine, kept, copy in (("dgx", "tcp", "cuda_copy"), ("intel-xe", "sm,self,tcp", "ze_copy"),
+                                ("mi300x", "^rocm", "rocm_copy")):
+        tls, _, err = sh_value(env_for(machine, UCX_TLS=kept, UCXTLS_DEBUG="1"))
+        t.check("%s UCX_TLS=%s: kept, and the line says it lacks %s, NIXL's words and the way out" % (machine, kept, copy),
+                tls == kept and err.startswith("ucxtls: keep") and copy in err
+                and "VRAM memory is detected as host by UCX." in err and err.count("\n") == 1
+                and ("take %s out of the ^ list" % copy if kept.startswith("^") else "UCXTLS_REPAIR=1 appends it") in err, err)
+    _, _, err = sh_value(env_for("dgx", UCX_TLS="tcp,cuda_copy", UCXTLS_DEBUG="1"))
+    t.check("dgx UCX_TLS=tcp,cuda_copy: nothing named", "VRAM" not in err and err.startswith("ucxtls: keep"), err)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,57 @@ def inference_server_wheels_case(t):
             inference_server(t, job, build.ucx_info, " (UCX 1.22, RAPIDS' wheel)")
 
 
+# The tools scripts/run.sh uses before it builds; cmake and the C++ compiler are left out.
+RUN_SH_TOOLS = ("bash", "sh", "dirname", "find", "head", "id", "nproc", "env")
+
+
+def run_sh_without_cmake(t, as_user, apt_get):
+    """scripts/run.sh on a machine without cmake (a PATH of RUN_SH_TOOLS and apt_get), with a build
+    directory that does not exist yet: (its exit status, stdout, stderr)."""
+    scratch = tempfile.mkdtemp(prefix="ucxtls-runsh-")
+    atexit.register(shutil.rmtree, scratch, True)
+    os.chmod(scratch, 0o755)
+    bindir = os.path.join(scratch, "bin")
+    os.makedirs(bindir)
+    for tool in RUN_SH_TOOLS:
+        os.symlink(shutil.which(tool), os.path.join(bindir, tool))
+    if apt_get:
+        if os.path.isabs(apt_get):
+            os.symlink(apt_get, os.path.join(bindir, "apt-get"))
+        else:  # a recording stand-in: running the real one would change this machine
+            with open(os.path.join(bindir, "apt-get"), "w") as f:
+                f.write("#!/bin/sh\necho \"$*\" >> %s/apt-get.log\n" % scratch)
+            os.chmod(os.path.join(bindir, "apt-get"), 0o755)
+    argv = [os.path.join(R.SOURCE_DIR, "scripts", "run.sh"), "true"]
+    if as_user:
+        argv = [shutil.which("setpriv"), "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + argv
+    env = {"PATH": bindir, "RUN_BUILD_DIR": os.path.join(scratch, "build"), "HOME": scratch}
+    p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    log = os.path.join(scratch, "apt-get.log")
+    calls = open(log).read().splitlines() if os.path.exists(log) else []
+    return p.returncode, p.stdout.decode(), p.stderr.decode(), calls
+
+
+@case("scripts/run.sh without cmake: as a user one line saying what to install, exit 2; as root it installs")
+def run_sh_without_cmake_case(t):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        t.skip("run.sh without cmake", "needs root and setpriv (to run it as nobody too)")
+        return
+    line = "run.sh: building needs cmake and a C++17 compiler; install them as root: apt-get install cmake g++ make\n"
+    rc, out, err, _ = run_sh_without_cmake(t, True, shutil.which("apt-get"))
+    t.check("as nobody: exit 2, that one line on stderr, nothing on stdout", rc == 2 and err == line and out == "",
+            "exit %d\nstdout: %r\nstderr: %r" % (rc, out, err))
+    rc, out, err, _ = run_sh_without_cmake(t, True, None)
+    t.check("as nobody, no apt-get, dnf or yum: the line names the packages", rc == 2 and out == "" and
+            err == "run.sh: building needs cmake and a C++17 compiler; install them as root: cmake, g++ and make "
+            "with your package manager\n", "exit %d\nstderr: %r" % (rc, err))
+    rc, out, err, calls = run_sh_without_cmake(t, False, "record")
+    t.check("as root: apt-get update, then install of scripts/build-packages.sh's list (cmake g++ make)",
+            calls == ["update -q", "install -y -q --no-install-recommends cmake g++ make"], repr(calls) + "\n" + err)
+    t.check("... and, the stand-in having installed nothing, the same line, exit 2", rc == 2 and err.endswith(line)
+            and err.startswith("run.sh: no cmake or C++ compiler: installing cmake g++ make\n"), "exit %d\nstderr: %r" % (rc, err))
+
+
 @case("/etc/ld.so.preload lines as printed")
 def ld_so_preload_case(t):
     scratch, _ = installed(t)

@@ -35,18 +35,26 @@ OPTIMISED = os.environ.get("UCXTLSTEST_BUILD_TYPE", "RelWithDebInfo") not in ("D
 # network) and UCXTLS_WRITE=always (the template composed on every GPU node, the default before
 # 0.2.0: every fact read) are measured on the same busy nodes.
 BUSY = "busy node, UCXTLS_WRITE=always: derive and set"
+# An ACTIVE port's link_layer (3 calls: open, read, close): InfiniBand needs nothing more; RoCE
+# needs a GID UCX can use (shim/probe_rdma.cc check_roce). Added to each row that reads a port.
+PORT = 3
+# A RoCE port whose GID 0 names a net device of this namespace: gids/0, ndevs/0 (3 each) and the
+# net device's access. One UCX cannot open reads its whole GID table (256 entries here, as a
+# ConnectX's): 3 per entry, 4 more for each valid one.
+ROCE_OK = 7
+ROCE_TABLE = 3 * 256 + 4 * 4
 SYSCALL_ROWS = [
-    ("busy node, the default: unset (the CUDA list fits)", "dgx", {}, UNSET, 24),
-    (BUSY, "dgx", ALWAYS, C, 24),
+    ("busy node, the default: unset (the CUDA list fits)", "dgx", {}, UNSET, 24 + PORT),
+    (BUSY, "dgx", ALWAYS, C, 24 + PORT),
     ("busy AMD node (8 GPUs, 8 HCAs), the default: all", "mi300x", {}, ALL, 24),
-    ("busy AMD node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "mi300x", ALWAYS, R, 24),
+    ("busy AMD node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "mi300x", ALWAYS, R, 24 + PORT),
     ("busy Intel node (8 GPUs, 8 HCAs), the default: all", "intel-busy", {}, ALL, 24),
-    ("busy Intel node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "intel-busy", ALWAYS, Z, 24),
+    ("busy Intel node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "intel-busy", ALWAYS, Z, 24 + PORT),
     ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, "rc,cuda_copy", 1),
     ("UCX_TLS inherited from ucxtls, UCXTLS_WRITE=always: derived again", "dgx",
-     dict(ALWAYS, UCX_TLS=C, UCXTLS_DERIVED=C), C, 24),
+     dict(ALWAYS, UCX_TLS=C, UCXTLS_DERIVED=C), C, 24 + PORT),
     ("UCX_TLS inherited from ucxtls, the default: removed (the CUDA list fits)", "dgx",
-     {"UCX_TLS": C, "UCXTLS_DERIVED": C}, UNSET, 24),
+     {"UCX_TLS": C, "UCXTLS_DERIVED": C}, UNSET, 24 + PORT),
     ("UCXTLS_DISABLE=1", "dgx", dict(ALWAYS, UCXTLS_DISABLE="1"), UNSET, 1),
     # A GPU node without RDMA: UCX's default written, within the busy node's budget.
     ("GPU node without RDMA: all", "no-rdma", {}, "all", 24),
@@ -59,8 +67,15 @@ SYSCALL_ROWS = [
     ("AWS p5 (8 GPUs, 32 EFA): all", "aws-p5", {}, "all", 24 + 31 + 2),
     ("64 RoCE functions, every port DOWN: all", "roce-down", {}, "all", 540),
     # No uverbs0: /dev/infiniband is listed to find uverbs3 (4 calls more than a full node).
-    ("container given one GPU and one HCA (uverbs3), UCXTLS_WRITE=always", "container-one-of-eight", ALWAYS, C, 28),
-    ("container given one GPU and one HCA (uverbs3), the default: unset", "container-one-of-eight", {}, UNSET, 28),
+    ("container given one GPU and one HCA (uverbs3), UCXTLS_WRITE=always", "container-one-of-eight", ALWAYS, C, 28 + PORT),
+    ("container given one GPU and one HCA (uverbs3), the default: unset", "container-one-of-eight", {}, UNSET, 28 + PORT),
+    # RoCE: a ConnectX whose GID 0 is on its own net device; one whose table is empty (UCX does
+    # not list it: the listing goes on, as after any device that runs no rc); a container given
+    # the host's bond without the bond.
+    ("RoCE ConnectX, GIDs on its net device: unset", "roce-connectx", {}, UNSET, 24 + PORT + ROCE_OK),
+    ("RoCE ConnectX, an empty GID table: all", "roce-zero-gids", {}, ALL, 24 + PORT + 3 + 4),
+    ("container given the host's mlx5_bond_0, not its bond: ^ib", "roce-bond-elsewhere", {}, "^ib",
+     24 + PORT + ROCE_TABLE + 4),
 ]
 
 # The default reads no network on AMD and Intel nodes: fewer syscalls than UCXTLS_WRITE=always there.
@@ -198,7 +213,7 @@ def row_env(t, name, extra):
 
 
 DRIVER = dict(ALWAYS, UCXTLS_PROBE="driver")  # against the kernel tier's BUSY row
-SYSCALL_ROWS.append((DRIVER_ROW, "dgx", DRIVER, Z, 24 + DRIVER_TIER_EXTRA))
+SYSCALL_ROWS.append((DRIVER_ROW, "dgx", DRIVER, Z, 24 + PORT + DRIVER_TIER_EXTRA))
 INSTRUCTION_ROWS.append((DRIVER_ROW, "dgx", DRIVER, 1.25))
 
 

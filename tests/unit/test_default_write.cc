@@ -14,12 +14,14 @@ using namespace ucxtls;
 
 namespace {
 
-enum class Net { mlx5, rc_only, none, failed };
+// unopenable: no rc, and a RoCE port UCX lists but cannot open (its GIDs' net device is elsewhere).
+enum class Net { mlx5, rc_only, none, failed, unopenable };
 
 Facts node(Family fam, Net net) {
   Facts f = node_of(fam);
-  f.rdma.value = net == Net::none ? Tri::no : net == Net::failed ? Tri::unknown : Tri::yes;
+  f.rdma.value = net == Net::none || net == Net::unopenable ? Tri::no : net == Net::failed ? Tri::unknown : Tri::yes;
   f.rdma_mlx5 = net == Net::mlx5;
+  f.rdma_unopenable = net == Net::unopenable;
   if (net == Net::failed) f.rdma.error = -24;  // EMFILE: a probe that could not finish
   return f;
 }
@@ -82,18 +84,22 @@ TEST_CASE("step 7: each family x network x UCXTLS_WRITE x template") {
       {Family::cuda, Net::rc_only, "unset", "rc,cuda_copy", "rc,tcp,cuda_copy", "rc,tcp,cuda_copy"},
       {Family::cuda, Net::none, "all", "all", "tcp,cuda_copy", "tcp,cuda_copy"},
       {Family::cuda, Net::failed, "?", "?", "?", "?"},
+      {Family::cuda, Net::unopenable, "^ib", "^ib", "tcp,cuda_copy", "tcp,cuda_copy"},  // all fails there too
       {Family::rocm, Net::mlx5, "all", "rc_x,rc,dc_x,dc,rocm_copy", "rc_x,rc,dc_x,dc,tcp,rocm_copy", "rc_x,rc,dc_x,dc,tcp,rocm_copy"},
       {Family::rocm, Net::rc_only, "all", "rc,rocm_copy", "rc,tcp,rocm_copy", "rc,tcp,rocm_copy"},
       {Family::rocm, Net::none, "all", "all", "tcp,rocm_copy", "tcp,rocm_copy"},
       {Family::rocm, Net::failed, "all", "?", "?", "?"},  // the default needs no network fact here
+      {Family::rocm, Net::unopenable, "all", "^ib", "tcp,rocm_copy", "tcp,rocm_copy"},  // ... nor here
       {Family::ze, Net::mlx5, "all", "rc_x,rc,dc_x,dc,ze_copy", "rc_x,rc,dc_x,dc,tcp,ze_copy", "rc_x,rc,dc_x,dc,tcp,ze_copy"},
       {Family::ze, Net::rc_only, "all", "rc,ze_copy", "rc,tcp,ze_copy", "rc,tcp,ze_copy"},
       {Family::ze, Net::none, "all", "all", "tcp,ze_copy", "tcp,ze_copy"},
       {Family::ze, Net::failed, "all", "?", "?", "?"},
+      {Family::ze, Net::unopenable, "all", "^ib", "tcp,ze_copy", "tcp,ze_copy"},
       {Family::none, Net::mlx5, "unset", "unset", "rc_x,rc,dc_x,dc,tcp", "rc_x,rc,dc_x,dc,tcp"},
       {Family::none, Net::rc_only, "unset", "unset", "rc,tcp", "rc,tcp"},
       {Family::none, Net::none, "unset", "unset", "tcp", "tcp"},
       {Family::none, Net::failed, "unset", "unset", "?", "?"},
+      {Family::none, Net::unopenable, "unset", "unset", "tcp", "tcp"},
   };
   for (const Row &r : rows) {
     CAPTURE(family_name(r.family));
@@ -158,6 +164,9 @@ TEST_CASE("step 7: the words say what a process runs with and why") {
       {Family::cuda, Net::none, {}, "ucxtls: set UCX_TLS=all: ",
        "no RDMA device UCX's rc transport runs on: all (UCX's own default), so a hard-coded rc list cannot break this node\n"},
       {Family::none, Net::mlx5, {}, "ucxtls: skip (UCX_TLS stays unset): ", "no GPU family found: nothing to fix here, UCX's default stands\n"},
+      {Family::cuda, Net::unopenable, {}, "ucxtls: set UCX_TLS=^ib: ",
+       "^ib: UCX lists a RoCE port it cannot open here (so all would fail \"Address not valid\") and no other device "
+       "runs rc: UCX's default without its verbs transports\n"},
       {Family::cuda, Net::mlx5, {{kWrite, "always"}}, "ucxtls: set UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy: ",
        "UCXTLS_WRITE=always (the default template on every GPU node)"},
   };

@@ -41,6 +41,54 @@ TEST_CASE("RDMA: the PCI driver alone") {
   CHECK(text(rdma_driver_problem(RdmaDriver::efa)) == "EFA has no RC transport (UCX runs srd/ud there)");
 }
 
+TEST_CASE("RDMA: a RoCE port's link layer, GIDs and net device names, as sysfs prints them") {
+  // ports/N/link_layer (drivers/infiniband/core/sysfs.c show_port_link_layer)
+  struct LinkRow {
+    const char *file;
+    bool ethernet;
+  } links[] = {{"Ethernet\n", true}, {"Ethernet", true}, {"InfiniBand\n", false}, {"Unknown\n", false},
+               {"Ethernetx\n", false}, {"ethernet\n", false}, {"", false}};
+  for (const LinkRow &r : links) {
+    CAPTURE(r.file);
+    CHECK(link_layer_ethernet(r.file, strlen(r.file)) == r.ethernet);
+  }
+  // ports/N/gids/K ("%pI6"): UCX's uct_ib_device_is_gid_valid wants a nonzero interface id (the
+  // last 8 bytes); an empty entry reads as zeros.
+  struct GidRow {
+    const char *file;
+    Gid gid;
+  } gids[] = {
+      {"fe80:0000:0000:0000:0e42:a1ff:fe12:3456\n", Gid::valid},         // a default GID (the MAC's EUI-64)
+      {"0000:0000:0000:0000:0000:ffff:0a00:0101\n", Gid::valid},         // IPv4 10.0.1.1, mapped
+      {"0000:0000:0000:0000:0000:0000:0000:0000\n", Gid::zero},          // an empty entry
+      {"fe80:0000:0000:0000:0000:0000:0000:0000\n", Gid::zero},          // a prefix, no interface id
+      {"0000:0000:0000:0000:0000:0000:0000:0001", Gid::valid},           // no newline
+      {"fe80:0000:0000:0000:0e42:a1ff:fe12:345\n", Gid::malformed},      // 31 digits
+      {"fe80:0000:0000:0000:0e42:a1ff:fe12:34567\n", Gid::malformed},    // 33
+      {"fe80::0e42:a1ff:fe12:3456\n", Gid::malformed},                   // compressed: not what sysfs prints
+      {"zz80:0000:0000:0000:0e42:a1ff:fe12:3456\n", Gid::malformed},
+      {"", Gid::malformed},
+  };
+  for (const GidRow &r : gids) {
+    CAPTURE(r.file);
+    CHECK(parse_gid(r.file, strlen(r.file)) == r.gid);
+  }
+  // gid_attrs/ndevs/K: a net device's name (IFNAMSIZ), looked up in /sys/class/net
+  struct NameRow {
+    const char *file;
+    size_t len;
+  } names[] = {{"bond0\n", 5}, {"ens1f0np0\n", 9}, {"eth0", 4}, {"\n", 0}, {"", 0}, {"a/b\n", 0},
+               {".\n", 0}, {"..\n", 0}, {"abcdefghijklmnop\n", 0}, {"abcdefghijklmno\n", 15}};
+  for (const NameRow &r : names) {
+    CAPTURE(r.file);
+    CHECK(net_device_name(r.file, strlen(r.file)) == r.len);
+  }
+  CHECK(roce_port_problem(RocePort::usable) == nullptr);
+  CHECK(text(roce_port_problem(RocePort::no_gid0)) == "GID 0 is zero: UCX does not list it");
+  CHECK(text(roce_port_problem(RocePort::no_ndev_here)) ==
+        "not in this network namespace: UCX lists the port and cannot open it");
+}
+
 TEST_CASE("RDMA: node_type") {
   struct Row {
     long node_type;

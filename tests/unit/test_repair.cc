@@ -201,20 +201,18 @@ TEST_CASE("step 3: a kept value of another family is named, and repaired only wh
   CHECK(amd.value == "rc_x,rc,dc_x,dc,rocm_copy");
   CHECK(amd.reasons.find("rewritten to this node's family") != std::string::npos);
 
-  // Left alone: the node's own family, a value without GPU transports (never probed), an
-  // exclusion list, a node with no known family, UCXTLS_REPAIR=0, and nothing left to write.
+  // Left alone: the node's own family, an exclusion list that leaves this node's copy transport,
+  // a node with no known family, UCXTLS_REPAIR=0, and nothing left to write. (A value without any
+  // GPU transport gets the node's appended: "step 3: a kept value without this node's copy
+  // transport" below.)
   CHECK(decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "1"}}, Family::cuda, false).action == Action::keep);
-  Result plain = decide_keep(Env{{kUcxTls, "rc,tcp"}, {kRepair, "1"}}, Family::ze, false);
-  CHECK(plain.action == Action::keep);
-  CHECK(plain.asked.empty());
   Result excl = decide_keep(Env{{kUcxTls, "^cuda_ipc"}, {kRepair, "1"}}, Family::ze, false);
   CHECK(excl.action == Action::keep);
-  CHECK(excl.asked.empty());
+  CHECK_FALSE(excl.mismatch);
   // A deny list of several entries: the ^ covers them all, so cuda_copy is denied, not named.
   Result deny = decide_keep(Env{{kUcxTls, "^cuda_ipc,cuda_copy"}, {kRepair, "1"}}, Family::ze, false);
   CHECK(deny.action == Action::keep);
   CHECK_FALSE(deny.mismatch);
-  CHECK(deny.asked.empty());
   Result nofam = decide_keep(Env{{kUcxTls, kCudaList}, {kRepair, "1"}}, Family::none, false);
   CHECK(nofam.action == Action::keep);
   CHECK_FALSE(nofam.mismatch);
@@ -237,6 +235,100 @@ TEST_CASE("step 3: a kept value of another family is named, and repaired only wh
   Result always = decide_keep(Env{{kUcxTls, kCudaList}, {kDerived, kCudaList}, {kRepair, "1"}, {kWrite, "always"}}, Family::ze, true);
   CHECK(always.action == Action::set);
   CHECK(always.value == "rc_x,rc,dc_x,dc,ze_copy");
+}
+
+TEST_CASE("copy_verdict: can UCX carry the node's GPU memory with this value?") {
+  struct Row {
+    const char *value;
+    Family node;
+    Copy verdict;
+  };
+  const Row rows[] = {
+      {"tcp", Family::cuda, Copy::lacks},                  // Slurm's UCX_TLS=tcp on an NVIDIA node
+      {"sm,self,tcp,cuda_ipc", Family::cuda, Copy::lacks},  // cuda_ipc does not detect the memory type
+      {"tcp,gdr_copy", Family::cuda, Copy::lacks},
+      {"tcp,cuda_copy", Family::cuda, Copy::carries},
+      {"tcp,\\cuda_copy", Family::cuda, Copy::carries},     // the transport itself
+      {"tcp,cuda_copy:aux", Family::cuda, Copy::carries},  // named (as UCX matches it)
+      {"tcp,cuda", Family::cuda, Copy::carries},           // the alias holds it
+      {"tcp,\\cuda", Family::cuda, Copy::lacks},            // a transport named cuda: none
+      {"all", Family::cuda, Copy::carries},
+      {"tcp,all", Family::cuda, Copy::lacks},              // all only as the first item (else a parse error)
+      {"^cuda_copy", Family::cuda, Copy::denied},
+      {"^cuda", Family::cuda, Copy::denied},               // the alias denies its members
+      {"^ib,cuda_copy", Family::cuda, Copy::denied},       // the ^ covers every entry
+      {"^\\cuda", Family::cuda, Copy::carries},             // denies a transport named cuda: none
+      {"^cuda_ipc", Family::cuda, Copy::carries},
+      {"^ib", Family::cuda, Copy::carries},
+      {"rc_x,rc,dc_x,dc,cuda_copy", Family::ze, Copy::lacks},  // another family's list
+      {"tcp", Family::ze, Copy::lacks},
+      {"tcp,ze", Family::ze, Copy::carries},
+      {"^ze", Family::ze, Copy::denied},
+      {"tcp,rocm_copy", Family::rocm, Copy::carries},
+      {"^rocm_copy", Family::rocm, Copy::denied},
+      {"tcp", Family::none, Copy::carries},                // no GPU: nothing to carry
+      {"", Family::cuda, Copy::carries},                   // empty, ^: UCX refuses them for their own reason
+      {"^", Family::cuda, Copy::carries},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.value);
+    CAPTURE(family_name(r.node));
+    CHECK(copy_verdict(r.value, r.node) == r.verdict);
+  }
+}
+
+TEST_CASE("step 3: a kept value without this node's copy transport is named; UCXTLS_REPAIR appends it") {
+  struct Row {
+    const char *value;
+    Family node;
+    bool repair;
+    Action action;
+    const char *written;  // the repaired value ("" when kept)
+    const char *words;    // in the debug line
+  };
+  const Row rows[] = {
+      {"tcp", Family::cuda, false, Action::keep, "",
+       "it names no cuda_copy (nor cuda, nor all): GPU memory looks like host memory to UCX (NIXL: \"VRAM memory is "
+       "detected as host by UCX.\"); add cuda_copy (UCXTLS_REPAIR=1 appends it) or unset UCX_TLS"},
+      {"tcp", Family::cuda, true, Action::repair, "tcp,cuda_copy", "; UCXTLS_REPAIR=1: cuda_copy appended"},
+      {"sm,self,tcp", Family::ze, true, Action::repair, "sm,self,tcp,ze_copy", "UCXTLS_REPAIR=1: ze_copy appended"},
+      {"rc,tcp", Family::rocm, true, Action::repair, "rc,tcp,rocm_copy", "UCXTLS_REPAIR=1: rocm_copy appended"},
+      {"sm,self,tcp,cuda_ipc", Family::cuda, true, Action::repair, "sm,self,tcp,cuda_ipc,cuda_copy", "cuda_copy appended"},
+      // A deny list is named, never repaired: removing the user's own ^ entry is theirs to do.
+      {"^cuda_copy", Family::cuda, true, Action::keep, "",
+       "it denies cuda_copy: GPU memory looks like host memory to UCX (NIXL: \"VRAM memory is detected as host by UCX.\"); "
+       "take cuda_copy out of the ^ list or unset UCX_TLS"},
+      {"^ze", Family::ze, false, Action::keep, "", "it denies ze_copy"},
+      // Values that carry it: kept, nothing said.
+      {"tcp,cuda_copy", Family::cuda, true, Action::keep, "", ""},
+      {"tcp,cuda", Family::cuda, true, Action::keep, "", ""},
+      {"all", Family::cuda, true, Action::keep, "", ""},
+      {"tcp", Family::none, true, Action::keep, "", ""},
+      // Another family's list: rewritten (not appended), as before.
+      {kCudaList, Family::ze, true, Action::repair, "rc_x,rc,dc_x,dc,ze_copy", "rewritten to this node's family"},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.value);
+    CAPTURE(family_name(r.node));
+    CAPTURE(r.repair);
+    Env env{{kUcxTls, r.value}};
+    if (r.repair) env.in.var[kRepair] = "1";
+    Result got = decide_keep(env, r.node, false);
+    CAPTURE(got.reasons);
+    CHECK(got.action == r.action);
+    CHECK(got.value == r.written);
+    if (r.words[0]) CHECK(got.reasons.find(r.words) != std::string::npos);
+    else CHECK(got.reasons.find("looks like host memory") == std::string::npos);
+  }
+  // Quiet (no debug line) and no repair: nothing is probed, the value is kept.
+  Result quiet = decide_keep(Env{{kUcxTls, "tcp"}}, Family::cuda, true);
+  CHECK(quiet.action == Action::keep);
+  CHECK(quiet.asked.empty());
+  // Too long with it: kept, with the reason.
+  std::string huge(kValueMax - 5, 'x');
+  Result big = decide_keep(Env{{kUcxTls, huge.c_str()}, {kRepair, "1"}}, Family::cuda, false);
+  CHECK(big.action == Action::keep);
+  CHECK(big.reasons.find("UCXTLS_REPAIR=1: too long with it, kept") != std::string::npos);
 }
 
 // Repair never adopts the marker: a stale UCXTLS_DERIVED beside a kept value is
