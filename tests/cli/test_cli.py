@@ -458,9 +458,10 @@ def readme_packages(t):
     readme = open(os.path.join(SOURCE_DIR, "README.md")).read()
     quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     said = [int(n) for n in re.findall(r"\b(\d+) Debian packages", quick)]
-    # The list as bash reads it (the script's own array).
-    p = run(["bash", "-c", 'eval "$(sed -n "/^PACKAGES=(/,/)/p" "$1")"; echo ${#PACKAGES[@]}', "bash",
-             os.path.join(SOURCE_DIR, "scripts", "test.sh")], env_for(None, preload=False))
+    # The list as bash reads it (the script's own array, with the build's packages it sources).
+    p = run(["bash", "-c", '. "$2"; eval "$(sed -n "/^PACKAGES=(/,/)/p" "$1")"; echo ${#PACKAGES[@]}', "bash",
+             os.path.join(SOURCE_DIR, "scripts", "test.sh"), os.path.join(SOURCE_DIR, "scripts", "build-packages.sh")],
+            env_for(None, preload=False))
     count = int(p.stdout.decode().strip() or -1)
     t.check("the quick start says %s Debian packages; scripts/test.sh's PACKAGES has %d" % (said, count),
             said and all(n == count for n in said), quick)
