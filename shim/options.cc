@@ -103,7 +103,7 @@ const Option kOptions[kVarCount] = {
     {"UCXTLS_ACCEL", kAccel, kWord, kEvery, "auto", "accelerator family: auto (probe), cuda, rocm, ze or none (as without GPUs)",
      kAccelWords, 0, 0, kAccelWhy.s},
     {"UCXTLS_REPAIR", kRepair, kToggle, kEvery, "unset",
-     "y, yes, on, 1, true (any case): a kept UCX_TLS naming another GPU family's transports and none of this node's gets them rewritten to this node's, one without this node's copy transport gets it appended; n, no, off, 0, false: not",
+     "y, yes, on, 1, true (any case): a kept UCX_TLS with only another GPU family's transports gets this node's instead, one without this node's copy transport gets it appended; n, no, off, 0, false: not",
      kOnWords, 0, 0, kBoolWhy.s},
     {"UCXTLS_TEMPLATE", kTemplate, kPattern, kEvery, kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
