@@ -15,7 +15,9 @@
 # empty working directory whose $HOME has no ucx.conf.
 #
 # Environment: ROUNDS (default 1000 rounds; each round spawns every configuration once),
-# BUILD_DIR, BENCH_LIB, CC, BENCH_OUT (also write the table to this file).
+# BUILD_DIR, BENCH_LIB, CC, BENCH_OUT (also write the table to this file), BENCH_BEFORE (another
+# libucxtls.so, such as a build of an older commit: every configuration of the library runs with it
+# too, in the same interleaved rounds, on the row below, marked "before").
 # Needs: cmake, a C/C++ compiler, python3; valgrind and strace for their columns ("-" without).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,7 +42,11 @@ $CC -O2 -fPIC -shared -fvisibility=hidden -fno-asynchronous-unwind-tables -nodef
   -Wl,-z,defs -Wl,-z,now -Wl,-z,relro -Wl,--version-script="$top/shim/libucxtls.map" \
   -o "$empty" tests/perf/empty_preload.c -Wl,--no-as-needed -lc
 $CC -O2 -o "$work/bench_spawn" scripts/bench_spawn.c
-python3 tests/fixtures/machines.py "$work/m" dgx mi300x intel-busy no-rdma no-gpu aws-p5 roce-down >/dev/null
+python3 tests/fixtures/machines.py "$work/m" dgx mi300x intel-busy intel-xe no-rdma no-gpu aws-p5 roce-down \
+  container-one-of-eight >/dev/null
+# A RoCE node, where the fixtures have one: 8 NVIDIA GPUs, ConnectX RoCE ports with GIDs UCX can use.
+roce=
+python3 tests/fixtures/machines.py "$work/m" dgx-roce >/dev/null 2>&1 && roce=dgx-roce
 # The driver tier reads what `ucxtls probe --save` stored for the node: saved here through the real
 # command and helper, asking a fake libcuda.so.1 (tests/driver/fake_cuda.c) that reports 8 GPUs.
 mkdir -p "$work/fakes"
@@ -80,8 +86,22 @@ configs=(
   "no-gpu|libucxtls.so, fixture no-gpu (a CPU node, 1 HCA): leaves UCX_TLS unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/no-gpu"
   "this-node|libucxtls.so on this machine's own /dev, /sys, /proc|LD_PRELOAD=$lib"
   "driver|libucxtls.so, UCXTLS_PROBE=driver on fixture dgx, UCXTLS_WRITE=always: the answer ucxtls probe --save stored (8 CUDA GPUs)|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/dgx UCXTLS_PROBE=driver UCXTLS_CACHE_DIR=$work/cache UCXTLS_WRITE=always"
-)
 
+  "default-intel-xe|libucxtls.so, fixture intel-xe (2 Intel GPUs on xe, 2 HCAs), the default: writes UCX_TLS=all|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/intel-xe"
+  "container|libucxtls.so, fixture container-one-of-eight (one GPU and one HCA of eight), the default: unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/container-one-of-eight")
+
+[ -n "$roce" ] && configs+=("default-roce|libucxtls.so, fixture $roce (8 NVIDIA GPUs, 8 ConnectX RoCE ports), the default: unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/$roce")
+# The same configurations with the library of BENCH_BEFORE, each after its own.
+if [ -n "${BENCH_BEFORE:-}" ]; then
+  before=$(cd "$(dirname "$BENCH_BEFORE")" && pwd)/$(basename "$BENCH_BEFORE")
+  all=()
+  for c in "${configs[@]}"; do
+    all+=("$c")
+    case $c in *"LD_PRELOAD=$lib"*) IFS='|' read -r label what vars <<<"$c"
+      all+=("$label@before|$what (before)|${vars/"LD_PRELOAD=$lib"/LD_PRELOAD=$before}") ;; esac
+  done
+  configs=("${all[@]}")
+fi
 echo "bench.sh: $ROUNDS interleaved rounds of ${#configs[@]} configurations, then callgrind and strace" >&2
 spawn_args=()
 for c in "${configs[@]}"; do
@@ -141,7 +161,7 @@ num = lambda s: None if s in ("-", "") else float(s)
 med = {k: float(v[2]) for k, v in wall.items()}
 ir = {r[0]: num(r[2]) for r in rows}
 calls = {r[0]: num(r[3]) for r in rows}
-ratio = lambda a, b: "%.2f" % (a / b) if a is not None and b else "-"
+ratio = lambda a, b: "%.3f" % (a / b) if a is not None and b else "-"
 fmt = lambda x: "-" if x is None else "{:,}".format(int(x))
 
 print("| config | what | median µs (IQR) | ÷ none | ÷ empty | instructions (callgrind) | ÷ empty | syscalls (strace -f) | added by the constructor | minor faults | heap allocations |")
@@ -166,11 +186,20 @@ def verdict(name, value, limit, unit=""):
     else:
         print("- %s: %s%s (budget ≤ %s%s) %s" % (name, value, unit, limit, unit, "ok" if float(value) <= limit else "OVER BUDGET"))
 have = lambda *k: all(calls.get(x) is not None for x in k)
-for busy in ("busy", "busy-amd", "busy-intel", "default-dgx", "default-amd", "default-intel"):
-    verdict("syscalls added, %s fixture" % busy, int(calls[busy] - calls["empty"]) if have(busy, "empty") else None, 24)
-verdict("syscalls added, UCX_TLS set", int(calls["user-set"] - calls["empty"]) if have("user-set", "empty") else None, 1)
-verdict("syscalls, driver tier - kernel tier (fixture dgx)", int(calls["driver"] - calls["busy"]) if have("driver", "busy") else None, 6)
-for busy in ("busy", "busy-amd", "busy-intel", "default-dgx", "default-amd", "default-intel"):
-    verdict("instructions, %s fixture ÷ empty" % busy, ratio(ir[busy], ir["empty"]) if ir[busy] and ir["empty"] else None, 1.25)
-verdict("wall time, busy fixture ÷ empty (median)", ratio(med["busy"], med["empty"]), 1.20)
+# The goals (docs/performance.md): the default on each node shape within 16 system calls and
+# 1.05 x the empty library's instructions and start time; UCX_TLS set at most one call.
+shapes = [l for l in ("default-dgx", "default-roce", "default-amd", "default-intel", "default-intel-xe", "no-gpu",
+                      "container") if l in calls]
+for label in shapes + [l + "@before" for l in shapes if l + "@before" in calls]:
+    verdict("syscalls added, %s" % label, int(calls[label] - calls["empty"]) if have(label, "empty") else None, 16)
+for label in ("user-set", "user-set@before"):
+    if label in calls:
+        verdict("syscalls added, %s (UCX_TLS set)" % label, int(calls[label] - calls["empty"]) if have(label, "empty") else None, 1)
+if "driver" in calls:
+    verdict("syscalls, driver tier - kernel tier (fixture dgx)", int(calls["driver"] - calls["busy"]) if have("driver", "busy") else None, 6)
+for label in shapes + ["user-set"] + [l + "@before" for l in shapes + ["user-set"] if l + "@before" in calls]:
+    verdict("instructions, %s ÷ empty" % label, ratio(ir[label], ir["empty"]) if ir.get(label) and ir["empty"] else None, 1.05)
+for label in ("default-dgx", "default-dgx@before", "user-set", "user-set@before"):
+    if label in med:
+        verdict("wall time, %s ÷ empty (median)" % label, ratio(med[label], med["empty"]), 1.05)
 EOF

@@ -24,14 +24,15 @@ __attribute__((noinline)) bool is_directory(const char *path) {
 // found is never used.
 template <typename Ask>
 void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, Facts *f) {
-  bool sysroot_checked = !s->sysroot;
+  bool sysroot_checked = !s->sysroot, probed = false;
   for (int pass = 0; pass < 16; pass++) {
     const Need need = ask(*s);
     if (need != Need::nothing) {
       probe(need, in, *s, o, f);
+      probed = true;
       continue;
     }
-    if (sysroot_checked) return;
+    if (sysroot_checked || !probed) return;
     sysroot_checked = true;
     if (sysroot_answered()) return;
     const char *why = sysroot_problem(s->sysroot, true, is_directory(s->sysroot));
