@@ -44,9 +44,9 @@ $CC -O2 -fPIC -shared -fvisibility=hidden -fno-asynchronous-unwind-tables -nodef
 $CC -O2 -o "$work/bench_spawn" scripts/bench_spawn.c
 python3 tests/fixtures/machines.py "$work/m" dgx mi300x intel-busy intel-xe no-rdma no-gpu aws-p5 roce-down \
   container-one-of-eight >/dev/null
-# A RoCE node, where the fixtures have one: 8 NVIDIA GPUs, ConnectX RoCE ports with GIDs UCX can use.
+# A RoCE node, where the fixtures have one: NVIDIA GPUs, a ConnectX on RoCE with GIDs UCX can use.
 roce=
-python3 tests/fixtures/machines.py "$work/m" dgx-roce >/dev/null 2>&1 && roce=dgx-roce
+python3 tests/fixtures/machines.py "$work/m" roce-connectx >/dev/null 2>&1 && roce=roce-connectx
 # The driver tier reads what `ucxtls probe --save` stored for the node: saved here through the real
 # command and helper, asking a fake libcuda.so.1 (tests/driver/fake_cuda.c) that reports 8 GPUs.
 mkdir -p "$work/fakes"
@@ -90,7 +90,7 @@ configs=(
   "default-intel-xe|libucxtls.so, fixture intel-xe (2 Intel GPUs on xe, 2 HCAs), the default: writes UCX_TLS=all|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/intel-xe"
   "container|libucxtls.so, fixture container-one-of-eight (one GPU and one HCA of eight), the default: unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/container-one-of-eight")
 
-[ -n "$roce" ] && configs+=("default-roce|libucxtls.so, fixture $roce (8 NVIDIA GPUs, 8 ConnectX RoCE ports), the default: unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/$roce")
+[ -n "$roce" ] && configs+=("default-roce|libucxtls.so, fixture $roce (4 NVIDIA GPUs, a ConnectX on RoCE), the default: unset|LD_PRELOAD=$lib UCXTLS_SYSROOT=$work/m/$roce")
 # The same configurations with the library of BENCH_BEFORE, each after its own.
 if [ -n "${BENCH_BEFORE:-}" ]; then
   before=$(cd "$(dirname "$BENCH_BEFORE")" && pwd)/$(basename "$BENCH_BEFORE")

@@ -88,15 +88,18 @@ CHEAPER_ROWS = [("busy AMD node (8 GPUs, 8 HCAs), the default: all",
 # this many syscalls more than the kernel tier on the same machine, and no process.
 DRIVER_TIER_EXTRA = 6
 
-# name, machine, variables, budget (instructions ÷ the empty library's)
+# name, machine, variables, budget (instructions ÷ the empty library's). Measured (docs/performance.md):
+# 1.05 on the default NVIDIA node, 1.06-1.07 where the default writes, 1.08-1.10 with
+# UCXTLS_WRITE=always, 1.005 with UCX_TLS set; each budget a little above, so that a change that
+# costs every process more shows here.
 INSTRUCTION_ROWS = [
-    ("busy node, the default: unset (the CUDA list fits)", "dgx", {}, 1.25),
-    (BUSY, "dgx", ALWAYS, 1.25),
-    ("busy AMD node (8 GPUs, 8 HCAs), the default: all", "mi300x", {}, 1.25),
-    ("busy AMD node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "mi300x", ALWAYS, 1.25),
-    ("busy Intel node (8 GPUs, 8 HCAs), the default: all", "intel-busy", {}, 1.25),
-    ("busy Intel node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "intel-busy", ALWAYS, 1.25),
-    ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, 1.25),
+    ("busy node, the default: unset (the CUDA list fits)", "dgx", {}, 1.07),
+    (BUSY, "dgx", ALWAYS, 1.12),
+    ("busy AMD node (8 GPUs, 8 HCAs), the default: all", "mi300x", {}, 1.09),
+    ("busy AMD node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "mi300x", ALWAYS, 1.12),
+    ("busy Intel node (8 GPUs, 8 HCAs), the default: all", "intel-busy", {}, 1.09),
+    ("busy Intel node (8 GPUs, 8 HCAs), UCXTLS_WRITE=always: derive and set", "intel-busy", ALWAYS, 1.12),
+    ("UCX_TLS set by the user", "dgx", {"UCX_TLS": "rc,cuda_copy"}, 1.02),
 ]
 
 # libc symbols the library may import: __environ alone, a data symbol. No function: the loader
@@ -214,7 +217,7 @@ def row_env(t, name, extra):
 
 DRIVER = dict(ALWAYS, UCXTLS_PROBE="driver")  # against the kernel tier's BUSY row
 SYSCALL_ROWS.append((DRIVER_ROW, "dgx", DRIVER, Z, 24 + PORT + DRIVER_TIER_EXTRA))
-INSTRUCTION_ROWS.append((DRIVER_ROW, "dgx", DRIVER, 1.25))
+INSTRUCTION_ROWS.append((DRIVER_ROW, "dgx", DRIVER, 1.16))
 
 
 # The measured paths decide what they should.
