@@ -80,7 +80,7 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
   int rounds = 1000, warmup = 20, nconf = 0;
-  struct config conf[32];
+  struct config conf[64];  /* bench.sh: about 17 configurations, twice with BENCH_BEFORE */
   char **prog = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-n") && i + 1 < argc) {
@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
       warmup = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
-      if (nconf == 32) usage();
+      if (nconf == 64) usage();
       conf[nconf].label = argv[++i];
       int first = i + 1, n = 0;
       while (first + n < argc && strchr(argv[first + n], '=') && argv[first + n][0] != '-') n++;
