@@ -149,7 +149,7 @@ bool gpu_only_refused(bool gpu_only, const std::string &version) {
   if (!gpu_only || !at_least_1_22(version)) return false;
   print_line("%-11s the value as a whole: UCX %s refuses a context whose only usable transports are accelerator ones\n",
              "refused", version.c_str());
-  fail(0, "doctor: UCX " + version + " fails to create a context with this value (\"no usable transports/devices\"): "
+  fail(kFailed, "doctor: UCX " + version + " fails to create a context with this value (\"no usable transports/devices\"): "
           "add tcp or sm,self to it");
   return true;
 }
@@ -409,17 +409,20 @@ int doctor_checks(int argc, char **argv) {
         if (!e.compare(0, 8, "UCX_TLS=")) v = e.c_str() + 8;
     if (library_ran) why = library_line(*r);
     const char *started = r->in.get(kUcxTls);
+    // No value to judge: the build still is, for the node's GPUs (every build mode, and the plain
+    // doctor on a GPU node); "nothing" only where nothing else is read.
+    const char *unchecked = build_mode || r->family != Family::none ? "no value to check, only the build" : "nothing to check";
     if (!v && r->f.ucx_conf.value == Tri::yes) {
       nothing = std::string("UCX_TLS is not in the environment") + (pid_text ? " of " + who : std::string()) +
                 ": UCX takes it from " + r->f.ucx_conf.evidence + "; check that value with --value";
     } else if (!v && pid_text && !library_ran) {
       nothing = "UCX_TLS is not in the environment " + who + " started with, and " +
                 (proc->secure ? "it runs with secure execution (its libucxtls.so read nothing)" : "no libucxtls.so is loaded in it") +
-                ": UCX uses every transport it has; nothing to check";
+                ": UCX uses every transport it has; " + unchecked;
     } else if (!v) {
       nothing = std::string("UCX_TLS stays unset ") + (pid_text ? "in " + who : std::string("here")) + " (" +
                 action_name(r->d.action) + (r->d.action == Action::clear ? ": the inherited pair is removed" : "") +
-                "): UCX uses every transport it has; nothing to check";
+                "): UCX uses every transport it has; " + unchecked;
     } else {
       value = v;
       if (tmpl) {

@@ -1,6 +1,7 @@
-// `ucxtls doctor --json`: the same checks, their findings printed as one JSON object on one line
-// instead of the text (docs/command.md, "doctor --json"), so that the answers of many nodes can be
-// compared and grouped. The `ucxtls:` lines still go to stderr, and are in the object too.
+// `ucxtls doctor`'s two endings around the same checks: the text's verdict line, and with --json
+// the findings printed as one JSON object on one line instead of the text (docs/command.md,
+// "doctor --json"), so that the answers of many nodes can be compared and grouped. The `ucxtls:`
+// lines still go to stderr, and are in the object too.
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,23 @@ std::string json_list(const std::vector<std::string> &items) {
 
 std::string json_or_null(const std::string &s) { return s.empty() ? "null" : json_str(s.c_str()); }
 
+// The text's last line: what the exit status says, and why, in the words of the first `ucxtls:`
+// line that failed (a line before it, such as a note on UCXTLS_SYSROOT, may have come first, and a
+// `build` line may follow a name's verdict: the rows alone do not say which line decided).
+// None where an error came before any row: that one stderr line is the whole answer.
+void verdict_line(int status, const std::vector<std::string> &messages, const std::vector<int> &statuses) {
+  std::string why;
+  size_t failed = 0;
+  for (size_t i = 0; i < messages.size() && i < statuses.size(); i++) {
+    if (!statuses[i]) continue;
+    if (!failed++) why = messages[i].compare(0, 8, "doctor: ") ? messages[i] : messages[i].substr(8);
+  }
+  if (!status) return print_line("%-11s ok (exit 0)\n", "verdict");
+  const std::string more = failed > 1 ? " (and " + std::to_string(failed - 1) + " more on stderr)" : "";
+  print_line("%-11s %s (exit %d)%s%s%s\n", "verdict", status == kUsage ? "could not check" : "FAIL", status,
+             why.empty() ? "" : ": ", why.c_str(), more.c_str());
+}
+
 }  // namespace
 
 DoctorFindings &doctor_findings() { return findings; }
@@ -36,7 +54,16 @@ int cmd_doctor(int argc, char **argv) {
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "--json")) json = true;
     else args.push_back(argv[i]);
-  if (!json) return doctor_checks(argc, argv);
+  if (!json) {
+    std::vector<std::string> messages;
+    std::vector<int> statuses;
+    record_failures(&messages, &statuses);
+    const size_t rows = lines_printed();
+    const int status = doctor_checks(argc, argv);
+    record_failures(nullptr);
+    if (lines_printed() > rows) verdict_line(status, messages, statuses);
+    return status;
+  }
   // Every run gives an object, an error's too (its status and messages say what went wrong), so
   // that a node where doctor could not ask its UCX still has an answer among the others.
   std::vector<std::string> text;

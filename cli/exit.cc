@@ -17,15 +17,20 @@ namespace cli {
 
 namespace {
 std::vector<std::string> *recorded = nullptr;
+std::vector<int> *recorded_status = nullptr;
 }  // namespace
 
-void record_failures(std::vector<std::string> *lines) { recorded = lines; }
+void record_failures(std::vector<std::string> *lines, std::vector<int> *statuses) {
+  recorded = lines;
+  recorded_status = lines ? statuses : nullptr;
+}
 
 int fail(int status, const std::string &msg) {
   std::string line = "ucxtls: " + msg + "\n";
   scrub_line(&line);  // a value, a path, a process's name: no control byte reaches the terminal
   fputs(line.c_str(), stderr);
   if (recorded) recorded->push_back(line.substr(8, line.size() - 9));
+  if (recorded_status) recorded_status->push_back(status);
   return status;
 }
 

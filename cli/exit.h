@@ -18,8 +18,9 @@ constexpr int kFailed = 1, kUsage = 2;
 int fail(int status, const std::string &msg);
 
 // While lines is set, each message fail prints (without "ucxtls: ") is also appended there, in
-// order (doctor --json carries them in its object); nullptr: no longer.
-void record_failures(std::vector<std::string> *lines);
+// order (doctor --json carries them in its object), and its status to statuses when given (doctor's
+// verdict line names the first message that failed); nullptr: no longer.
+void record_failures(std::vector<std::string> *lines, std::vector<int> *statuses = nullptr);
 
 // The command's guards, installed first thing in main (install_guards):
 // - stdout as coreutils treat it (their close_stdout): output that cannot be written (a full

@@ -94,9 +94,10 @@ const Command kCommands[] = {
      "MS milliseconds (default 20000); what could not be read is said (\"could not tell\"). The first line names the UCX and its "
      "version; what the build cannot do whatever UCX_TLS says (no ze_copy, cuda_copy or rocm_copy "
      "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1, in "
-     "every mode, whatever the value, also with nothing to check (a node without GPUs with nothing to check "
+     "every mode, whatever the value, also with no value to check (a node without GPUs with nothing to check "
      "exits 0); a value naming another GPU family's transports and none of this node's gets explain's warning. A build that "
-     "could not be read (not a UCX libucp, a script for ucx_info) exits 2. "
+     "could not be read (not a UCX libucp, a script for ucx_info) exits 2. The last line, verdict, gives the exit status "
+     "and the first reason (ok, FAIL, could not check). "
      "--json prints the findings as one JSON object on one line.",
      kDoctorFlags, false, cmd_doctor},
     {"probe", "[--save]",

@@ -16,6 +16,7 @@
 
 #include "elf.h"
 #include "exit.h"
+#include "proc_refused.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -165,8 +166,8 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   int e = 0;
   if (!read_file(proc + "/maps", &maps, &e)) {
     *status = kUsage;
-    if (e == ENOENT || e == ESRCH) return *err = "no process " + std::to_string(pid), false;
-    return *err = "cannot read " + proc + "/maps: " + strerror(e) + " (run as the process's user, or as root)", false;
+    if (e == ENOENT || e == ESRCH) return *err = absent_words(refusal_facts(), pid), false;
+    return *err = refused_words(refusal_facts(), proc + "/maps", e), false;
   }
   std::string comm;
   if (read_file(proc + "/comm", &comm, &e) && !comm.empty() && comm.back() == '\n') comm.pop_back();

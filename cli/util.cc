@@ -74,7 +74,10 @@ void scrub_line(std::string *s) {
 
 namespace {
 std::vector<std::string> *captured = nullptr;
+size_t printed = 0;
 }  // namespace
+
+size_t lines_printed() { return printed; }
 
 void capture_lines(std::vector<std::string> *lines) { captured = lines; }
 
@@ -90,6 +93,7 @@ void print_line(const char *fmt, ...) {
   va_end(again);
   s.resize(size_t(n));
   scrub_line(&s);
+  printed++;
   if (captured) captured->push_back(s);
   else fputs(s.c_str(), stdout);
 }

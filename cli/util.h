@@ -41,6 +41,10 @@ __attribute__((format(printf, 1, 2))) void print_line(const char *fmt, ...);
 // prints one JSON object in place of its text: doctor --json); nullptr: stdout again.
 void capture_lines(std::vector<std::string> *lines);
 
+// How many lines print_line has given so far, written or captured (doctor ends its rows with a
+// verdict line, and prints none where an error came before any row).
+size_t lines_printed();
+
 // A JSON string: quotes, backslashes and control bytes escaped; bytes that are not valid UTF-8
 // (environment values can hold anything) become U+FFFD so the document always parses. nullptr: null.
 std::string json_str(const char *s);

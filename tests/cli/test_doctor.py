@@ -298,8 +298,9 @@ def build_of_ucx_info(t):
                     out + "\n--ucx:\n" + ucx_out)
             t.check("... the libucp line names it", ("libucp      %s " % libucp) in out, out)
     p, out, _ = doctor([], env_for("no-gpu", preload=False))
-    t.check("no-gpu: nothing to check, one line, exit 0, stderr silent",
-            p.returncode == 0 and out.count("\n") == 1 and "nothing to check" in out and p.stderr == b"", out)
+    t.check("no-gpu: nothing to check, its line and the verdict 'ok (exit 0)', exit 0, stderr silent",
+            p.returncode == 0 and out.count("\n") == 2 and "nothing to check" in out.splitlines()[0]
+            and out.splitlines()[1] == "verdict     ok (exit 0)" and p.stderr == b"", out)
     p, out, _ = doctor(["--value", "tcp"], env_for("no-gpu", preload=False))
     t.check("no-gpu, --value tcp: no build line, exit 0", p.returncode == 0 and "\nbuild " not in out, out)
 

@@ -229,7 +229,7 @@ def secure_with_library(t):
             not re.search(r"^library ", out, re.M), out)
 
 
-@case("a set-user-ID program started by nobody that maps libucp (secure execution): nothing to check, exit 0")
+@case("a set-user-ID program started by nobody that maps libucp (secure execution): no value to check, exit 0")
 def secure_execution(t):
     if not needs_root(t):
         return
@@ -238,8 +238,9 @@ def secure_execution(t):
     if not got:
         return
     rc, out, err = got
-    t.check("'secure execution (its libucxtls.so read nothing)' ... 'nothing to check', exit 0",
-            rc == 0 and "its libucxtls.so read nothing" in out and "nothing to check" in out, "%d %r %r" % (rc, out, err))
+    t.check("'secure execution (its libucxtls.so read nothing)' ... 'no value to check, only the build', "
+            "verdict ok, exit 0", rc == 0 and "its libucxtls.so read nothing" in out and "no value to check, only the build" in out
+            and out.splitlines()[-1:] == ["verdict     ok (exit 0)"], "%d %r %r" % (rc, out, err))
     t.check("... no value line (nothing composed from its UCXTLS_TEMPLATE), no build line for the node's family (ze)",
             not re.search(r"^value ", out, re.M) and "Level Zero" not in out and "ze_copy" not in out, out)
 
@@ -264,6 +265,72 @@ def its_cwd(t):
     t.check("doctor (run elsewhere) names its ucx.conf, judges no derived value, exit 0",
             q.returncode == 0 and "UCX takes it from" in out and "ucx.conf" in out and not re.search(r"^value ", out, re.M),
             "%d %r %r" % (q.returncode, out, err))
+
+
+OLD_WORDS = "(run as the process's user, or as root)"  # the advice for a user, wrong for root
+
+
+def refused_as_root(t, what, prefix, target, want):
+    """doctor --pid target run under prefix (as root): the kernel refuses its maps; the line says
+    why although doctor is root, and what to do."""
+    q = run(prefix + [CLI, "doctor", "--pid", str(target.pid)], env_for(None, preload=False))
+    err = q.stderr.decode(errors="replace")
+    t.check("%s: exit 2, 'cannot read /proc/%d/maps: Permission denied, although doctor runs as root', %r, what to do, "
+            "not %r" % (what, target.pid, want, OLD_WORDS),
+            q.returncode == 2 and "cannot read /proc/%d/maps: Permission denied, although doctor runs as root: " % target.pid in err
+            and want in err and "; run doctor " in err and OLD_WORDS not in err, "%d %r" % (q.returncode, err))
+
+
+@case("as root, a process whose maps the kernel refuses (a user namespace, no CAP_SYS_PTRACE, an LSM): why, and what to do")
+def refused_root(t):
+    if not needs_root(t):
+        return
+    # A process of nobody, outside any namespace doctor is put in; this root reads its maps (control).
+    target, _ = hold(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", HOLD,
+                      "libc.so.6"], env_for(None, preload=False))
+    try:
+        rc, out, err = doctor(target.pid)
+        t.check("control: doctor as this root reads its maps (no libucp in it)", "no UCX mapped" in err, err)
+        if have("unshare"):
+            refused_as_root(t, "root of a user namespace (unshare -U -r)", ["unshare", "-U", "-r"], target,
+                            "it is root of a user namespace (uid_map '0 0 1')")
+        # On Linux 6.18 CAP_SYS_ADMIN or CAP_PERFMON pass the check too: all three dropped.
+        refused_as_root(t, "root without CAP_SYS_PTRACE (setpriv)", ["setpriv", "--bounding-set=-sys_ptrace,-sys_admin,-perfmon"],
+                        target, "it lacks CAP_SYS_PTRACE")
+    finally:
+        release(target)
+    # This machine's process 1, where a sandbox around the tests refuses it to root with every capability.
+    try:
+        open("/proc/1/maps").close()
+        t.skip("process 1 refused to root by an LSM", "this root reads /proc/1/maps here (no sandbox refuses it)")
+    except PermissionError:
+        q = run([CLI, "doctor", "--pid", "1"], env_for(None, preload=False))
+        err = q.stderr.decode(errors="replace")
+        t.check("doctor --pid 1, refused here to this root: why although root, what to do, not %r" % OLD_WORDS,
+                q.returncode == 2 and "although doctor runs as root: " in err and "; run doctor " in err and OLD_WORDS not in err,
+                "%d %r" % (q.returncode, err))
+
+
+@case("a user under a /proc mounted hidepid=2: a root process is not 'no process', it may be hidden")
+def hidden(t):
+    if not needs_root(t):
+        return
+    cli = os.path.join(WORK, "ucxtls")  # where nobody may run it
+    shutil.copy(CLI, cli)
+    os.chmod(cli, 0o755)
+    target, _ = hold([sys.executable, "-c", HOLD, "libc.so.6"], env_for(None, preload=False))
+    try:
+        # A proc instance of its own in a mount namespace of its own: the machine's /proc is untouched.
+        script = ('mount -t proc -o hidepid=2 proc /proc && exec setpriv --reuid=65534 --regid=65534 --clear-groups '
+                  '%s doctor --pid %d' % (cli, target.pid))
+        q = run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], env_for(None, preload=False))
+        err = q.stderr.decode(errors="replace")
+        t.check("nobody, doctor --pid of a root process under hidepid=2: exit 2, 'no process N that doctor can see', "
+                "the mount option and what to do", q.returncode == 2 and
+                "no process %d that doctor can see: /proc is mounted hidepid=invisible" % target.pid in err
+                and "(run as the process's user, or as root)" in err, "%d %r" % (q.returncode, err))
+    finally:
+        release(target)
 
 
 if __name__ == "__main__":

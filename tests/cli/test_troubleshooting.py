@@ -7,8 +7,10 @@ the test makes the program print it and finds each line in what it printed. The 
 transcripts (tests/cli/doc_blocks.py), run by bash and compared whole, on the fixture machine
 their name ends with (`-dgx`, `-intel-xe`). Stand-ins: `<site-packages>` is the registry wheels'
 venv (tests/wheels), `/opt/ucxtls` an install of this build (`cmake --install`), and the fake CUDA
-driver of tests/cuda is the NVIDIA node's driver. What cannot be reproduced here prints SKIP and
-why: the dma-buf registration needs an Intel GPU and a ConnectX HCA.
+driver of tests/cuda is the NVIDIA node's driver, but for the page's outputs without one
+(`-nodriver-dgx`), run without it. What cannot be reproduced here prints SKIP and why: the dma-buf
+registration needs an Intel GPU and a ConnectX HCA; an output with (without) a CUDA driver needs
+the fake one built (a machine without a real one).
 """
 import atexit
 import os
@@ -29,6 +31,9 @@ import nixl_pair  # noqa: E402
 
 sys.path.insert(0, os.path.join(harness.TESTS_DIR, "cuda"))
 import test_cuda  # noqa: E402  (its NIXL_REGISTER script; its cases run only as its own __main__)
+
+sys.path.insert(0, os.path.join(harness.TESTS_DIR, "driver"))
+import driver_common  # noqa: E402  (system_has: whether this machine has a driver library)
 
 DOC = os.path.join(SOURCE_DIR, "docs", "troubleshooting.md")
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
@@ -105,19 +110,35 @@ def machine_of(name):
 
 def node_env(name, venv=None, **extra):
     """The command's environment on the block's node: the built ucxtls first in PATH, the venv's
-    python3 next, and on the NVIDIA node the fake CUDA driver (its cuda_copy then loads)."""
+    python3 next, and on the NVIDIA node the fake CUDA driver (its cuda_copy then loads), unless
+    the block is one of the page's outputs without a driver (`-nodriver-dgx`)."""
     machine = machine_of(name)
     path = [os.path.dirname(CLI)] + ([os.path.join(venv, "bin")] if venv else []) + [env_for(None)["PATH"]]
-    if machine == "dgx" and os.path.exists(os.path.join(FAKE_CUDA, "libcuda.so.1")):
-        extra.setdefault("LD_LIBRARY_PATH", FAKE_CUDA)
+    if machine == "dgx":
+        extra.setdefault("LD_LIBRARY_PATH", None if "-nodriver-" in name else FAKE_CUDA)
     return env_for(machine, preload=False, PATH=":".join(path), **extra)
+
+
+def no_driver_here(t, name):
+    """Whether the NVIDIA node's driver cannot be had as block `name` wants it (a SKIP saying why):
+    a block with the driver needs the fake one built, a `-nodriver-` block a machine without one."""
+    if machine_of(name) != "dgx":
+        return False
+    if "-nodriver-" in name and driver_common.system_has("libcuda.so.1"):
+        t.skip("[%s] the output without a CUDA driver" % name, "this machine has one (libcuda.so.1 in ld.so's cache)")
+        return True
+    if "-nodriver-" not in name and not os.path.exists(os.path.join(FAKE_CUDA, "libcuda.so.1")):
+        t.skip("[%s] the output with a CUDA driver" % name, "the fake CUDA driver (tests/cuda) is not built: %s" % FAKE_CUDA)
+        return True
+    return False
 
 
 def wheel_transcripts(t, names, absent=None):
     venv = wheels(t)
     if venv:
         for name in names:
-            transcript_of(t, name, {SITE: site_packages(venv)}, node_env(name, venv), (absent or {}).get(name, ()))
+            if not no_driver_here(t, name):
+                transcript_of(t, name, {SITE: site_packages(venv)}, node_env(name, venv), (absent or {}).get(name, ()))
     return venv
 
 
@@ -147,7 +168,10 @@ def vram(t):
 
 @case("no usable transports/devices: RAPIDS' UCX 1.22 on the trainers' list; doctor's check and fix", tags=("wheels",))
 def no_usable(t):
-    if not wheel_transcripts(t, ["nousable-check-dgx", "nousable-fix-dgx"], {"nousable-fix-dgx": ["refused"]}):
+    # Both outputs: with the NVIDIA node's CUDA driver (cuda_copy loads: refused) and without one.
+    names = ["nousable-check-dgx", "nousable-check-nodriver-dgx", "nousable-fix-dgx", "nousable-fix-nodriver-dgx"]
+    if not wheel_transcripts(t, names, {"nousable-fix-dgx": ["refused"], "nousable-check-nodriver-dgx": ["refused"],
+                                        "nousable-fix-nodriver-dgx": ["refused"]}):
         return
     build = harness.ucx_build_or_skip(t, "rapids", "RAPIDS' ucx_info")
     if not build:

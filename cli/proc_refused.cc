@@ -1,0 +1,107 @@
+// Why doctor could not read a process's /proc files (see proc_refused.h).
+#include "proc_refused.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+namespace ucxtls {
+namespace cli {
+namespace {
+
+// linux/capability.h. Measured on Linux 6.18: root reads another user's maps with any one of them,
+// so the refusal is named for the capabilities only when all three are missing.
+constexpr int kTraceCaps[] = {19 /* CAP_SYS_PTRACE */, 21 /* CAP_SYS_ADMIN */, 38 /* CAP_PERFMON */};
+const char kHostUidMap[] = "0 0 4294967295";  // user_namespaces(7): the initial user namespace's map
+
+std::string read_small(const char *path) {
+  std::string out;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  if (!read_all(fd, &out)) out.clear();
+  close(fd);
+  return out;
+}
+
+// The first line, its runs of blanks made one space, NULs and the newline dropped.
+std::string first_line(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\0') break;
+    if (c == ' ' || c == '\t') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+// The value after "key" at the start of a line of text ("" when absent).
+std::string field(const std::string &text, const char *key) {
+  const std::string k = std::string("\n") + key;
+  const size_t at = ("\n" + text).find(k);
+  return at == std::string::npos ? "" : first_line(text.substr(at + k.size() - 1));
+}
+
+// Where a process lives in a container or namespace doctor is not in: run it there.
+std::string inside() { return "or inside the process's container (podman exec, kubectl exec), naming its PID there"; }
+
+}  // namespace
+
+RefusalFacts refusal_facts() {
+  RefusalFacts f;
+  f.root = geteuid() == 0;
+  f.uid_map = first_line(read_small("/proc/self/uid_map"));
+  const std::string eff = field(read_small("/proc/self/status"), "CapEff:");
+  if (!eff.empty()) {
+    const unsigned long long caps = strtoull(eff.c_str(), nullptr, 16);
+    f.ptrace_cap = false;
+    for (int c : kTraceCaps) f.ptrace_cap = f.ptrace_cap || ((caps >> c) & 1);
+  }
+  std::string label = first_line(read_small("/proc/self/attr/apparmor/current"));
+  if (label.empty()) label = first_line(read_small("/proc/self/attr/current"));
+  f.label = label.find("unconfined") == std::string::npos ? label : "";
+  f.lsms = first_line(read_small("/sys/kernel/security/lsm"));
+  for (const std::string &line : split(read_small("/proc/mounts").c_str(), "\n")) {
+    const std::vector<std::string> w = split(line.c_str(), " ");
+    if (w.size() < 4 || w[1] != "/proc" || w[2] != "proc") continue;
+    f.hidepid.clear();  // the last mount on /proc is the one seen
+    for (const std::string &o : split(w[3].c_str(), ","))
+      if (!o.compare(0, 8, "hidepid=")) f.hidepid = o.substr(8);
+  }
+  return f;
+}
+
+std::string refused_words(const RefusalFacts &f, const std::string &what, int err) {
+  const std::string head = "cannot read " + what + ": " + strerror(err);
+  if (!f.root) return head + " (run as the process's user, or as root)";
+  const std::string root = head + ", although doctor runs as root: ";
+  if (!f.uid_map.empty() && f.uid_map != kHostUidMap)
+    return root + "it is root of a user namespace (uid_map '" + f.uid_map + "'), with no rights over a process "
+                  "outside it; run doctor as the host's root, " + inside();
+  if (!f.ptrace_cap)
+    return root + "it lacks CAP_SYS_PTRACE, which root needs to read the maps of another user's process, one "
+                  "holding capabilities doctor lacks, or one not dumpable (the kernel's ptrace access check, "
+                  "PTRACE_MODE_READ_FSCREDS); run doctor with CAP_SYS_PTRACE (a root shell that keeps it), " + inside();
+  if (!f.label.empty())
+    return root + "an LSM confines doctor (its label '" + f.label + "'), and its policy refuses reading another "
+                  "process (ptrace read); run doctor from an unconfined root shell on the host, " + inside();
+  return root + "it has CAP_SYS_PTRACE in the host's user namespace, so an LSM that labels nothing in /proc refused it (" +
+         (f.lsms.empty() ? std::string("Landlock or a BPF program") : "this kernel runs " + f.lsms) +
+         "; e.g. a sandbox doctor was started in); run doctor from a root shell outside that sandbox";
+}
+
+std::string absent_words(const RefusalFacts &f, pid_t pid) {
+  const std::string none = "no process " + std::to_string(pid);
+  if (f.root || (f.hidepid != "2" && f.hidepid != "invisible")) return none;
+  return none + " that doctor can see: /proc is mounted hidepid=" + f.hidepid +
+         ", which hides other users' processes (run as the process's user, or as root)";
+}
+
+}  // namespace cli
+}  // namespace ucxtls
