@@ -218,8 +218,8 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
   if (!in.secure) {
     // The facts and the decision (about 6 KiB with the value and the evidence) live in static
     // storage: the constructor runs on the host's stack, which may be small (ulimit -s).
-    UCXTLS_FILE_BACKED_AT("1a") static Facts f;
-    UCXTLS_FILE_BACKED_AT("1b") static Decision d;
+    UCXTLS_FILE_BACKED_AT("6facts") static Facts f;
+    UCXTLS_FILE_BACKED_AT("5decision") static Decision d;
     ProbeOptions o;
     o.evidence = s.debug;  // the evidence and the reasons are read by the debug line alone
     run_ladder(in, s, o, &f, &d);

@@ -19,7 +19,7 @@ namespace probes {
 
 // Static scratch in a file-backed section (sys.h UCXTLS_FILE_BACKED): no constructor runs, and the
 // loader maps it with the library's data instead of one more mmap for a large .bss.
-UCXTLS_FILE_BACKED char g_file[4096];
+UCXTLS_FILE_BACKED_AT("3file") char g_file[4096];
 
 // Reads a small file into g_file: its length, or -errno.
 ssize_t read_file(const Path &p) { return read_small(p, g_file, sizeof g_file); }

@@ -15,10 +15,10 @@
 // Large static scratch (the constructor keeps its stack small, since the host's may be): placed in
 // .data, not .bss. Zero-filled pages past the file would cost every process one more mmap at load.
 // The library is linked with --sort-section=name: the sections ".data.ucxtls.<n>..." follow in the
-// order of n, first in .data (which starts on a page), so that what every path writes (the facts
-// and the decision's head) shares one page, and what only some paths write comes after.
+// order of n, and .data ends on the page the loader already writes (it zeroes .bss after .data). So
+// the order is: the driver tier's report (cold), the probes' scratch, the first environment block,
+// the decision (its head hot), the facts last (on that page): every path writes few pages.
 #define UCXTLS_FILE_BACKED_AT(order) __attribute__((section(".data.ucxtls." order)))
-#define UCXTLS_FILE_BACKED UCXTLS_FILE_BACKED_AT("2probe")
 
 namespace ucxtls {
 
