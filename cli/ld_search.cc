@@ -92,9 +92,18 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
   // subdirectories (glibc before 2.37): all of them, which may find a library ld.so would pass over.
   subdirs_.clear();
   if (is64 && machine == EM_X86_64) {
-    if (__builtin_cpu_supports("x86-64-v4")) subdirs_.push_back("glibc-hwcaps/x86-64-v4/");
-    if (__builtin_cpu_supports("x86-64-v3")) subdirs_.push_back("glibc-hwcaps/x86-64-v3/");
-    if (__builtin_cpu_supports("x86-64-v2")) subdirs_.push_back("glibc-hwcaps/x86-64-v2/");
+#if defined(__clang__) && __clang_major__ < 16  // no level names (the fuzz build): the features that make each level
+    const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("ssse3");
+    const bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
+    const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
+#else
+    const bool v2 = __builtin_cpu_supports("x86-64-v2"), v3 = __builtin_cpu_supports("x86-64-v3"),
+               v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+    if (v4) subdirs_.push_back("glibc-hwcaps/x86-64-v4/");
+    if (v3) subdirs_.push_back("glibc-hwcaps/x86-64-v3/");
+    if (v2) subdirs_.push_back("glibc-hwcaps/x86-64-v2/");
     static const char *const legacy[] = {"tls", "haswell", "avx512_1", "x86_64"};
     for (int m = 15; m > 0; m--) {
       std::string s;
