@@ -54,6 +54,7 @@ bool parse(const ReadAt &read, ElfObject *o, bool symbols, std::string *why) {
     if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
     if (d.d_tag == DT_RELA) o->rela = d.d_un.d_ptr;
     if (d.d_tag == DT_RELASZ) o->relasz = d.d_un.d_val;
+    if (d.d_tag == DT_FLAGS_1) o->flags_1 = d.d_un.d_val;
   }
   const off_t stroff = o->offset_of(strtab, 1);
   for (const Dyn &d : dyn) {

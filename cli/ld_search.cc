@@ -196,12 +196,23 @@ bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &ob
   for (const std::string &d : dirs)
     for (const std::string &s : subdirs_)
       if (candidate(d + "/" + s + name)) return *path = d + "/" + s + name, true;
+  // ld.so reads /etc/ld.so.cache alone, never ld.so.conf (ldconfig reads that to write the cache):
+  // glibc's elf/dl-load.c _dl_map_object asks _dl_load_cache_lookup (elf/dl-cache.c), which maps
+  // the cache file and, when there is none, answers nothing; then the default directories.
+  // DF_1_NODEFLIB of the object asking: no cache entry from a default directory, no defaults.
+  const bool nodeflib = self.flags_1 & DF_1_NODEFLIB;
+  auto in_defaults = [&](const std::string &p) {
+    for (const std::string &d : defaults_)
+      if (!p.compare(0, d.size() + 1, d + "/")) return true;  // a prefix, as dl-load.c compares
+    return false;
+  };
   if (!cache_read_) {
     cache_read_ = true;
     read_small(*root, "/etc/ld.so.cache", size_t(64) << 20, &cache_);
   }
   const std::string cached = ld_cache_lookup(cache_, name, is64, machine);
-  if (!cached.empty() && candidate(cached)) return *path = cached, true;
+  if (!cached.empty() && !(nodeflib && in_defaults(cached)) && candidate(cached)) return *path = cached, true;
+  if (nodeflib) return false;
   for (const std::string &d : defaults_)
     for (const std::string &s : subdirs_)
       if (candidate(d + "/" + s + name)) return *path = d + "/" + s + name, true;

@@ -371,8 +371,14 @@ def out_of_root(t):
         return
     root = os.path.join(WORK, "jail")
     lib_dir = os.path.join(root, "opt", "ucx", "lib")
-    shutil.copytree(os.path.join(FAKES, "nixl"), lib_dir)
-    os.makedirs(os.path.join(lib_dir, "ucx"), exist_ok=True)
+    os.makedirs(os.path.join(lib_dir, "ucx"))
+    lib, _ = needing_build("jail-build")  # needs libneeded.so.0, put in the root's /usr/lib/<triplet>
+    shutil.copy(lib, os.path.join(lib_dir, "libucp.so.0"))
+    for d in ("lib", "usr/lib"):
+        os.makedirs(os.path.join(root, d, "x86_64-linux-gnu"))
+    subprocess.run(["cc", "-shared", "-o", os.path.join(root, "usr/lib/x86_64-linux-gnu/libneeded.so.0"), "-x", "c", "/dev/null"],
+                   check=True)
+    shutil.copy("/lib/x86_64-linux-gnu/libc.so.6", os.path.join(root, "lib/x86_64-linux-gnu/libc.so.6"))
     holder = os.path.join(root, "holder")
     if harness.compile_c(holder, HOLDER, ["-static"]).returncode:
         t.skip("a chrooted process", "cc -static cannot link (Debian: libc6-dev)")
@@ -396,6 +402,9 @@ def out_of_root(t):
         p.wait(timeout=30)
     out = answered(t, "doctor --pid of the chrooted process", got)
     t.check("judged from its files inside its root (tcp ok)", "ok          tcp" in out, out)
+    # The root has no /etc/ld.so.cache: as ld.so does, the default directories are searched.
+    t.check("no ld.so.cache in its root: libneeded.so.0 and libc.so.6 found in its default directories",
+            not os.path.exists(os.path.join(root, "etc", "ld.so.cache")) and "could not tell part of what it needs" not in out, out)
     for m in ("abs", "dots", "proc"):
         t.check("module %s: its link resolves inside the root, where nothing is (No such file or directory)" % m,
                 "libuct_%s.so.0 does not load here: No such file or directory" % m in out, out)

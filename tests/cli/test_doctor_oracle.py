@@ -199,6 +199,10 @@ def fakes(t):
     lib = fake("ze-missing", "FAKE_UCX_TLS_NONE", module="libuct_ze.so.0", module_libs=[stub])
     os.unlink(stub)
     compare(t, "fake Level Zero, its module needing a library that is not here", lib, fake_loader=True)
+    # -z nodefaultlib: ld.so looks for its libraries neither in ld.so.cache's default directories nor in them.
+    compare(t, "fake build, its module marked nodefaultlib needing libz.so.1 (found only in the defaults)",
+            fake("nodeflib", "FAKE_UCX_TLS_NONE", module="libuct_ze.so.0", module_libs=["-lz", "-Wl,-z,nodefaultlib"]),
+            fake_loader=True)
     # Hostile module files beside a fake build: cut short, 32-bit, not ELF, a link to itself.
     d = os.path.dirname(fake("hostile-modules", "FAKE_UCX_TLS_NIXL"))
     good = os.path.join(FAKES, "cuda-module", "ucx", "libuct_cuda.so.0")
