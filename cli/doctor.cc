@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <memory>
@@ -24,8 +23,7 @@
 #include "repair.h"
 #include "report.h"
 #include "util.h"
-#include "root_fs.h"
-#include "ucx_build.h"
+#include "doctor_build.h"
 
 namespace ucxtls {
 namespace cli {
@@ -209,50 +207,6 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
   return status;
 }
 
-// The registered transports that have a device on this node, by the node's facts (the plain
-// doctor judges this node: UCX prints "not available" for a transport without one, as `ucx_info
-// -d` showed): verbs transports where its RDMA runs rc, mlx5 ones on a ConnectX, a GPU family's
-// where its GPUs are; the rest (tcp, self, shared memory, cma) everywhere. xpmem, knem (device
-// nodes of their own) and srd (EFA, which the facts do not tell apart) are left out: doctor does
-// not claim a transport it cannot see.
-std::vector<std::string> with_devices_here(const std::vector<std::string> &registered, Family family, Rdma rdma) {
-  std::vector<std::string> out;
-  for (const std::string &t : registered) {
-    GpuRole role;
-    const Family f = gpu_entry_family(t.c_str(), t.size(), &role);
-    bool ok = t == "tcp" || t == "self" || t == "posix" || t == "sysv" || t == "cma";
-    if (f != Family::none) ok = f == family;
-    if (t == "rc_verbs" || t == "ud_verbs") ok = rdma != Rdma::none;
-    if (t.size() > 5 && !t.compare(t.size() - 5, 5, "_mlx5")) ok = rdma == Rdma::mlx5;
-    if (ok) out.push_back(t);
-  }
-  return out;
-}
-
-// What could not be read of a build: said, never guessed; the rest is judged.
-void unread_lines(const UcxBuild &b) {
-  for (const std::string &u : b.unread) print_line("%-11s %s\n", "could not", ("tell " + u).c_str());
-}
-
-// What the build registers and which modules UCX would load, as read from its files.
-void build_lines(const UcxBuild &b) {
-  std::string list;
-  for (const std::string &t : b.transports) list += (list.empty() ? "" : ", ") + t;
-  print_line("this UCX    %s (registered by its libuct and the modules UCX loads from %s)\n",
-             list.empty() ? "no transport" : list.c_str(), b.module_dir.empty() ? "?" : b.module_dir.c_str());
-  for (const UcxModule &m : b.modules)
-    if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
-    else if (m.state == "not-loaded") print_line("module      %s is not loaded: %s\n", m.path.c_str(), m.why.c_str());
-  unread_lines(b);
-}
-
-void record_build(const UcxBuild &b, const std::string &ucx_info) {
-  DoctorFindings::Ucx u;
-  u.libucp = b.libucp, u.version = b.version, u.ucx_info = ucx_info, u.transports = b.transports;
-  for (const UcxModule &m : b.modules) u.modules.push_back({m.path, m.state == "loaded", m.state == "loaded" ? "" : m.why});
-  doctor_findings().ucx.push_back(u);
-}
-
 // One build (--ucx, or a libucp a process maps): read, then the value judged against it.
 int doctor_build(const Report &r, BuildPlace &place, const std::string &libucp, const std::string &shown,
                  const MappedUcx *proc, pid_t pid, size_t index, const std::string &value, const std::string &source,
@@ -280,25 +234,6 @@ int doctor_build(const Report &r, BuildPlace &place, const std::string &libucp, 
   bool gpu_only = false;
   const bool empty = !nothing && !judge(value, b->transports, b->version, &missing, &gpu_only);
   return verdict(r, *b, nothing, value, source, b->version, empty, gpu_only, missing);
-}
-
-// The ucx_info that PATH (of env) names, as execvp would find it (an executable regular file); "" when none.
-std::string ucx_info_path(const Environment &env) {
-  for (char *const *e = env.envp(); *e; e++) {
-    if (strncmp(*e, "PATH=", 5)) continue;
-    for (const std::string &dir : split(*e + 5, ":")) {
-      const std::string p = (dir.empty() ? "." : dir) + "/ucx_info";
-      struct stat st;
-      if (access(p.c_str(), X_OK) == 0 && stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return p;
-    }
-  }
-  return "";
-}
-
-std::vector<std::string> env_list(const Environment &env) {
-  std::vector<std::string> out;
-  for (char *const *e = env.envp(); *e; e++) out.push_back(*e);
-  return out;
 }
 
 }  // namespace
@@ -514,10 +449,7 @@ int doctor_checks(int argc, char **argv) {
     print_line("value       %s (%s)\n", value.c_str(), source.c_str());
     mismatch_line(*r, value);
     build_lines(*b);
-    const std::vector<std::string> here = with_devices_here(b->transports, r->family, rdma_kind(r->f));
-    std::string list;
-    for (const std::string &t : here) list += (list.empty() ? "" : ", ") + t;
-    print_line("here        %s (those with a device on this node, by its facts)\n", list.empty() ? "none" : list.c_str());
+    const std::vector<std::string> here = here_line(b->transports, r->family, rdma_kind(r->f));
     empty = !judge(value, here, version, &missing, &gpu_only);
   }
   return verdict(*r, *b, nothing.empty() ? nullptr : nothing.c_str(), value, source, version, empty, gpu_only, missing);

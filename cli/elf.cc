@@ -18,6 +18,13 @@ bool read_exact(const ReadAt &read, void *buf, size_t n, uint64_t off) {
   return off < (uint64_t(1) << 62) && read(buf, n, off_t(off)) == ssize_t(n);
 }
 
+// Whether the file holds [off, off + n): its last byte is read before a table of a size the file
+// claims is allocated, so a claim larger than the file costs nothing.
+bool fits(const ReadAt &read, uint64_t off, uint64_t n) {
+  char last;
+  return n && off < (uint64_t(1) << 62) && n < (uint64_t(1) << 62) && read(&last, 1, off_t(off + n - 1)) == 1;
+}
+
 template <typename Ehdr, typename Phdr, typename Shdr, typename Dyn, typename Sym>
 bool parse(const ReadAt &read, ElfObject *o, bool symbols, std::string *why) {
   Ehdr eh;
@@ -35,6 +42,8 @@ bool parse(const ReadAt &read, ElfObject *o, bool symbols, std::string *why) {
   if (!dynamic) return true;  // static: needs nothing, defines nothing dynamic
   o->dynamic = true;
   if (dynamic->p_filesz > (1 << 20)) return *why = "a dynamic section over 1 MiB", false;
+  if (dynamic->p_filesz >= sizeof(Dyn) && !fits(read, dynamic->p_offset, dynamic->p_filesz / sizeof(Dyn) * sizeof(Dyn)))
+    return *why = "dynamic section out of the file", false;
   std::vector<Dyn> dyn(dynamic->p_filesz / sizeof(Dyn));
   if (!dyn.empty() && !read_exact(read, dyn.data(), dyn.size() * sizeof(Dyn), dynamic->p_offset))
     return *why = "dynamic section out of the file", false;
@@ -45,6 +54,7 @@ bool parse(const ReadAt &read, ElfObject *o, bool symbols, std::string *why) {
     if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
     if (d.d_tag == DT_RELA) o->rela = d.d_un.d_ptr;
     if (d.d_tag == DT_RELASZ) o->relasz = d.d_un.d_val;
+    if (d.d_tag == DT_FLAGS_1) o->flags_1 = d.d_un.d_val;
   }
   const off_t stroff = o->offset_of(strtab, 1);
   for (const Dyn &d : dyn) {
@@ -67,7 +77,7 @@ bool parse(const ReadAt &read, ElfObject *o, bool symbols, std::string *why) {
   for (const Shdr &s : sh) {
     if (s.sh_type != SHT_DYNSYM || s.sh_link >= sh.size() || s.sh_size > kMaxTable) continue;
     const Shdr &st = sh[s.sh_link];
-    if (st.sh_size > kMaxTable || !st.sh_size) continue;
+    if (st.sh_size > kMaxTable || !fits(read, s.sh_offset, s.sh_size) || !fits(read, st.sh_offset, st.sh_size)) continue;
     std::vector<Sym> syms(s.sh_size / sizeof(Sym));
     std::string strs(st.sh_size, '\0');
     if (syms.empty() || !read_exact(read, syms.data(), syms.size() * sizeof(Sym), s.sh_offset) ||
@@ -178,8 +188,10 @@ uint64_t relocation_to(const ReadAt &read, const ElfObject &o, uint64_t target) 
 std::vector<uint64_t> find_text(const ReadAt &read, const ElfObject &o, const std::string &text) {
   std::vector<uint64_t> at;
   const std::string needle = text + '\0';
-  std::string buf(1 << 20, '\0');
+  std::string buf;
   for (const ElfObject::Load &l : o.loads) {
+    // 64 KiB at a time, no more than the segment claims (a claim is not a size: reads stop short).
+    buf.assign(size_t(std::min<uint64_t>(l.filesz, 1 << 16)) + needle.size(), '\0');
     for (uint64_t done = 0; done < l.filesz && at.size() < 16; done += buf.size() - needle.size()) {
       const size_t n = size_t(std::min<uint64_t>(buf.size(), l.filesz - done));
       const ssize_t got = read(&buf[0], n, off_t(l.offset + done));

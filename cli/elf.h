@@ -37,6 +37,7 @@ struct ElfObject {
   };
   std::vector<Load> loads;
   uint64_t rela = 0, relasz = 0;       // DT_RELA, DT_RELASZ (addresses)
+  uint64_t flags_1 = 0;                // DT_FLAGS_1 (DF_1_NODEFLIB: ld.so skips its default directories)
   // The file offset of [vaddr, vaddr + n) when one PT_LOAD holds it from the file; -1 otherwise.
   off_t offset_of(uint64_t vaddr, uint64_t n) const;
 };

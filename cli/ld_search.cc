@@ -92,9 +92,18 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
   // subdirectories (glibc before 2.37): all of them, which may find a library ld.so would pass over.
   subdirs_.clear();
   if (is64 && machine == EM_X86_64) {
-    if (__builtin_cpu_supports("x86-64-v4")) subdirs_.push_back("glibc-hwcaps/x86-64-v4/");
-    if (__builtin_cpu_supports("x86-64-v3")) subdirs_.push_back("glibc-hwcaps/x86-64-v3/");
-    if (__builtin_cpu_supports("x86-64-v2")) subdirs_.push_back("glibc-hwcaps/x86-64-v2/");
+#if defined(__clang__) && __clang_major__ < 16  // no level names (the fuzz build): the features that make each level
+    const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("ssse3");
+    const bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
+    const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
+#else
+    const bool v2 = __builtin_cpu_supports("x86-64-v2"), v3 = __builtin_cpu_supports("x86-64-v3"),
+               v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+    if (v4) subdirs_.push_back("glibc-hwcaps/x86-64-v4/");
+    if (v3) subdirs_.push_back("glibc-hwcaps/x86-64-v3/");
+    if (v2) subdirs_.push_back("glibc-hwcaps/x86-64-v2/");
     static const char *const legacy[] = {"tls", "haswell", "avx512_1", "x86_64"};
     for (int m = 15; m > 0; m--) {
       std::string s;
@@ -187,12 +196,23 @@ bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &ob
   for (const std::string &d : dirs)
     for (const std::string &s : subdirs_)
       if (candidate(d + "/" + s + name)) return *path = d + "/" + s + name, true;
+  // ld.so reads /etc/ld.so.cache alone, never ld.so.conf (ldconfig reads that to write the cache):
+  // glibc's elf/dl-load.c _dl_map_object asks _dl_load_cache_lookup (elf/dl-cache.c), which maps
+  // the cache file and, when there is none, answers nothing; then the default directories.
+  // DF_1_NODEFLIB of the object asking: no cache entry from a default directory, no defaults.
+  const bool nodeflib = self.flags_1 & DF_1_NODEFLIB;
+  auto in_defaults = [&](const std::string &p) {
+    for (const std::string &d : defaults_)
+      if (!p.compare(0, d.size() + 1, d + "/")) return true;  // a prefix, as dl-load.c compares
+    return false;
+  };
   if (!cache_read_) {
     cache_read_ = true;
     read_small(*root, "/etc/ld.so.cache", size_t(64) << 20, &cache_);
   }
   const std::string cached = ld_cache_lookup(cache_, name, is64, machine);
-  if (!cached.empty() && candidate(cached)) return *path = cached, true;
+  if (!cached.empty() && !(nodeflib && in_defaults(cached)) && candidate(cached)) return *path = cached, true;
+  if (nodeflib) return false;
   for (const std::string &d : defaults_)
     for (const std::string &s : subdirs_)
       if (candidate(d + "/" + s + name)) return *path = d + "/" + s + name, true;

@@ -39,20 +39,13 @@ bool read_object(Root &root, const std::string &path, ElfObject *o, std::string 
   return ok;
 }
 
-// The transports an object defines: its dynamic data symbols `uct_<name>_tl` whose first bytes
-// in the file are "<name>\0" (UCX's UCT_TL_DEFINE, uct/base/uct_iface.h: the name is the first field).
+// Adds the transports an object defines (elf_transports) to the build.
 void add_transports(Root &root, const LoadedObject &o, UcxBuild *b) {
   int e = 0;
   const int fd = open_regular(root, o.path, nullptr, &e);
   if (fd < 0) return;
-  for (const ElfSymbol &s : o.elf.defined) {
-    const size_t len = s.name.size();
-    if (s.type != STT_OBJECT || len < 8 || s.name.compare(0, 4, "uct_") || s.name.compare(len - 3, 3, "_tl")) continue;
-    const std::string tl = s.name.substr(4, len - 7);
-    if (tl.size() >= kTlNameMax || s.size < kTlNameMax) continue;
-    if (elf_bytes(reader(root, fd), o.elf, s.value, tl.size() + 1) != tl + '\0') continue;
+  for (const std::string &tl : elf_transports(reader(root, fd), o.elf))
     if (!b->has(tl)) b->transports.push_back(tl), b->objects.push_back(o.path);
-  }
   close(fd);
 }
 
@@ -62,27 +55,32 @@ bool defines(const ElfObject &o, const char *name, const ElfSymbol **sym = nullp
   return false;
 }
 
-// The module directory compiled into libucs: the default of its "MODULE_DIR" option, a pointer
-// beside the name's in ucs_global_opts_table (UCX's src/ucs/config/global_opts.c:192, {name,
-// default, ...}), both relocated (R_X86_64_RELATIVE). "" when it cannot be read.
-std::string compiled_module_dir(Root &root, const LoadedObject &libucs) {
-  int e = 0;
-  const int fd = open_regular(root, libucs.path, nullptr, &e);
-  if (fd < 0) return "";
+}  // namespace
+
+std::vector<std::string> elf_transports(const ReadAt &read, const ElfObject &o) {
+  std::vector<std::string> out;
+  for (const ElfSymbol &s : o.defined) {
+    const size_t len = s.name.size();
+    if (s.type != STT_OBJECT || len < 8 || s.name.compare(0, 4, "uct_") || s.name.compare(len - 3, 3, "_tl")) continue;
+    const std::string tl = s.name.substr(4, len - 7);
+    if (tl.size() >= kTlNameMax || s.size < kTlNameMax) continue;
+    if (elf_bytes(read, o, s.value, tl.size() + 1) != tl + '\0') continue;
+    if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+  }
+  return out;
+}
+
+std::string compiled_module_dir(const ReadAt &read, const ElfObject &libucs) {
   std::string dir;
-  const ReadAt rd = reader(root, fd);
-  for (uint64_t name : find_text(rd, libucs.elf, "MODULE_DIR")) {
-    const uint64_t at = relocation_to(rd, libucs.elf, name);  // the table entry's name pointer
-    const uint64_t value = at ? relocated_pointer(rd, libucs.elf, at + 8) : 0;
-    if (value && elf_string(rd, libucs.elf, value, 4096, &dir) && !dir.empty()) break;
+  for (uint64_t name : find_text(read, libucs, "MODULE_DIR")) {
+    const uint64_t at = relocation_to(read, libucs, name);  // the table entry's name pointer
+    const uint64_t value = at ? relocated_pointer(read, libucs, at + 8) : 0;
+    if (value && elf_string(read, libucs, value, 4096, &dir) && !dir.empty()) return dir;
     dir.clear();
   }
-  close(fd);
   return dir;
 }
 
-// UCX's allow list (UCS_CONFIG_TYPE_ALLOW_LIST, src/ucs/config/parser.c; "all", "a,b", "^a,b"),
-// matched with fnmatch (ucs_config_names_search, parser.c:2639 of v1.22.0).
 bool module_enabled(const std::string &modules, const std::string &name) {
   if (modules == "all") return true;
   const bool negate = !modules.empty() && modules[0] == '^';
@@ -92,7 +90,19 @@ bool module_enabled(const std::string &modules, const std::string &name) {
   return negate ? !found : found;
 }
 
-}  // namespace
+std::string module_extension(const std::string &libucs_name) {
+  const size_t dot = libucs_name.find('.');
+  return dot == std::string::npos ? ".so" : libucs_name.substr(dot);
+}
+
+bool module_name(const std::string &file, const std::string &framework, const std::string &ext, std::string *name) {
+  const std::string prefix = "lib" + framework + "_";
+  if (file.size() <= prefix.size() + ext.size() || file.compare(0, prefix.size(), prefix) ||
+      file.compare(file.size() - ext.size(), ext.size(), ext))
+    return false;
+  *name = file.substr(prefix.size(), file.size() - ext.size() - prefix.size());
+  return name->find('_') == std::string::npos;
+}
 
 bool UcxBuild::has(const std::string &tl) const {
   return std::find(transports.begin(), transports.end(), tl) != transports.end();
@@ -181,11 +191,14 @@ bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, s
   // 60-116, <dir of libucs>/ucx; ucs_module_loader_add_install_dir, 119-123, UCX_MODULE_DIR, whose
   // default is compiled in), and the extension: libucs's own name from its first '.' (lines 86-91).
   const std::string ucs_name = base_name(b->libucs);
-  const size_t dot = ucs_name.find('.');
-  const std::string ext = dot == std::string::npos ? ".so" : ucs_name.substr(dot);
+  const std::string ext = module_extension(ucs_name);
   std::string from;
   std::string module_dir = ucx_setting(place, b->libucs, "UCX_MODULE_DIR", &from);
-  if (module_dir.empty()) module_dir = compiled_module_dir(root, objs[size_t(ucs)]);
+  if (module_dir.empty()) {
+    int e = 0;
+    const int fd = open_regular(root, b->libucs, nullptr, &e);
+    if (fd >= 0) module_dir = compiled_module_dir(reader(root, fd), objs[size_t(ucs)].elf), close(fd);
+  }
   std::vector<std::string> dirs = {dir_of(b->libucs) + "/ucx"};
   if (!module_dir.empty()) dirs.push_back(module_dir);
   else b->unread.push_back("the module directory compiled into " + ucs_name);
@@ -198,16 +211,14 @@ bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, s
   std::vector<std::pair<std::string, int>> frameworks = {{"uct", ucs}};
   std::vector<std::string> loaded;
   for (size_t f = 0; f < frameworks.size() && f < 32; f++) {
-    const std::string prefix = "lib" + frameworks[f].first + "_";
     for (const std::string &d : dirs) {
       std::vector<std::string> names;
       if (!list_dir(root, d, &names)) continue;
       for (const std::string &n : names) {
-        if (n.size() <= prefix.size() + ext.size() || n.compare(0, prefix.size(), prefix) ||
-            n.compare(n.size() - ext.size(), ext.size(), ext))
-          continue;
-        const std::string base = n.substr(0, n.size() - ext.size()), name = base.substr(prefix.size());
-        if (name.find('_') != std::string::npos || std::find(loaded.begin(), loaded.end(), base) != loaded.end()) continue;
+        std::string name;
+        if (!module_name(n, frameworks[f].first, ext, &name)) continue;
+        const std::string base = n.substr(0, n.size() - ext.size());
+        if (std::find(loaded.begin(), loaded.end(), base) != loaded.end()) continue;
         UcxModule m;
         m.path = root.shown + d + "/" + n;
         std::vector<LoadedObject> mod = objs;  // what is loaded already counts as found

@@ -5,6 +5,9 @@
 
 #include <string>
 
+#include <vector>
+
+#include "elf.h"
 #include "ucx_build.h"
 
 namespace ucxtls {
@@ -14,6 +17,22 @@ namespace cli {
 // trimmed, '#' and ';' comment lines, [sections] read through, " ;" starting an inline comment).
 // False when the text does not assign it. Pure.
 bool conf_value(const std::string &text, const char *name, std::string *value);
+
+// The pure parts of UCX's module rules (src/ucs/sys/module.c of v1.22.0), each table-tested and fuzzed:
+// The transports an object defines: its dynamic data symbols `uct_<name>_tl` whose first bytes
+// in the file are "<name>\0" (UCX's UCT_TL_DEFINE, uct/base/uct_iface.h: the name is the first field).
+std::vector<std::string> elf_transports(const ReadAt &read, const ElfObject &o);
+// The module directory compiled into libucs: the default of its "MODULE_DIR" option, a pointer
+// beside the name's in ucs_global_opts_table (src/ucs/config/global_opts.c:192, {name, default,
+// ...}), both relocated (R_X86_64_RELATIVE). "" when it cannot be read.
+std::string compiled_module_dir(const ReadAt &read, const ElfObject &libucs);
+// UCX's allow list (UCS_CONFIG_TYPE_ALLOW_LIST, src/ucs/config/parser.c; "all", "a,b", "^a,b"),
+// matched with fnmatch (ucs_config_names_search, parser.c:2639).
+bool module_enabled(const std::string &modules, const std::string &name);
+// Module files are named by libucs's own name from its first '.' (module.c:86-91): ".so.0".
+std::string module_extension(const std::string &libucs_name);
+// A file of a framework's modules: lib<framework>_<name><ext>, no '_' in name (module.c:326-336).
+bool module_name(const std::string &file, const std::string &framework, const std::string &ext, std::string *name);
 
 // The value of UCX variable `name` for the build whose libucs is at libucs (inside place's root),
 // and in *from where it came from ("environment" or the file); "" and *from "" when unset.

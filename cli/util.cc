@@ -68,8 +68,37 @@ void helper_candidates(const std::string &dir, const char *name, std::string out
   out[1] = dir + "/" UCXTLS_BIN_TO_HELPERS "/" + name;
 }
 
+namespace {
+// The length of the UTF-8 sequence at p (at most n bytes): 1 to 4, or 0 when it is not UTF-8
+// (a stray continuation byte, a cut sequence, an overlong form, a surrogate, above U+10FFFF).
+size_t utf8_length(const unsigned char *p, size_t n) {
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (!len || len > n) return 0;
+  for (size_t i = 1; i < len; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  if (len == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))) return 0;
+  if (len == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))) return 0;
+  return len;
+}
+
+// U+0080..U+009F, the C1 controls (a terminal takes U+009B as CSI, as ESC [).
+bool is_c1(const unsigned char *p, size_t len) { return len == 2 && p[0] == 0xc2 && p[1] < 0xa0; }
+}  // namespace
+
 void scrub_line(std::string *s) {
-  if (!s->empty()) scrub_controls(&(*s)[0], s->back() == '\n' ? s->size() - 1 : s->size());
+  const size_t n = s->size() - (!s->empty() && s->back() == '\n');
+  const unsigned char *p = reinterpret_cast<const unsigned char *>(s->data());
+  std::string out;
+  out.reserve(s->size());
+  for (size_t i = 0; i < n;) {
+    const size_t len = utf8_length(p + i, n - i);
+    if (!len || is_c1(p + i, len) || (len == 1 && is_control(char(p[i])))) out += '?', i += len ? len : 1;
+    else out.append(s->data() + i, len), i += len;
+  }
+  if (n < s->size()) out += '\n';
+  s->swap(out);
 }
 
 namespace {
@@ -113,22 +142,16 @@ std::string json_str(const char *s) {
       snprintf(u, sizeof u, "\\u%04x", c);
       o += u;
       p++;
-    } else if (c < 0x80) {
-      o += char(c);
-      p++;
     } else {
-      int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-      bool ok = len > 0;
-      for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xc0) == 0x80;
-      // Overlong 3/4-byte forms, surrogates and code points above U+10FFFF are not UTF-8.
-      if (ok && len == 3) ok = !(c == 0xe0 && p[1] < 0xa0) && !(c == 0xed && p[1] >= 0xa0);
-      if (ok && len == 4) ok = !(c == 0xf0 && p[1] < 0x90) && !(c == 0xf4 && p[1] >= 0x90);
-      if (ok) {
-        o.append((const char *)p, size_t(len));
+      const size_t len = utf8_length(p, strnlen((const char *)p, 4));
+      if (len && !is_c1(p, len)) {
+        o.append((const char *)p, len);
         p += len;
-      } else {
-        o += "\\ufffd";
-        p++;
+      } else {  // C1 escaped (\u0080..\u009f), a byte that is not UTF-8 replaced (\ufffd)
+        char u[8];
+        snprintf(u, sizeof u, "\\u%04x", len ? unsigned(p[1]) : 0xfffd);
+        o += u;
+        p += len ? len : 1;
       }
     }
   }

@@ -28,9 +28,10 @@ bool own_directory(std::string *dir);
 void install_candidates(const std::string &dir, const char *name, std::string out[2]);
 void helper_candidates(const std::string &dir, const char *name, std::string out[2]);
 
-// A line's control bytes (a variable's ESC, CR or newline, a name read from the file system or
-// from another process) become '?', by the library's own rule for its line (text.h
-// scrub_controls); a final newline stays. print_line and fail (exit.h), stdout and stderr, use it.
+// A line's control characters (a variable's ESC, CR or newline, a name read from the file system or
+// from another process) become '?': C0 and DEL, as the library's own rule for its line (text.h
+// scrub_controls), and C1 (U+0080..U+009F, which terminals take as ESC sequences), and each byte
+// that is not UTF-8 (raw 0x80..0xff); a final newline stays. print_line and fail (exit.h) use it.
 void scrub_line(std::string *s);
 
 // One line of a command's text on stdout (printf's format), scrubbed (scrub_line), so that no value
@@ -45,8 +46,9 @@ void capture_lines(std::vector<std::string> *lines);
 // verdict line, and prints none where an error came before any row).
 size_t lines_printed();
 
-// A JSON string: quotes, backslashes and control bytes escaped; bytes that are not valid UTF-8
-// (environment values can hold anything) become U+FFFD so the document always parses. nullptr: null.
+// A JSON string: quotes, backslashes and control characters (C0, DEL, C1) escaped; bytes that are
+// not valid UTF-8 (environment values can hold anything) become U+FFFD so the document always
+// parses. nullptr: null.
 std::string json_str(const char *s);
 
 // The arguments of a command whose one option is a flag (explain --json, probe --save): *set

@@ -8,6 +8,7 @@ directory, the file's owner) are judged and no record is ever made; FIFOs and a 
 answers do not hold doctor past its bound; the target's strings reach the terminal without
 control bytes. Run as root (setpriv); SKIP otherwise."""
 import fcntl
+import json
 import os
 import select
 import shutil
@@ -264,6 +265,61 @@ def control_bytes(t):
         release(p)
     t.check("control: the version and the name are printed (exit 0)", rc == 0 and "1.22?]0;owned?" in out and "py?[2Jx" in out, out + err)
     t.check("no ESC or BEL reaches the terminal", "\x1b" not in out + err and "\x07" not in out + err, repr(out + err))
+
+
+def terminal_safe(text):
+    """No C0 control but the newline, no DEL, no C1 (raw or as UTF-8): bytes that decode as UTF-8."""
+    try:
+        s = text.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return "not UTF-8: %s" % e
+    bad = [c for c in s if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+    return "control characters %r" % bad if bad else ""
+
+
+@case("C1 controls (UTF-8 and raw), DEL, bytes that are not UTF-8, quotes, backslashes in a process's name and a build's "
+      "path and version: '?' in the text, valid JSON")
+def c1_and_json(t):
+    if not needs_root(t, ("cc",)):
+        return
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from fake_builds import fake_ucx
+    d = os.fsdecode(os.path.join(os.fsencode(WORK), b'ucx-\x1b\xc2\x9b\x9b"q\\\x7f\xe9'))
+    lib = fake_ucx(d, version=r'1.22\302\233x\233y\177\"q\\')
+    comm = os.fsdecode(b'p\x9b\xc2\x9b\x7f"\\\xe9')
+    holder = ("import ctypes, os, sys; ctypes.CDLL(None).prctl(15, os.fsencode(sys.argv[2]), 0, 0, 0); ctypes.CDLL(sys.argv[1]); "
+              "print('ready', flush=True); sys.stdin.read()")
+    p, line = hold([sys.executable, "-c", holder, lib, comm], env_for(None, preload=False))
+    outs = {}
+    try:
+        if not t.equal("control: the process holds the build", line, b"ready\n"):
+            return
+        for label, args in (("--pid", ["--pid", str(p.pid)]), ("--ucx", ["--ucx", lib])):
+            for form in ([], ["--json"]):
+                r = harness.run([CLI, "doctor", "--value", "tcp"] + args + form, env_for(None, preload=False))
+                outs[label + " " + " ".join(form)] = (r.returncode, r.stdout, r.stderr)
+    finally:
+        release(p)
+    for label, (rc, out, err) in outs.items():
+        if "--json" in label:
+            try:
+                j = json.loads(out)
+            except ValueError as e:
+                t.check("%s: valid JSON" % label, False, "%s: %r" % (e, out))
+                continue
+            t.check("%s: the JSON text itself is safe for a terminal (C1 escaped too)" % label, not terminal_safe(out), terminal_safe(out))
+            u = j["ucx"][0]
+            t.equal("%s: the version, C1 and DEL escaped, the raw byte U+FFFD" % label, u["version"], '1.22\x9bx\ufffdy\x7f"q\\')
+            t.check("%s: the path, its ESC, C1 and DEL escaped, raw bytes U+FFFD" % label,
+                    u["libucp"].endswith('ucx-\x1b\x9b\ufffd"q\\\x7f\ufffd/libucp.so.0'), repr(u["libucp"]))
+        else:
+            t.check("%s: exit 0, nothing unsafe for a terminal on stdout or stderr" % label,
+                    rc == 0 and not terminal_safe(out) and not terminal_safe(err), "%d %s %s %r" % (rc, terminal_safe(out), terminal_safe(err), out))
+            text = out.decode(errors="replace")
+            t.check("%s: the version and path with '?' for each" % label,
+                    '(version 1.22?x?y?"q\\)' in text and 'ucx-???"q\\??/libucp.so.0' in text, text)
+            if label.startswith("--pid"):
+                t.check("--pid: the process's name with '?' for each", '(p???"\\?)' in text, text)
 
 
 if __name__ == "__main__":

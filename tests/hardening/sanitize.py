@@ -7,7 +7,9 @@
   sanitize.py fixtures CMAKE  every row of tests/e2e/test_fixtures.py, plus hostile settings,
                               through fixture_driver (the constructor's run_ladder), sanitized
   sanitize.py fuzz CMAKE      each fuzz target for a few seconds on its committed seed corpus
-                              (tests/fuzz/corpus/<target>); UCXTLSTEST_FUZZ_SECONDS changes the time
+                              (tests/fuzz/corpus/<target>); UCXTLSTEST_FUZZ_SECONDS changes the time,
+                              UCXTLSTEST_FUZZ_RUNS=N runs each N times instead, and
+                              UCXTLSTEST_FUZZ_TARGETS=a,b runs only those
 
 Without clang the build step prints SKIP and leaves BUILD_DIR/sanitize/SKIPPED with the reason;
 the other steps then SKIP with it.
@@ -17,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from common import ARGS, SAN_DIR, SAN_SKIP, SOURCE_DIR, add_case, env_for, main
 
@@ -159,7 +162,9 @@ def fuzz(t):
         t.skip("fuzzing", "clang cannot link -fsanitize=fuzzer (Debian: libclang-rt-14-dev)")
         return
     seconds = os.environ.get("UCXTLSTEST_FUZZ_SECONDS", "3")
-    for name in names:
+    runs_wanted = os.environ.get("UCXTLSTEST_FUZZ_RUNS")  # a count instead of a time (-runs=N)
+    only = [n for n in os.environ.get("UCXTLSTEST_FUZZ_TARGETS", "").split(",") if n]
+    for name in [n for n in names if not only or n in only]:
         binary = exe("fuzz_" + name)
         seeds = os.path.join(SOURCE_DIR, "tests", "fuzz", "corpus", name)
         if not t.check("fuzz_%s was built and has a seed corpus" % name,
@@ -169,10 +174,11 @@ def fuzz(t):
             new = os.path.join(work, "new")
             os.makedirs(new)
             # New inputs go to the scratch directory; the committed corpus is only read.
-            argv = [binary, "-max_total_time=" + seconds, "-timeout=10", "-rss_limit_mb=1024",
+            argv = [binary, "-runs=" + runs_wanted if runs_wanted else "-max_total_time=" + seconds, "-timeout=10", "-rss_limit_mb=1024",
                     "-artifact_prefix=" + work + "/", "-print_final_stats=1", new, seeds]
+            start = time.time()
             p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=work,
-                               env=sanitizer_env(os.environ), timeout=int(seconds) * 10 + 120)
+                               env=sanitizer_env(os.environ), timeout=3600 if runs_wanted else int(seconds) * 10 + 120)
             out = p.stdout.decode(errors="replace")
             runs = [l for l in out.splitlines() if l.startswith("stat::number_of_executed_units")]
             crashes = [f for f in os.listdir(work) if f != "new"]
@@ -180,7 +186,7 @@ def fuzz(t):
             for c in crashes:
                 with open(os.path.join(work, c), "rb") as f:
                     detail += "\n%s: %r" % (c, f.read()[:300])
-            t.check("fuzz_%s for %ss: no crash (%s)" % (name, seconds, runs[0].split(":")[-1].strip() + " runs" if runs else "?"),
+            t.check("fuzz_%s for %s: no crash (%s)" % (name, runs_wanted + " runs" if runs_wanted else seconds + " s", (runs[0].split(":")[-1].strip() + " runs" if runs else "?") + " in %.0f s" % (time.time() - start)),
                     p.returncode == 0 and not crashes, detail)
 
 

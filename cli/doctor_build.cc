@@ -1,0 +1,77 @@
+// What doctor prints and records of one build, and where the plain doctor finds it (see doctor_build.h).
+#include "doctor_build.h"
+
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "doctor_findings.h"
+#include "util.h"
+
+namespace ucxtls {
+namespace cli {
+
+std::vector<std::string> with_devices_here(const std::vector<std::string> &registered, Family family, Rdma rdma) {
+  std::vector<std::string> out;
+  for (const std::string &t : registered) {
+    GpuRole role;
+    const Family f = gpu_entry_family(t.c_str(), t.size(), &role);
+    bool ok = t == "tcp" || t == "self" || t == "posix" || t == "sysv" || t == "cma";
+    if (f != Family::none) ok = f == family;
+    if (t == "rc_verbs" || t == "ud_verbs") ok = rdma != Rdma::none;
+    if (t.size() > 5 && !t.compare(t.size() - 5, 5, "_mlx5")) ok = rdma == Rdma::mlx5;
+    if (ok) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<std::string> here_line(const std::vector<std::string> &registered, Family family, Rdma rdma) {
+  const std::vector<std::string> here = with_devices_here(registered, family, rdma);
+  std::string list;
+  for (const std::string &t : here) list += (list.empty() ? "" : ", ") + t;
+  print_line("here        %s (those with a device on this node, by its facts)\n", list.empty() ? "none" : list.c_str());
+  return here;
+}
+
+void unread_lines(const UcxBuild &b) {
+  for (const std::string &u : b.unread) print_line("%-11s %s\n", "could not", ("tell " + u).c_str());
+}
+
+void build_lines(const UcxBuild &b) {
+  std::string list;
+  for (const std::string &t : b.transports) list += (list.empty() ? "" : ", ") + t;
+  print_line("this UCX    %s (registered by its libuct and the modules UCX loads from %s)\n",
+             list.empty() ? "no transport" : list.c_str(), b.module_dir.empty() ? "?" : b.module_dir.c_str());
+  for (const UcxModule &m : b.modules)
+    if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
+    else if (m.state == "not-loaded") print_line("module      %s is not loaded: %s\n", m.path.c_str(), m.why.c_str());
+  unread_lines(b);
+}
+
+void record_build(const UcxBuild &b, const std::string &ucx_info) {
+  DoctorFindings::Ucx u;
+  u.libucp = b.libucp, u.version = b.version, u.ucx_info = ucx_info, u.transports = b.transports;
+  for (const UcxModule &m : b.modules) u.modules.push_back({m.path, m.state == "loaded", m.state == "loaded" ? "" : m.why});
+  doctor_findings().ucx.push_back(u);
+}
+
+std::string ucx_info_path(const Environment &env) {
+  for (char *const *e = env.envp(); *e; e++) {
+    if (strncmp(*e, "PATH=", 5)) continue;
+    for (const std::string &dir : split(*e + 5, ":")) {
+      const std::string p = (dir.empty() ? "." : dir) + "/ucx_info";
+      struct stat st;
+      if (access(p.c_str(), X_OK) == 0 && stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return p;
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> env_list(const Environment &env) {
+  std::vector<std::string> out;
+  for (char *const *e = env.envp(); *e; e++) out.push_back(*e);
+  return out;
+}
+
+}  // namespace cli
+}  // namespace ucxtls
