@@ -305,7 +305,7 @@ int doctor_checks(int argc, char **argv) {
                                "/environ: the value that process started with is unknown; name one with --value");
     if (proc->env_read) {
       r->env.assign(proc->env);
-      // Its ucx.conf places are read in a child of doctor, bounded (inspect_safety.h).
+      // Its ucx.conf places are read in a child of doctor, bounded (bounded_child.h reads_in_child).
       std::string err;
       if (!reads_in_child(timeout_ms, "reading the ucx.conf places of process " + std::to_string(pid), &err))
         return fail(kUsage, "doctor: " + err);
