@@ -14,7 +14,7 @@ namespace {
 
 // linux/capability.h. Measured on Linux 6.18: root reads another user's maps with any one of them,
 // so the refusal is named for the capabilities only when all three are missing.
-constexpr int kTraceCaps[] = {19 /* CAP_SYS_PTRACE */, 21 /* CAP_SYS_ADMIN */, 38 /* CAP_PERFMON */};
+constexpr int kMapsCaps[] = {19 /* CAP_SYS_PTRACE */, 21 /* CAP_SYS_ADMIN */, 38 /* CAP_PERFMON */};
 const char kHostUidMap[] = "0 0 4294967295";  // user_namespaces(7): the initial user namespace's map
 
 std::string read_small(const char *path) {
@@ -60,8 +60,8 @@ RefusalFacts refusal_facts() {
   const std::string eff = field(read_small("/proc/self/status"), "CapEff:");
   if (!eff.empty()) {
     const unsigned long long caps = strtoull(eff.c_str(), nullptr, 16);
-    f.ptrace_cap = false;
-    for (int c : kTraceCaps) f.ptrace_cap = f.ptrace_cap || ((caps >> c) & 1);
+    f.maps_cap = false;
+    for (int c : kMapsCaps) f.maps_cap = f.maps_cap || ((caps >> c) & 1);
   }
   std::string label = first_line(read_small("/proc/self/attr/apparmor/current"));
   if (label.empty()) label = first_line(read_small("/proc/self/attr/current"));
@@ -84,7 +84,7 @@ std::string refused_words(const RefusalFacts &f, const std::string &what, int er
   if (!f.uid_map.empty() && f.uid_map != kHostUidMap)
     return root + "it is root of a user namespace (uid_map '" + f.uid_map + "'), with no rights over a process "
                   "outside it; run doctor as the host's root, " + inside();
-  if (!f.ptrace_cap)
+  if (!f.maps_cap)
     return root + "it lacks CAP_SYS_PTRACE, which root needs to read the maps of another user's process, one "
                   "holding capabilities doctor lacks, or one not dumpable (the kernel's ptrace access check, "
                   "PTRACE_MODE_READ_FSCREDS); run doctor with CAP_SYS_PTRACE (a root shell that keeps it), " + inside();

@@ -16,7 +16,8 @@ namespace cli {
 struct RefusalFacts {
   bool root = false;          // doctor's effective uid is 0 (in its own user namespace)
   std::string uid_map;        // /proc/self/uid_map's first line, spaces squeezed ("0 0 4294967295": the host's)
-  bool ptrace_cap = true;     // CAP_SYS_PTRACE (or what passes as it) in doctor's effective set (CapEff)
+  bool maps_cap = true;       // a capability that lets root read any process's maps (CAP_SYS_PTRACE, CAP_SYS_ADMIN or
+                              // CAP_PERFMON) in doctor's effective set (CapEff); doctor itself never traces
   std::string label;          // doctor's AppArmor or SELinux label; "" when none (unconfined, no such LSM)
   std::string lsms;           // /sys/kernel/security/lsm; "" when unreadable
   std::string hidepid;        // /proc's hidepid= mount option; "" when none

@@ -10,6 +10,7 @@
 
 #include "ld_search.h"
 #include "ucx_build.h"
+#include "ucx_conf.h"
 #include "ucx_read.h"
 #include "util.h"
 
@@ -109,28 +110,16 @@ bool UcxBuild::has(const std::string &tl) const {
 }
 
 bool conf_value(const std::string &text, const char *name, std::string *value) {
-  bool found = false;
-  const std::string key = name;
-  auto trim = [](std::string s) {
-    const size_t b = s.find_first_not_of(" \t\r\v\f");
-    if (b == std::string::npos) return std::string();
-    return s.substr(b, s.find_last_not_of(" \t\r\v\f") - b + 1);
-  };
-  size_t b = 0;
-  while (b < text.size()) {
-    size_t e = text.find('\n', b);
-    if (e == std::string::npos) e = text.size();
-    std::string line = trim(text.substr(b, e - b));
-    b = e + 1;
-    if (line.empty() || line[0] == '#' || line[0] == ';' || line[0] == '[') continue;
-    const size_t eq = line.find_first_of("=:");
-    if (eq == std::string::npos || trim(line.substr(0, eq)) != key) continue;
-    std::string v = line.substr(eq + 1);
-    for (size_t k = 1; k < v.size(); k++)
-      if (v[k] == ';' && (v[k - 1] == ' ' || v[k - 1] == '\t')) v.resize(k);
-    *value = trim(v), found = true;
-  }
-  return found;
+  // The library's own reading of ucx.conf (shim/ucx_conf.h), asked for this key's value.
+  char buf[4096];
+  ConfScan scan;
+  scan.key = name;
+  scan.value = buf;
+  scan.value_cap = sizeof buf;
+  scan.feed(text.data(), text.size());
+  scan.finish();
+  if (scan.found) *value = std::string(buf, scan.value_len);
+  return scan.found;
 }
 
 std::string ucx_setting(BuildPlace &place, const std::string &libucs, const char *name, std::string *from) {

@@ -13,9 +13,9 @@
 namespace ucxtls {
 namespace cli {
 
-// The value that ucx.conf text gives `name` (the last assignment wins; UCX's inih: `name = value`
-// trimmed, '#' and ';' comment lines, [sections] read through, " ;" starting an inline comment).
-// False when the text does not assign it. Pure.
+// The value that ucx.conf text gives `name`: the last assignment, read by the library's own
+// scanner (shim/ucx_conf.h: UCX's inih, a continuation line is never an assignment). False when
+// the text does not assign it. Pure.
 bool conf_value(const std::string &text, const char *name, std::string *value);
 
 // The pure parts of UCX's module rules (src/ucs/sys/module.c of v1.22.0), each table-tested and fuzzed:

@@ -100,8 +100,9 @@ void lacks_copy(const Settings &s, Family fam, Copy copy, const char *tls, Decis
 }
 
 // Step 3: the user's UCX_TLS stands. A value naming another GPU family's transports and none of
-// this node's is looked at only when someone will read about it (the debug line, `explain`) or
-// asked to repair it: the family probe costs nothing otherwise.
+// this node's, or no copy transport of this node's family, is looked at only when someone will
+// read about it (the debug line, `explain`) or asked to repair it: the family probe costs nothing
+// otherwise.
 void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decision *d) {
   d->action = Action::keep;
   d->note(Reason::kept);
@@ -120,9 +121,10 @@ void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decisi
     return;
   }
   if (a.cannot_tell) return;
-  const Copy copy = copy_verdict(tls, a.family);
-  if (copy != Copy::carries && !gpu_mismatch(tls, a.family)) return lacks_copy(s, a.family, copy, tls, d);
-  if (!gpu_mismatch(tls, a.family)) return;
+  if (!gpu_mismatch(tls, a.family)) {
+    const Copy copy = copy_verdict(tls, a.family);
+    return copy == Copy::carries ? void() : lacks_copy(s, a.family, copy, tls, d);
+  }
   d->family = a.family;
   d->mismatch = true;
   if (!s.repair) return d->note(Reason::mismatch);

@@ -223,17 +223,12 @@ struct NameIndex {
   uint8_t count[kNameMax + 1] = {};
   uint8_t var[kNameMax + 1][kSameLengthMax] = {};
 };
-constexpr size_t name_length(const char *n) {
-  size_t k = 0;
-  while (n[k]) k++;
-  return k;
-}
 // A name longer than kNameMax, or a fifth name of one length, is an index out of bounds: the
 // compiler refuses it.
 constexpr NameIndex build_name_index() {
   NameIndex x;
   for (int v = 0; v < kVarCount; v++) {
-    const size_t n = name_length(kOptions[v].name);
+    const size_t n = __builtin_strlen(kOptions[v].name);
     x.var[n][x.count[n]++] = uint8_t(v);
     x.second[kOptions[v].name[0] & 63] |= 1ULL << (kOptions[v].name[1] & 63);
   }
@@ -257,8 +252,7 @@ void read_inputs(char *const *envp, Inputs *in) {
     // entry[1] is read only after entry[0] matched a first letter, so never past an empty entry's NUL.
     const unsigned long long seconds = kNameIndex.second[entry[0] & 63];
     if (!seconds || !(seconds >> (entry[1] & 63) & 1)) continue;
-    size_t n = 0;  // the name's length (names are short: this stops long before a value)
-    while (entry[n] != '=' && entry[n]) n++;
+    const size_t n = env_name_len(entry);  // names are short: this stops long before a value
     bool known = false;
     if (n <= kNameMax && entry[n] == '=') {
       for (int k = 0; k < kNameIndex.count[n] && !known; k++) {

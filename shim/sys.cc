@@ -20,7 +20,7 @@ size_t root_length(const char *sysroot) {
   return len;
 }
 
-Path::Path(const Path &o) : text(o.text) {
+Path::Path(const Path &o) : text(o.text), rooted(o.rooted) {
   text.data = buf;
   memcpy(buf, o.buf, text.len + 1);
 }
@@ -29,6 +29,7 @@ Path &Path::operator=(const Path &o) {
   memmove(buf, o.buf, o.text.len + 1);  // memmove: a self-assignment is harmless
   text = o.text;
   text.data = buf;
+  rooted = o.rooted;
   return *this;
 }
 

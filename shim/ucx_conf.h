@@ -1,6 +1,8 @@
-// ucx.conf scanning: fed in chunks; reports whether any line (in any section) assigns UCX_TLS.
-// INI syntax as UCX reads it: blank-trimmed key, '#' and ';' comment lines, [sections]. Pure
-// (see core.h); the probe (probe.cc) finds the files and feeds them.
+// ucx.conf scanning: fed in chunks; reports whether any line (in any section) assigns a key
+// (UCX_TLS for the library), and, when asked, the value of the last such line. INI syntax as UCX
+// reads it: blank-trimmed key, '#' and ';' comment lines, [sections]. Pure (see core.h); the probe
+// (probe.cc) finds the files and feeds them, and `ucxtls doctor` reads UCX_MODULE_DIR and
+// UCX_MODULES with it.
 #pragma once
 
 #include <stddef.h>
@@ -9,6 +11,13 @@
 namespace ucxtls {
 
 struct ConfScan {
+  const char *key = "UCX_TLS";
+  // Where the value of the key's last assignment goes, with the blanks around it and an inline
+  // comment (";" after a blank, as UCX's inih takes it) removed, NUL-terminated and cut at
+  // value_cap - 1 bytes, once finish() is called. NULL: only `found`, and the scan stops there.
+  char *value = nullptr;
+  size_t value_cap = 0;
+  size_t value_len = 0;
   uint8_t state = 0;
   uint8_t matched = 0;
   bool found = false;
@@ -16,6 +25,10 @@ struct ConfScan {
   bool indented = false;   // the current line started with blanks
   size_t offset = 0;       // bytes fed so far (a BOM only counts at 0)
   void feed(const char *p, size_t n);
+  void finish();  // the end of the file: the value of a last line without its newline is trimmed
+
+ private:
+  void assigned();
 };
 
 }  // namespace ucxtls

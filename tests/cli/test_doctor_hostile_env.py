@@ -114,13 +114,19 @@ def stub(path):
     return path
 
 
+def build_needing(name, soname):
+    """module_build(name) whose module needs `soname`, which is then left for the case to place."""
+    link = stub(os.path.join(WORK, soname))
+    ucp = module_build(name, [link])
+    os.unlink(link)
+    return ucp
+
+
 @case("an empty LD_LIBRARY_PATH entry: the working directory, sticky and world-writable, holding a user's library")
 def empty_entry(t):
     if not needs_root(t):
         return
-    link = stub(os.path.join(WORK, "libdep.so.0"))
-    ucp = module_build("empty", [link])
-    os.unlink(link)
+    ucp = build_needing("empty", "libdep.so.0")
     cwd = os.path.join(WORK, "sticky")
     os.makedirs(cwd)
     os.chmod(cwd, 0o1777)
@@ -138,9 +144,7 @@ def hwcaps(t):
     if not level:
         t.skip("glibc-hwcaps", "ld.so --help lists no supported x86-64 level")
         return
-    link = stub(os.path.join(WORK, "libhw.so.0"))
-    ucp = module_build("hwcaps", [link])
-    os.unlink(link)
+    ucp = build_needing("hwcaps", "libhw.so.0")
     d = os.path.join(WORK, "hwroot")
     lib(os.path.join(d, "libhw.so.0"), "plain")
     sub = os.path.join(d, "glibc-hwcaps", level)
@@ -158,9 +162,7 @@ def hwcaps(t):
 def two_entries(t):
     if not needs_root(t):
         return
-    link = stub(os.path.join(WORK, "libdup.so.0"))
-    ucp = module_build("dup", [link])
-    os.unlink(link)
+    ucp = build_needing("dup", "libdup.so.0")
     first, last = os.path.join(WORK, "first"), os.path.join(WORK, "last")
     for d, tl in ((first, "first"), (last, "last")):
         lib(os.path.join(d, "libdup.so.0"), tl)

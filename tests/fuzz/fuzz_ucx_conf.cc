@@ -65,5 +65,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   chunked.feed(text, 0);  // an empty read changes nothing
   FUZZ_CHECK(whole.found == chunked.found);
   FUZZ_CHECK(whole.found == reference(text, n));
+
+  // Asked for the value too (doctor's UCX_MODULE_DIR): the same answer, whole or in chunks, and a
+  // value of one line, cut from the text.
+  char vw[64], vc[64];
+  ConfScan value_whole, value_chunked;
+  value_whole.value = vw, value_whole.value_cap = sizeof vw;
+  value_chunked.value = vc, value_chunked.value_cap = sizeof vc;
+  value_whole.feed(text, n);
+  value_whole.finish();
+  for (pos = 0, seed = data[0]; pos < n;) {
+    seed = seed * 1103515245u + 12345u;
+    size_t k = 1 + (seed >> 16) % 17;
+    if (k > n - pos) k = n - pos;
+    value_chunked.feed(text + pos, k);
+    pos += k;
+  }
+  value_chunked.finish();
+  FUZZ_CHECK(value_whole.found == whole.found && value_chunked.found == whole.found);
+  if (whole.found) {
+    FUZZ_CHECK(value_whole.value_len < sizeof vw && vw[value_whole.value_len] == '\0');
+    FUZZ_CHECK(value_whole.value_len == value_chunked.value_len && !memcmp(vw, vc, value_whole.value_len));
+    FUZZ_CHECK(!memchr(vw, '\n', value_whole.value_len));
+  }
   return 0;
 }

@@ -370,6 +370,48 @@ TEST_CASE("ucx.conf: a UCX_TLS line in any section counts, and nothing else does
   }
 }
 
+TEST_CASE("ucx.conf: the value of a key's last assignment, as UCX's inih reads it") {
+  struct Row {
+    const char *text, *key;
+    bool found;
+    const char *value;
+  };
+  const Row rows[] = {
+      {"UCX_MODULE_DIR=/opt/ucx/lib/ucx\n", "UCX_MODULE_DIR", true, "/opt/ucx/lib/ucx"},
+      {"  UCX_MODULE_DIR =  /a  \n", "UCX_MODULE_DIR", true, "/a"},           // blanks around both
+      {"UCX_MODULE_DIR=/a ; a comment\n", "UCX_MODULE_DIR", true, "/a"},      // an inline comment
+      {"UCX_MODULE_DIR=/a;b\n", "UCX_MODULE_DIR", true, "/a;b"},              // ';' without a blank is kept
+      {"UCX_MODULE_DIR=/a\n[x]\nUCX_MODULE_DIR=/b", "UCX_MODULE_DIR", true, "/b"},  // the last, no newline
+      {"UCX_MODULES:^ib\n", "UCX_MODULES", true, "^ib"},
+      {"UCX_TLS=rc\n  UCX_MODULE_DIR=/a\n", "UCX_MODULE_DIR", false, ""},   // a continuation line
+      {"UCX_MODULE_DIR=/a\n  /b\n", "UCX_MODULE_DIR", true, "/a"},
+      {"UCX_MODULE_DIRS=/a\n#UCX_MODULE_DIR=/b\n", "UCX_MODULE_DIR", false, ""},
+      {"UCX_MODULE_DIR=\n", "UCX_MODULE_DIR", true, ""},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.text);
+    for (size_t cut = 0; cut <= strlen(r.text); cut++) {
+      char buf[32];
+      ConfScan scan;
+      scan.key = r.key;
+      scan.value = buf;
+      scan.value_cap = sizeof buf;
+      scan.feed(r.text, cut);
+      scan.feed(r.text + cut, strlen(r.text) - cut);
+      scan.finish();
+      CHECK(scan.found == r.found);
+      if (r.found) CHECK(std::string(buf, scan.value_len) == r.value);
+    }
+  }
+  // A value longer than the buffer is cut, and still ends with its NUL.
+  char small[4];
+  ConfScan cut;
+  cut.key = "UCX_MODULE_DIR", cut.value = small, cut.value_cap = sizeof small;
+  cut.feed("UCX_MODULE_DIR=/long/path\n", 26);
+  cut.finish();
+  CHECK((cut.found && cut.value_len == 3 && std::string(small) == "/lo"));
+}
+
 TEST_CASE("NVIDIA information, KFD properties and sysfs hex parsers") {
   const char info[] =
       "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 0\nGPU UUID: \t GPU-5c3f4c00-1a2b\n"
