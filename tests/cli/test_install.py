@@ -411,12 +411,20 @@ def probe32():
 
 @once
 def build32():
-    """(process, BUILD_DIR/install-m32/libucxtls.so): the -m32 build of the library."""
+    """(process, BUILD_DIR/install-m32/libucxtls.so, configured): the -m32 build of the library."""
     p = subprocess.run([CMAKE, "-S", SOURCE_DIR, "-B", M32, "-DUCXTLS_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release",
                         "-DCMAKE_C_FLAGS=-m32", "-DCMAKE_CXX_FLAGS=-m32"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if p.returncode == 0:
+    configured = p.returncode == 0
+    if configured:
         p = subprocess.run([CMAKE, "--build", M32, "--target", "ucxtls", "-j2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    return p, os.path.join(M32, "libucxtls.so")
+    return p, os.path.join(M32, "libucxtls.so"), configured
+
+
+def skip_unconfigured32(t, configured, p):
+    """A -m32 C++ compiler that CMake cannot use (no g++-multilib) is a missing component: SKIP."""
+    if not configured:
+        t.skip("32-bit library", "cannot configure a -m32 build (Debian: g++-multilib): " + p.stdout.decode()[-300:])
+    return not configured
 
 
 @case("$LIB 32-bit: the library built with -m32", tags=("m32_library",))
@@ -424,7 +432,9 @@ def library_32(t):
     if not probe32():
         t.skip("32-bit library", "gcc -m32 cannot build here (Debian: gcc-multilib)")
         return
-    p, lib32 = build32()
+    p, lib32, configured = build32()
+    if skip_unconfigured32(t, configured, p):
+        return
     header = subprocess.run(["readelf", "-h", "-d", lib32], stdout=subprocess.PIPE).stdout.decode() if p.returncode == 0 else ""
     needed = re.findall(r"\(NEEDED\).*\[(.*)\]", header)
     t.check("the 32-bit build of the library: ELF32, needs libc.so.6 alone",
@@ -447,7 +457,9 @@ def process_32(t):
         t.skip("a 32-bit process under '$LIB'", "this kernel cannot run 32-bit programs (%s)" % why)
         return
     lib = installed_lib(t)
-    p, lib32 = build32()
+    p, lib32, configured = build32()
+    if skip_unconfigured32(t, configured, p):
+        return
     if not lib or not t.check("the 32-bit build of the library", p.returncode == 0 and os.path.exists(lib32),
                               p.stdout.decode()[-2000:]):
         return
