@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import ALWAYS, BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
+from harness import ALL, ALWAYS, BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
@@ -77,6 +77,17 @@ def install_tree(t):
     helpers_in(t, "cmake --install", os.path.dirname(os.path.dirname(cli)), os.path.dirname(lib))
     prefix = os.path.dirname(os.path.dirname(cli))
     oci_hook_in(t, "cmake --install", prefix, lib, prefix)
+    # The recorded machines, replayed by the installed command alone (no checkout, no python3).
+    recorded = os.path.join(prefix, "share", "ucxtls", "machines")
+    for name, family, value in (("dgx", "cuda", None), ("mi300x", "rocm", ALL), ("intel-xe", "ze", ALL)):
+        env = dict(env_for(None, preload=False), UCXTLS_SYSROOT=os.path.join(recorded, name))
+        p = run([cli, "explain", "--json"], env)
+        try:
+            j = json.loads(p.stdout.decode())
+        except ValueError:
+            j = {}
+        t.equal("P/share/ucxtls/machines/%s replayed by P/bin/ucxtls explain: its family and value" % name,
+                (j.get("family"), j.get("value")), (family, value), p.stdout.decode() + p.stderr.decode())
 
 
 def helpers_in(t, what, prefix, libdir):
