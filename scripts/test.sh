@@ -24,7 +24,8 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #   musl-tools gcc-multilib          a musl program and a 32-bit process under the library
 #   g++-multilib                     the 32-bit CMake build of the library (its C++ compiler check)
 #   rpm                              rpmbuild for `cpack -G RPM`, rpm to install it into a scratch root
-#   dpkg-dev                         dpkg-shlibdeps, which `cpack -G DEB` needs for the package's Depends
+#   dpkg-dev file                    dpkg-shlibdeps, which `cpack -G DEB` needs for the package's Depends,
+#                                    and file, which CPack runs to find the files to give it
 #   lmod                             the real Lmod that loads and unloads the modulefile
 #   zsh mksh ksh busybox             the host matrix (tests/hardening/test_hosts.py): shells exec'd
 #                                    directly with the library, beside bash, dash, perl and python3
@@ -49,7 +50,7 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 . scripts/build-packages.sh  # the build's own: cmake g++ make
 PACKAGES=("${BUILD_PACKAGES[@]}" python3 binutils doctest-dev ucx-utils libucx-dev openmpi-bin
           libopenmpi-dev libze1 libze-dev strace valgrind clang libclang-rt-14-dev musl-tools
-          gcc-multilib g++-multilib rpm dpkg-dev lmod zsh mksh ksh busybox slurm-wlm munge
+          gcc-multilib g++-multilib rpm dpkg-dev file lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
           podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel

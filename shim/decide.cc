@@ -67,7 +67,7 @@ Tri family_visible(const Settings &s, const Facts &f, Family fam) {
 
 const Family kFamilyOrder[] = {Family::cuda, Family::rocm, Family::ze};
 
-// Step 6's reasons: the family forced, or each family looked at up to the answer; false
+// Step 5's reasons: the family forced, or each family looked at up to the answer; false
 // (decided: cannot tell) when a probe that the answer needs could not finish.
 bool note_family(const Settings &s, const FamilyAnswer &a, Decision *d) {
   if (s.accel_forced) return d->note(Reason::accel_forced), true;

@@ -1,7 +1,7 @@
 // The decision: facts and settings in, one action and its reasons (codes) out, by the ladder of
 // docs/design.md ("The ladder"; the step numbers in decide.cc are its numbers). Every fact starts
 // unknown; decide() asks for the next one it needs, in the ladder's order, and the shell
-// (ladder.cc run_ladder) fills it and asks again. Pure (see core.h).
+// (probe_loop.cc run_ladder) fills it and asks again. Pure (see core.h).
 #pragma once
 
 #include <stddef.h>

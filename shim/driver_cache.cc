@@ -18,6 +18,8 @@ namespace ucxtls {
 namespace {
 
 const char kRemedy[] = "; run ucxtls probe --save";
+// A new answer cannot fix its directory: where to keep one instead.
+const char kDirRemedy[] = "; use a directory only root or you can write";
 
 // The saved file's text, parsed in place: static (file-backed, sys.h), not on the host's stack,
 // which the constructor keeps under 8 KiB (tests/perf/test_stack.py).
@@ -28,11 +30,11 @@ enum class Found : uint8_t { missing, decided };
 void add_file(Text &ev, const Path &dir) { ev.add(dir.buf).add("/").add(kCacheFileName); }
 
 // The saved answer is not used: the evidence names the file, why, and how to save a new one.
-Found reject(Text &ev, const Path &dir, const char *what, const char *why = nullptr) {
+Found reject(Text &ev, const Path &dir, const char *what, const char *why = nullptr, const char *remedy = kRemedy) {
   add_file(ev, dir);
   ev.add(" ignored: ").add(what);
   if (why) ev.add(why);
-  ev.add(kRemedy);
+  ev.add(remedy);
   return Found::decided;
 }
 
@@ -82,7 +84,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   };
   if (stat_fd(dfd, &facts) != 0 || !cache_trusted(facts, reader(facts), true, why)) {
     close_fd(dfd);
-    return reject(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)");
+    return reject(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)", kDirRemedy);
   }
   // The file is checked before it is opened (fstatat, not following a link): a FIFO named like it
   // gets no reader, a device no open. Then what was opened is checked again by the same rules:

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "edit_distance.h"
+
 namespace ucxtls {
 
 const char *family_name(Family f) {
@@ -70,6 +72,20 @@ bool entry_valid(const char *p, size_t n) {
   return n - i == 4 && !memcmp(p + i, ":aux", 4);
 }
 
+// A braced entry within two edits of a placeholder ("{rmda}"): the error names the one meant.
+const char *const kMisspelt[kPhCount] = {
+    "has a misspelt placeholder (did you mean {copy}?)",
+    "has a misspelt placeholder (did you mean {ipc}?)",
+    "has a misspelt placeholder (did you mean {rdma}?)",
+};
+
+const char *misspelt_placeholder(const char *p, size_t n) {
+  if (n < 3 || p[0] != '{' || p[n - 1] != '}') return nullptr;
+  for (int i = 0; i < kPhCount; i++)
+    if (edit_distance(p, n, kPlaceholders[i], strlen(kPlaceholders[i])) <= 2) return kMisspelt[i];
+  return nullptr;
+}
+
 constexpr auto kTooLong = lit("is longer than ") + decimal<kTemplateMax>() + lit(" bytes");
 
 }  // namespace
@@ -103,6 +119,7 @@ bool template_valid(const char *t, const char **why) {
       return false;
     }
     if (!entry_valid(e, n)) {
+      if ((*why = misspelt_placeholder(e, n))) return false;
       *why = "has an entry that is not a transport name (letters, digits, _), name:aux, {copy}, {ipc} or {rdma}";
       return false;
     }

@@ -472,6 +472,8 @@ def version_errors(t):
     version = re.search(r"project\(ucxtls VERSION (\S+)", open(os.path.join(SOURCE_DIR, "CMakeLists.txt")).read()).group(1)
     p = cli(["--version"], env_for(None, preload=False))
     t.equal("--version prints the project version", (p.stdout.decode(), p.returncode), ("ucxtls %s\n" % version, 0))
+    news = re.search(r"^## (\S+)", open(os.path.join(SOURCE_DIR, "NEWS.md")).read(), re.M).group(1)
+    t.equal("NEWS.md's newest section is that version (no 'Unreleased' changes under an older number)", news, version)
     for args in (["frobnicate"], [], ["explain", "--yaml"], ["env", "x"], ["doctor", "--bogus"], ["lib", "x"],
                  ["help", "frobnicate"]):
         p = cli(args, env_for(None, preload=False))

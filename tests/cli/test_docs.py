@@ -239,6 +239,9 @@ def doctor_json_keys(t):
         t.check("%s: every value emitted is %s" % (path, keys[path]), not wrong, "emitted %r" % wrong)
 
 
+INSTALLED_MACHINES = "/opt/ucxtls/share/ucxtls/machines"  # the README's install prefix
+
+
 def transcripts(text):
     """[(command line, [output lines])] of the `$ ` lines in text's fenced blocks."""
     out = []
@@ -260,18 +263,19 @@ def explain_transcripts(t):
     shown = [(c, o) for c, o in transcripts(read(COMMAND_MD)) if re.search(r"\bucxtls (explain|doctor --json)\b", c)]
     t.check("command.md has explain transcripts (%d)" % len(shown), len(shown) >= 3, repr(shown))
     t.check("... and a doctor --json one", any("doctor --json" in c for c, _ in shown), repr(shown))
-    names = set(sorted(machines.MACHINES))
+    # The machines the package installs (CMakeLists.txt), where a user of the package finds them.
+    names = re.search(r"set\(UCXTLS_RECORDED_MACHINES ([^)]*)\)", read(os.path.join(SOURCE_DIR, "CMakeLists.txt"))).group(1).split()
     for command, output in shown:
-        m = re.match(r"^UCXTLS_SYSROOT=/tmp/machines/(\S+) ", command)
-        if not t.check("%s: names a fixture machine as UCXTLS_SYSROOT=/tmp/machines/NAME" % command,
-                       m and m.group(1) in names):
+        m = re.match(r"^UCXTLS_SYSROOT=%s/(\S+) " % re.escape(INSTALLED_MACHINES), command)
+        if not t.check("%s: names an installed machine as UCXTLS_SYSROOT=%s/NAME" % (command, INSTALLED_MACHINES),
+                       m and m.group(1) in names, "installed: %s" % names):
             continue
         root = fixture(m.group(1))
-        line = command.replace("/tmp/machines/" + m.group(1), shlex.quote(root))
+        line = command.replace("%s/%s" % (INSTALLED_MACHINES, m.group(1)), shlex.quote(root))
         line = re.sub(r"\bucxtls (explain|doctor)\b", lambda c: shlex.quote(CLI) + " " + c.group(1), line, 1)
         line = re.sub(r"\s+#.*$", "", line)
         p = run(["/bin/sh", "-c", line], env_for(None, preload=False))
-        got = p.stdout.decode().rstrip("\n").replace(root, "/tmp/machines/" + m.group(1)).splitlines()
+        got = p.stdout.decode().rstrip("\n").replace(root, "%s/%s" % (INSTALLED_MACHINES, m.group(1))).splitlines()
         t.equal("$ %s" % command, got, output, p.stderr.decode())
 
 
@@ -331,6 +335,21 @@ def readme_size(t):
     commands = [l.split("#")[0].strip() for l in (block.group(1) if block else "").splitlines() if not l.startswith(" ")]
     t.equal("the quick start's block is exactly two commands", commands, ["scripts/run.sh [COMMAND...]", "scripts/test.sh"])
     t.check("a Limits section", "\n## Limits\n" in text)
+
+
+@case("README: its recorded GPU node for scripts/run.sh is one the build writes, and prints what it says")
+def readme_recorded_node(t):
+    text = read(README)
+    m = re.search(r"`UCXTLS_SYSROOT=\$PWD/build-run/machines/(\S+) scripts/run.sh` prints\s+`([^`]*)`", text)
+    if not t.check("the README names a recorded node for scripts/run.sh, and what it prints", m):
+        return
+    name, shown = m.groups()
+    built = os.path.join(BUILD_DIR, "machines", name)
+    t.check("the build wrote machines/%s (run.sh's build-run/ is a build of the same project)" % name,
+            os.path.isdir(built), built)
+    p = run([CLI, "explain"], dict(env_for(None, preload=False), UCXTLS_SYSROOT=built))
+    t.check("ucxtls explain there prints the line %r" % shown, shown in p.stdout.decode().splitlines(),
+            p.stdout.decode() + p.stderr.decode())
 
 
 @case("usage.md: its first block runs as printed, writing the machines into a directory of the user's")

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hostile_build import WORK, build, doctor, needs_root, judged, records  # noqa: E402
 
 PODMAN = ["podman", "--runtime", "runc"]
-TAG = "ucxtls-test-doctor-hostile"
+TAG = "ucxtls-test-doctor-hostile-" + harness.RUN_ID
 
 
 @case("a root process in a Podman container: judged from its root, nothing run; traced by strace: the same, left alone")
@@ -37,7 +37,7 @@ def container_limits(t):
     build(os.path.join(root, "ucx/libucp.so.0"), "/tmp/limits", defines=["-DLIMITS"])
     with open(os.path.join(root, "etc/passwd"), "w") as f:
         f.write("root:x:0:0:root:/:/bin/sh\n")
-    image = "localhost/%s:%d" % (TAG, os.getpid())
+    image = "localhost/%s:image" % TAG
     tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
     p = subprocess.run(PODMAN + ["import", "-", image], stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     tar.wait()

@@ -120,6 +120,8 @@ def needs(t):
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         t.skip("the oracle as nobody", "not root" if os.geteuid() else "no setpriv")
         return False
+    if harness.skip_closed_to_others(t, "the oracle as nobody", ORACLE):
+        return False
     return t.check("the oracle is built", os.access(ORACLE, os.X_OK), ORACLE)
 
 

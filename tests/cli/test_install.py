@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import ALWAYS, BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
+from harness import ALL, ALWAYS, BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
@@ -77,6 +77,17 @@ def install_tree(t):
     helpers_in(t, "cmake --install", os.path.dirname(os.path.dirname(cli)), os.path.dirname(lib))
     prefix = os.path.dirname(os.path.dirname(cli))
     oci_hook_in(t, "cmake --install", prefix, lib, prefix)
+    # The recorded machines, replayed by the installed command alone (no checkout, no python3).
+    recorded = os.path.join(prefix, "share", "ucxtls", "machines")
+    for name, family, value in (("dgx", "cuda", None), ("mi300x", "rocm", ALL), ("intel-xe", "ze", ALL)):
+        env = dict(env_for(None, preload=False), UCXTLS_SYSROOT=os.path.join(recorded, name))
+        p = run([cli, "explain", "--json"], env)
+        try:
+            j = json.loads(p.stdout.decode())
+        except ValueError:
+            j = {}
+        t.equal("P/share/ucxtls/machines/%s replayed by P/bin/ucxtls explain: its family and value" % name,
+                (j.get("family"), j.get("value")), (family, value), p.stdout.decode() + p.stderr.decode())
 
 
 def helpers_in(t, what, prefix, libdir):
@@ -290,6 +301,9 @@ def deb(t):
     if not have("dpkg-shlibdeps"):  # the next case shows that cpack -G DEB then stops and says so
         t.skip(".deb", "dpkg-shlibdeps not installed (Debian dpkg-dev; scripts/test.sh installs it)")
         return
+    if not have("file"):  # CPackDeb: "file utility is not available"
+        t.skip(".deb", "file not installed (CPack runs it to find the files for dpkg-shlibdeps; scripts/test.sh installs it)")
+        return
     out = os.path.join(SCRATCH, "pack")
     p = subprocess.run([CPACK, "-G", "DEB", "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake"), "-B", out],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -408,12 +422,20 @@ def probe32():
 
 @once
 def build32():
-    """(process, BUILD_DIR/install-m32/libucxtls.so): the -m32 build of the library."""
+    """(process, BUILD_DIR/install-m32/libucxtls.so, configured): the -m32 build of the library."""
     p = subprocess.run([CMAKE, "-S", SOURCE_DIR, "-B", M32, "-DUCXTLS_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release",
                         "-DCMAKE_C_FLAGS=-m32", "-DCMAKE_CXX_FLAGS=-m32"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if p.returncode == 0:
+    configured = p.returncode == 0
+    if configured:
         p = subprocess.run([CMAKE, "--build", M32, "--target", "ucxtls", "-j2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    return p, os.path.join(M32, "libucxtls.so")
+    return p, os.path.join(M32, "libucxtls.so"), configured
+
+
+def skip_unconfigured32(t, configured, p):
+    """A -m32 C++ compiler that CMake cannot use (no g++-multilib) is a missing component: SKIP."""
+    if not configured:
+        t.skip("32-bit library", "cannot configure a -m32 build (Debian: g++-multilib): " + p.stdout.decode()[-300:])
+    return not configured
 
 
 @case("$LIB 32-bit: the library built with -m32", tags=("m32_library",))
@@ -421,7 +443,9 @@ def library_32(t):
     if not probe32():
         t.skip("32-bit library", "gcc -m32 cannot build here (Debian: gcc-multilib)")
         return
-    p, lib32 = build32()
+    p, lib32, configured = build32()
+    if skip_unconfigured32(t, configured, p):
+        return
     header = subprocess.run(["readelf", "-h", "-d", lib32], stdout=subprocess.PIPE).stdout.decode() if p.returncode == 0 else ""
     needed = re.findall(r"\(NEEDED\).*\[(.*)\]", header)
     t.check("the 32-bit build of the library: ELF32, needs libc.so.6 alone",
@@ -444,7 +468,9 @@ def process_32(t):
         t.skip("a 32-bit process under '$LIB'", "this kernel cannot run 32-bit programs (%s)" % why)
         return
     lib = installed_lib(t)
-    p, lib32 = build32()
+    p, lib32, configured = build32()
+    if skip_unconfigured32(t, configured, p):
+        return
     if not lib or not t.check("the 32-bit build of the library", p.returncode == 0 and os.path.exists(lib32),
                               p.stdout.decode()[-2000:]):
         return

@@ -106,6 +106,18 @@ def renders(t):
         t.check("the rendered page has the section %s" % title, re.search(r"^%s$" % title, out, re.M), out[:2000])
 
 
+@case("command.md's man -l path is where scripts/run.sh builds the page")
+def documented_path(t):
+    doc = open(os.path.join(SOURCE_DIR, "docs", "command.md")).read()
+    named = re.search(r"`man -l (\S+)`", doc)
+    run_sh = open(os.path.join(SOURCE_DIR, "scripts", "run.sh")).read()
+    build = re.search(r"RUN_BUILD_DIR:-\$top/([^}]+)\}", run_sh)
+    t.check("docs/command.md names a man -l path, and scripts/run.sh its build directory", named and build)
+    if named and build:
+        t.equal("the path is run.sh's build directory and the page's name", named.group(1),
+                "%s/%s" % (build.group(1), os.path.basename(PAGE)))
+
+
 def on_terminal(argv, env):
     """(exit status, output) of argv with stdout and stderr on a new pseudo-terminal."""
     master, slave = pty.openpty()

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import BUILD_DIR, C, LIB, TESTS_DIR, UNSET, Z, add_case, case, env_for, fixture, machines, main, run, sh_value  # noqa: E402
@@ -223,6 +224,32 @@ for _name in all_machines():
     # well within CTest's time limit.
     add_case("one decision: %s" % _name, machine_case, _name,
              tags=() if _name in machines.MACHINES else ("odd_machine",))
+
+
+@case("a running process: /proc/PID/environ (ps e) keeps its start environment, its child shows the write; recipes.md says so")
+def proc_environ(t):
+    env = dict(env_for("intel-xe"), UCXTLS_DEBUG="0")
+    p = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & echo $!; wait"], env=env, stdout=subprocess.PIPE)
+    try:
+        child = int(p.stdout.readline())
+        for _ in range(500):  # until the child has exec'd sleep (before, it shows its parent's block)
+            with open("/proc/%d/comm" % child) as f:
+                if f.read().strip() == "sleep":
+                    break
+            time.sleep(0.01)
+        def start_env(pid):
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                return dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        t.check("the preloaded shell's /proc/PID/environ has no UCX_TLS (the library wrote all into its copy)",
+                b"UCX_TLS" not in start_env(p.pid), repr(start_env(p.pid)))
+        t.equal("its child's /proc/PID/environ has the value it was started with", start_env(child).get(b"UCX_TLS"), b"all")
+        os.kill(child, 15)
+    finally:
+        p.wait(timeout=60)
+    with open(os.path.join(os.path.dirname(TESTS_DIR), "docs", "recipes.md")) as f:
+        text = f.read()
+    t.check("recipes.md tells a user checking a rank that ps e and /proc/PID/environ never show it",
+            "`ps e PID` and `/proc/PID/environ` never show the value the library wrote" in text)
 
 
 @case("env of a repair: export UCX_TLS=<repaired> and nothing else; Slurm's form refuses a line break")

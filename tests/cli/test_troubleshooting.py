@@ -318,6 +318,8 @@ def run_sh(t):
     if os.geteuid() != 0 or not have("setpriv"):
         t.skip("run.sh as nobody", "needs root and setpriv")
         return
+    if harness.skip_closed_to_others(t, "run.sh as nobody", os.path.join(SOURCE_DIR, "scripts", "run.sh")):
+        return
     bindir = os.path.join(SCRATCH, "runsh-bin")
     os.makedirs(bindir, exist_ok=True)
     for tool in ("bash", "sh", "dirname", "find", "head", "id", "nproc", "apt-get"):

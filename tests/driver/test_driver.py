@@ -361,11 +361,15 @@ AS_ROOT = [
 ]
 
 
+DIR_REMEDY = "use a directory only root or you can write"
+
+
 def untrusted(t, label, change, why):
     cache = corrupted(change)
     tls, err = tls_of(host_env("dgx", cache))
-    t.check("cache %s: ignored, the kernel's answer, '%s'" % (label, why),
-            tls == C and why in err and REMEDY in err and err.count("\n") == 1, err)
+    remedy, wrong = (DIR_REMEDY, REMEDY) if "its directory" in why else (REMEDY, DIR_REMEDY)  # --save cannot fix a directory
+    t.check("cache %s: ignored, the kernel's answer, '%s', and what fixes it" % (label, why),
+            tls == C and why in err and remedy in err and wrong not in err and err.count("\n") == 1, err)
 
 
 def untrusted_as_root(t, label, change, why):

@@ -185,6 +185,9 @@ class Checks:
         sys.exit(self.status())
 
 
+# Names this run gives shared things (Podman images, runc containers): unique even where two suites
+# run at once, each test in a PID namespace of its own where every test is the same small PID.
+RUN_ID = "%s-%d" % (os.urandom(4).hex(), os.getpid())
 SKIPPED = 77  # the exit status CTest's SKIP_RETURN_CODE names (set on every Python test)
 CASES = []  # (name, function, args, tags): run in this order
 ARGS = []  # the script's own arguments (positional), once main() has taken the selection and --list
@@ -344,6 +347,32 @@ def main(title, start=None):
 def have(tool):
     from shutil import which
     return which(tool) is not None
+
+
+def closed_to_others(*paths):
+    """The first directory on the way to any of paths that users other than its owner cannot enter
+    (a clone in root's 0700 home), or None: a test that runs something as nobody SKIPs on it."""
+    for path in paths:
+        d = os.path.dirname(os.path.abspath(path))
+        while True:
+            try:
+                if not os.stat(d).st_mode & 0o001:
+                    return d
+            except OSError:
+                return d
+            if d == "/":
+                break
+            d = os.path.dirname(d)
+    return None
+
+
+def skip_closed_to_others(t, what, *paths):
+    """SKIPs `what` (True returned) where nobody cannot reach paths (closed_to_others)."""
+    closed = closed_to_others(*paths)
+    if closed:
+        t.skip(what, "%s is closed to other users (mode %o), and this runs as nobody: run the tests from a "
+               "clone others can enter" % (closed, os.stat(closed).st_mode & 0o777 if os.path.exists(closed) else 0))
+    return closed is not None
 
 
 def compile_c(path, source, flags=(), cc="cc", check=False):

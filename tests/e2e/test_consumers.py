@@ -115,7 +115,7 @@ def ucx_info_portable(t, ucx_info):
             p.returncode == 0 and "UCP endpoint" in out and "not available" in out and "'rc'" in out, out)
 
 
-# The recommended templates (README.md "Values", docs/recipes.md): what each composes to on a GPU
+# The recommended templates (docs/usage.md "Values", docs/recipes.md): what each composes to on a GPU
 # node without rc (an EFA replay), and UCX must create an endpoint with it (this UCX has no CUDA:
 # it names cuda_ipc/cuda_copy unavailable, and runs over the rest).
 RECOMMENDED = [

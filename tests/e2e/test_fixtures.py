@@ -9,7 +9,8 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import ALL, ALWAYS, C, NONE, R, UNSET, Z, add_case, case, env_for, fixture, have, main, run, sh_value
+from harness import (ALL, ALWAYS, C, LIB, NONE, R, UNSET, Z, add_case, case, env_for, fixture, have, main, run, sh_value,
+                     skip_closed_to_others)
 
 PORTABLE = "{rdma},sm,self,{ipc},{copy}"
 
@@ -242,6 +243,8 @@ def uverbs3_closed(t):
     # uverbs0's: here uverbs0..2 are EFA devices whose nodes anyone may open.
     if os.geteuid() != 0:
         t.skip("a node the process cannot open", "needs root, to run the process as uid 65534")
+        return
+    if skip_closed_to_others(t, "a node the process cannot open", LIB):
         return
     import machines
     top = tempfile.mkdtemp(prefix="ucxtls-uverbs3-")

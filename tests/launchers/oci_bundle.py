@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 
 import recipes  # noqa: F401  (first: it puts harness.py on the path)
-from harness import BUILD_DIR, LIB  # noqa: E402
+from harness import BUILD_DIR, LIB, RUN_ID  # noqa: E402
 
 HOOK = os.path.join(BUILD_DIR, "ucxtls-oci-hook")
 TARGET = "/usr/lib/ucxtls-oci-hook/libucxtls.so"
@@ -175,7 +175,7 @@ def runc_run(c, script, user=None, umask=None, mounts=(), env=(), hook_args=()):
     spec["hooks"] = {"createRuntime": [{"path": HOOK, "args": [HOOK, "--library=" + LIB] + list(hook_args)}]}
     with open(os.path.join(c.bundle, "config.json"), "w") as f:
         json.dump(spec, f)
-    name = "ucxtls-hook-%d-%d" % (os.getpid(), _count[0])
+    name = "ucxtls-hook-%s-%d" % (RUN_ID, _count[0])
     pre = (lambda: os.umask(umask)) if umask is not None else None
     try:
         return subprocess.run(["runc", "run", "--bundle", c.bundle, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

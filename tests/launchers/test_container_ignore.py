@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 
 import recipes as R  # noqa: F401,E402  (first: it puts harness.py on the path)
-from harness import SOURCE_DIR, case, have, main  # noqa: E402
+from harness import RUN_ID, SOURCE_DIR, case, have, main  # noqa: E402
 
 KEPT = ["CMakeLists.txt", "shim/core.cc", "tests/e2e/harness.py", "docs/containers.md"]
 LEFT_OUT = ["build/CMakeCache.txt", "build-run/libucxtls.so", "build-release/ucxtls", "build-rpm/x.rpm",
@@ -42,7 +42,7 @@ def ignore_files(t):
             shutil.copy(src, ctx)
             with open(os.path.join(scratch, "Containerfile"), "w") as f:
                 f.write("FROM scratch\nCOPY . /src\n")
-            tag = "localhost/ucxtls-ignore-test-%s-%d" % (name.strip("."), os.getpid())
+            tag = "localhost/ucxtls-ignore-test-%s-%s" % (name.strip("."), RUN_ID)
             p = podman("build", "-q", "-f", os.path.join(scratch, "Containerfile"), "-t", tag, ctx, timeout=300)
             if not t.check("%s: podman build succeeds" % name, p.returncode == 0, p.stderr.decode()):
                 continue

@@ -167,10 +167,17 @@ def shell_expand(value, env):
     return p.stdout.decode()
 
 
+# The build's optional dependencies: where the stage's apt-get line does not name one, its files
+# are hidden from the builder (this machine has it; a fresh debian:12 would not).
+OPTIONAL_BUILD_PACKAGES = {"nlohmann-json3-dev": ("/usr/include/nlohmann", "/usr/share/cmake/nlohmann_json")}
+
+
 def build_stage(t, stage, out):
     """Runs the stage's RUN lines as printed in a builder namespace (this machine's programs, its
-    /etc, the checkout at /src), with /opt/ucxtls kept in out. Returns the builder's /opt/ucxtls."""
+    /etc, the checkout at /src; the optional build packages its apt-get line does not name hidden),
+    with /opt/ucxtls kept in out. Returns the builder's /opt/ucxtls."""
     args = {}
+    hidden = []
     opt, build = os.path.join(out, "opt-ucxtls"), os.path.join(out, "build")
     os.makedirs(opt)
     os.makedirs(build)
@@ -186,11 +193,14 @@ def build_stage(t, stage, out):
                                                            stderr=subprocess.DEVNULL).stdout != b"install ok installed"]
             t.check("RUN %s: not run (no registry here); its packages %s are installed" % (rest[:40] + "...", wanted),
                     wanted and not missing, repr(missing))
+            for pkg, dirs in OPTIONAL_BUILD_PACKAGES.items():
+                if pkg not in wanted:
+                    hidden += [a for d in dirs if os.path.isdir(d) for a in ("--tmpfs", d)]
         elif word == "RUN":
             env = dict(args, PATH=IMAGE_PATH, HOME="/root")
             argv = ["bwrap", "--die-with-parent"] + root_binds() + [
                 "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/root",
-                "--ro-bind", SOURCE_DIR, "/src", "--bind", build, "/build", "--bind", opt, "/opt/ucxtls", "--clearenv"]
+                "--ro-bind", SOURCE_DIR, "/src", "--bind", build, "/build", "--bind", opt, "/opt/ucxtls"] + hidden + ["--clearenv"]
             for k, v in env.items():
                 argv += ["--setenv", k, v]
             p = subprocess.run(argv + ["/bin/sh", "-c", rest], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -232,6 +242,9 @@ def containerfile(t):
     t.check("the builder installed the library, the command and the man page under /opt/ucxtls",
             all(os.path.exists(os.path.join(built[stages[0]["name"]], p))
                 for p in ("lib/libucxtls.so", "bin/ucxtls", "share/man/man1/ucxtls.1")))
+    t.check("... and the node hook with its JSON, which the DaemonSet's init script copies (its packages named)",
+            all(os.path.exists(os.path.join(built[stages[0]["name"]], p))
+                for p in ("libexec/ucxtls/ucxtls-oci-hook", "share/ucxtls/oci/ucxtls-hook.json")))
     base = {"PATH": IMAGE_PATH, "HOME": "/root"}
     mounts, env = image_stage(t, stages[1], built, base)
     t.equal("the image's ENV: LD_PRELOAD is the layer's library", env.get("LD_PRELOAD"), lib)

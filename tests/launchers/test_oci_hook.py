@@ -28,9 +28,9 @@ import subprocess
 import tempfile
 
 import recipes as R  # noqa: E402  (first: it puts harness.py on the path)
-from harness import ALL, C, case, fixture, main  # noqa: E402
+from harness import ALL, C, RUN_ID, case, fixture, main  # noqa: E402
 
-TAG = "ucxtls-hooktest-%d" % os.getpid()
+TAG = "ucxtls-hooktest-" + RUN_ID
 IMAGE_BASE, IMAGE_OWN, IMAGE_LINK_ETC, IMAGE_LINK_LIB = ("localhost/%s:%s" % (TAG, n) for n in (
     "base", "own-preload", "link-etc", "link-lib"))
 PODMAN = ["podman", "--runtime", "runc"]
@@ -124,6 +124,8 @@ def setup(t):
     """Once per process: Podman usable (else SKIP), the README's install, /etc an overlay, the images."""
     if "setup" in _state:
         if not _state["setup"]:
+            if _state.get("skipped"):  # every later case says the same SKIP, not "ran no check"
+                t.skip("the node hook under Podman", _state["skipped"])
             t.exit()
         return
     _state["setup"] = False
@@ -131,8 +133,9 @@ def setup(t):
     if not (shutil.which("cc") or shutil.which("gcc")):
         missing.append("cc")
     if missing:
-        t.skip("the node hook under Podman", "%s not installed (Debian podman, runc; scripts/test.sh installs them)"
-               % ", ".join(missing))
+        _state["skipped"] = ("%s not installed (Debian podman, runc; scripts/test.sh installs them)"
+                             % ", ".join(missing))
+        t.skip("the node hook under Podman", _state["skipped"])
         t.exit()
     d = tempfile.mkdtemp(prefix="ucxtls-oci-hook-")
     atexit.register(shutil.rmtree, d, True)
@@ -154,7 +157,8 @@ def setup(t):
     # A bare container first: where Podman cannot run here (no namespaces, cgroups refused), SKIP.
     p = podman(RUN + [IMAGE_BASE, "/bin/sh", "-c", "echo up"])
     if p.returncode != 0 or p.stdout != "up\n":
-        t.skip("the node hook under Podman", "podman cannot run a container here: " + (p.stderr.strip() or p.stdout))
+        _state["skipped"] = "podman cannot run a container here: " + (p.stderr.strip() or p.stdout)
+        t.skip("the node hook under Podman", _state["skipped"])
         t.exit()
     own = [("/opt/img/libimgenv.so", libs["imgenv"]), (OWN_FILE_LINE, libs["imgfile"]),
            ("/etc/ld.so.preload", (OWN_FILE_LINE + "\n").encode())]

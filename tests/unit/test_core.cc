@@ -324,6 +324,29 @@ TEST_CASE("template validity") {
   CHECK_FALSE(template_valid(big.c_str(), &why));
 }
 
+TEST_CASE("template: a misspelt placeholder names the one meant") {
+  struct Row {
+    const char *tmpl;
+    const char *meant;  // nullptr: no suggestion
+  } rows[] = {
+      {"{rmda},{copy}", "{rdma}"}, {"{rdma},{cpy}", "{copy}"}, {"tcp,{ipcc}", "{ipc}"},
+      {"{COPY}", "{copy}"},        {"{rdma},{xyzzy}", nullptr}, {"rc;tcp", nullptr},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.tmpl);
+    const char *why = nullptr;
+    REQUIRE_FALSE(template_valid(r.tmpl, &why));
+    REQUIRE(why != nullptr);
+    const char *hint = strstr(why, "did you mean ");
+    if (r.meant) {
+      REQUIRE(hint != nullptr);
+      CHECK(std::string(hint + 13) == std::string(r.meant) + "?)");
+    } else {
+      CHECK(hint == nullptr);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 TEST_CASE("ucx.conf: a UCX_TLS line in any section counts, and nothing else does") {
   struct Row {
