@@ -274,7 +274,7 @@ TEST_CASE("decide on a replayed node: a RoCE port whose GIDs are all zero, or wh
     Sysroot m;
     connectx(m, r.link_layer, r.gids);
     const auto got = decided_on(m);
-    CHECK(std::string(action_name(got.first)) == action_name(r.action));
+    CHECK(std::string(action_name(got.first)) == std::string(action_name(r.action)));
     CHECK(got.second == std::string(r.value));
   }
 }
