@@ -125,6 +125,14 @@ def set_dyn(data, ph, tag, value):
         off += 16
 
 
+def whole_file(data, eh, ph, sh):
+    """Every PT_LOAD claims 1 TiB from the file."""
+    for i, p in enumerate(ph):
+        if p[0] == 1:
+            p[5] = p[6] = 1 << 40
+            put_ph(data, eh, ph, i)
+
+
 @case("a libucp truncated at each header and inside its tables: an answer, never a hang or a crash")
 def truncated(t):
     base = os.path.join(FAKES, "nixl", "libucp.so.0")
@@ -167,12 +175,6 @@ def huge(t):
     with open(zeros, "wb") as f:
         f.truncate(tib)
     answered(t, "1 TiB of zeros named libucp.so.0", doctor(["--ucx", zeros, "--value", "tcp"]), "not an ELF object")
-
-    def whole_file(data, eh, ph, sh):  # every PT_LOAD claims 1 TiB from the file
-        for i, p in enumerate(ph):
-            if p[0] == 1:
-                p[5] = p[6] = tib
-                put_ph(data, eh, ph, i)
     lib = patched("huge-load", whole_file)
     with open(lib, "r+b") as f:
         f.truncate(tib)
@@ -184,6 +186,20 @@ def huge(t):
         f.truncate(tib)
     out = answered(t, "a module of 1 TiB", doctor(["--ucx", d, "--value", "tcp"]))
     t.check("the module is judged (its library named)", "libuct_cuda.so.0 does not load here: libcuda.so.1" in out, out)
+
+
+@case("a segment of 1 TiB and no deadline near: doctor's byte bound alone ends the reading, in about a second")
+def byte_bound(t):
+    # The case above gives doctor a 5 s deadline, which ends a reading that the byte bound failed to
+    # end just as well. Here the deadline is 10 minutes: only the byte bound (cli/root_fs.h, 256 MiB,
+    # each read clamped to what is left of it) keeps the scan of a 1 TiB segment for UCX's module
+    # directory from reading the whole segment (minutes of holes).
+    lib = patched("huge-load-no-deadline", whole_file)
+    with open(lib, "r+b") as f:
+        f.truncate(1 << 40)
+    got = doctor(["--ucx", lib, "--value", "tcp", "--timeout-ms", "600000"])
+    answered(t, "segments of 1 TiB, --timeout-ms 600000", got)
+    t.check("ended by the byte bound, not by a deadline: under 8 s (1 to 2 s here)", got[3] < 8, "%.1f s" % got[3])
 
 
 @case("a 32-bit libucp, and a 32-bit module beside a 64-bit build: read, the module refused by class")

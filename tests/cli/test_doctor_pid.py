@@ -197,14 +197,14 @@ def suid_holder(exe):
     os.chmod(exe, 0o4755)
 
 
-def suid_doctor(t, name, env, libs):
+def suid_doctor(t, name, env, libs, build="nixl"):
     """doctor --pid's (stdout, stderr) on a set-user-ID-root holder started by nobody with env, that
-    loads libs and then the nixl fake UCX, on a replayed Intel node; None when it did not start so."""
+    loads libs and then the fake UCX `build`, on a replayed Intel node; None when it did not start so."""
     fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
     exe = os.path.join(WORK, name)
     suid_holder(exe)
     p, line = hold([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", exe] + libs +
-                   [os.path.join(fakes, "nixl", "libucp.so.0")], env)
+                   [os.path.join(fakes, build, "libucp.so.0")], env)
     try:
         if not t.equal("control: it runs as nobody with euid 0 (set-user-ID)", line, b"ready 65534 0\n"):
             return None
@@ -243,6 +243,32 @@ def secure_execution(t):
             and out.splitlines()[-1:] == ["verdict     ok (exit 0)"], "%d %r %r" % (rc, out, err))
     t.check("... no value line (nothing composed from its UCXTLS_TEMPLATE), no build line for the node's family (ze)",
             not re.search(r"^value ", out, re.M) and "Level Zero" not in out and "ze_copy" not in out, out)
+
+
+@case("a set-user-ID program started by nobody with LD_LIBRARY_PATH: ld.so ignores it there, and so does doctor")
+def secure_library_path(t):
+    # The fake build's module needs libcuda.so.1, found only through LD_LIBRARY_PATH (the fake CUDA
+    # driver's directory). Under secure execution glibc's ld.so ignores LD_LIBRARY_PATH (elf/rtld.c
+    # process_envvars), though /proc/PID/environ still shows it: the module does not load there.
+    if not needs_root(t):
+        return
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    cuda = os.environ.get("UCXTLSTEST_FAKE_CUDA_DIR", os.path.join(BUILD_DIR, "tests", "cuda", "lib"))
+    env = env_for("intel-xe", preload=False, LD_LIBRARY_PATH=cuda)
+    module = "libuct_cuda.so.0 does not load here: libcuda.so.1"
+    p, _ = hold([sys.executable, "-c", HOLD, os.path.join(fakes, "cuda-module", "libucp.so.0")], env)
+    try:
+        q = run([CLI, "doctor", "--pid", str(p.pid)], env_for("intel-xe", preload=False))
+    finally:
+        release(p)
+    out = q.stdout.decode(errors="replace")
+    t.check("control: without secure execution the module loads through LD_LIBRARY_PATH (cuda_copy registered)",
+            module not in out and re.search(r"^this UCX .*cuda_copy", out, re.M), out)
+    got = suid_doctor(t, "suid-llp", env, [], build="cuda-module")
+    if got:
+        rc, out, err = got
+        t.check("secure execution: its module does not load (libcuda.so.1 not found), no cuda_copy",
+                module in out and not re.search(r"^this UCX .*cuda_copy", out, re.M), "%d %r %r" % (rc, out, err))
 
 
 @case("a process that kept UCX_TLS unset beside a ucx.conf in its working directory: nothing to check, exit 0")

@@ -13,10 +13,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import LIB, case, env_for, have, main, run  # noqa: E402
+from harness import BUILD_DIR, LIB, case, env_for, have, main, run  # noqa: E402
 
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtls"))
 HOLD = "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
+FAKES = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(BUILD_DIR, "tests", "cli", "fakes-ucx"))
 OK = "verdict     ok (exit 0)"
 FAIL = "verdict     FAIL (exit 1): "
 
@@ -103,6 +104,21 @@ def every_mode(t):
         for p in holders.values():
             p.stdin.close()
             p.wait(timeout=30)
+
+
+@case("two failures: the verdict quotes the first, as stderr has it, and counts the other")
+def first_failure(t):
+    # A replayed Intel node and a fake NIXL-like build (no ze_copy): `tcp,foo` cannot carry the
+    # node's GPU memory (the first failure, its line first), and names a transport the build lacks
+    # (the second). The agreement check above accepts any failing line; this one wants the first.
+    lib = os.path.join(FAKES, "nixl", "libucp.so.0")
+    rc, out, err = doctor(["--ucx", lib, "--value", "tcp,foo"], env_for("intel-xe", preload=False))
+    failed = [line[len("ucxtls: doctor: "):] for line in err.splitlines() if line.startswith("ucxtls: doctor: ")]
+    if not t.check("control: exit 1, two failing lines, the value's copy transport first, then foo",
+                   rc == 1 and len(failed) == 2 and "foo" not in failed[0] and "foo" in failed[1], "%d %r %r" % (rc, out, err)):
+        return
+    t.equal("the verdict quotes the first and counts the other", out.splitlines()[-1:],
+            [FAIL + failed[0] + " (and 1 more on stderr)"], out + err)
 
 
 @case("an error before any row: its one stderr line, no verdict")

@@ -1,10 +1,17 @@
 // Unit tests of the device rules (shim/device_rules.h): table rows, one per fact the probes read.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "core.h"
+#include "probe.h"
+#include "temp_tree.h"
 
 using namespace ucxtls;
 
@@ -62,6 +69,10 @@ TEST_CASE("RDMA: a RoCE port's link layer, GIDs and net device names, as sysfs p
       {"0000:0000:0000:0000:0000:ffff:0a00:0101\n", Gid::valid},         // IPv4 10.0.1.1, mapped
       {"0000:0000:0000:0000:0000:0000:0000:0000\n", Gid::zero},          // an empty entry
       {"fe80:0000:0000:0000:0000:0000:0000:0000\n", Gid::zero},          // a prefix, no interface id
+      // the interface id's edges: its first digit, its first half alone, the prefix's last digit
+      {"0000:0000:0000:0000:1000:0000:0000:0000\n", Gid::valid},
+      {"fe80:0000:0000:0000:0e42:a1ff:0000:0000\n", Gid::valid},
+      {"0000:0000:0000:0001:0000:0000:0000:0000\n", Gid::zero},
       {"0000:0000:0000:0000:0000:0000:0000:0001", Gid::valid},           // no newline
       {"fe80:0000:0000:0000:0e42:a1ff:fe12:345\n", Gid::malformed},      // 31 digits
       {"fe80:0000:0000:0000:0e42:a1ff:fe12:34567\n", Gid::malformed},    // 33
@@ -70,7 +81,7 @@ TEST_CASE("RDMA: a RoCE port's link layer, GIDs and net device names, as sysfs p
       {"", Gid::malformed},
   };
   for (const GidRow &r : gids) {
-    CAPTURE(r.file);
+    CAPTURE(std::string(r.file));
     CHECK(parse_gid(r.file, strlen(r.file)) == r.gid);
   }
   // gid_attrs/ndevs/K: a net device's name (IFNAMSIZ), looked up in /sys/class/net
@@ -188,4 +199,82 @@ TEST_CASE("ROCr's GPU name from a KFD unique_id") {
   CHECK(std::string(id) == "GPU-505ff276f021952c");  // the mi300x fixture's first GPU
   rocr_gpu_id(1, id);
   CHECK(std::string(id) == "GPU-0000000000000001");
+}
+
+namespace {
+
+// A replayed node (UCXTLS_SYSROOT) is written as tests/fixtures/machines.py writes one: plain files
+// for device nodes and sysfs attributes, relative links for sysfs's.
+using Sysroot = TempTree;
+
+// How a RoCE port's GID table is filled.
+enum class Gids { here, elsewhere, zero, zero_then_here };
+
+// One ConnectX (mlx5_core) on uverbs0, its port 1 ACTIVE with this link layer and GID table.
+void connectx(Sysroot &m, const char *link_layer, Gids gids) {
+  const std::string port = "/sys/class/infiniband/mlx5_0/ports/1";
+  m.file("/dev/infiniband/uverbs0", "");
+  m.link("/sys/class/infiniband_verbs/uverbs0/device/driver", "../../../../bus/pci/drivers/mlx5_core");
+  m.file("/sys/class/infiniband_verbs/uverbs0/ibdev", "mlx5_0\n");
+  m.file(port + "/state", "4: ACTIVE\n");
+  m.file(port + "/link_layer", std::string(link_layer) + "\n");
+  const char *const zero = "0000:0000:0000:0000:0000:0000:0000:0000\n";
+  const char *const valid[] = {"fe80:0000:0000:0000:0e42:a1ff:fe12:3456\n", "fe80:0000:0000:0000:0e42:a1ff:fe12:3456\n",
+                               "0000:0000:0000:0000:0000:ffff:0a00:0101\n", "0000:0000:0000:0000:0000:ffff:0a00:0101\n"};
+  for (int k = 0; k < 8; k++) {
+    const std::string n = std::to_string(k);
+    const bool filled = gids == Gids::here || gids == Gids::elsewhere ? k < 4 : gids == Gids::zero_then_here && k >= 1 && k < 5;
+    m.file(port + "/gids/" + n, filled ? valid[k % 4] : zero);
+    if (filled) m.file(port + "/gid_attrs/ndevs/" + n, "bond0\n");  // an empty entry's read fails: no file
+  }
+  if (gids != Gids::elsewhere) m.file("/sys/class/net/bond0/operstate", "up\n");  // bond0 in this namespace
+}
+
+// The decision the library makes on that node for an NVIDIA GPU (UCXTLS_ACCEL=cuda: the family
+// is given, the network probed): its action and value.
+std::pair<Action, std::string> decided_on(Sysroot &m) {
+  Inputs in;
+  in.var[kSysroot] = m.root.c_str();
+  in.var[kAccel] = "cuda";
+  Settings s;
+  parse_settings(in, &s);
+  REQUIRE(s.sysroot != nullptr);
+  Facts f;
+  Decision d;
+  ProbeOptions o;
+  run_ladder(in, s, o, &f, &d);
+  CAPTURE(std::string(f.rdma.evidence));
+  return {d.action, d.value};
+}
+
+}  // namespace
+
+// Decision rows for the RoCE GID rule (shim/probe_rdma.cc check_roce: a RoCE port counts only
+// with a GID UCX can select, GID 0 valid and a valid GID on a net device of this namespace), on
+// the default template for an NVIDIA node: a usable rc device leaves UCX_TLS unset; none gives
+// `all`; a ConnectX port UCX lists but cannot open gives `^ib`. An InfiniBand port needs no GID.
+TEST_CASE("decide on a replayed node: a RoCE port whose GIDs are all zero, or whose net device is not here, does not count") {
+  struct Row {
+    const char *name, *link_layer;
+    Gids gids;
+    Action action;
+    const char *value;
+  } rows[] = {
+      {"RoCE, GIDs on bond0, bond0 here: rc runs, unset", "Ethernet", Gids::here, Action::skip, ""},
+      {"RoCE, every GID zero: UCX does not list the port, all", "Ethernet", Gids::zero, Action::set, "all"},
+      {"RoCE, GID 0 zero, GIDs 1-4 on bond0 here: UCX's port check reads GID 0, not listed, all", "Ethernet",
+       Gids::zero_then_here, Action::set, "all"},
+      {"RoCE, GIDs on bond0, bond0 not in this namespace: listed, cannot open, ^ib", "Ethernet", Gids::elsewhere,
+       Action::set, "^ib"},
+      {"InfiniBand, every GID zero: no GID needed, unset", "InfiniBand", Gids::zero, Action::skip, ""},
+      {"InfiniBand, no net device here: none needed, unset", "InfiniBand", Gids::elsewhere, Action::skip, ""},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(std::string(r.name));
+    Sysroot m;
+    connectx(m, r.link_layer, r.gids);
+    const auto got = decided_on(m);
+    CHECK(std::string(action_name(got.first)) == std::string(action_name(r.action)));
+    CHECK(got.second == std::string(r.value));
+  }
 }

@@ -7,12 +7,17 @@ TEST_CASE("the OCI hook's pure part") {
   FAIL("the hook was not built: nlohmann-json is not installed (Debian nlohmann-json3-dev; scripts/test.sh installs it)");
 }
 #else
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
 
 #include "oci_hook_core.h"
+#include "oci_hook_mounts.h"
 
 using namespace ucxtls;
 
@@ -244,6 +249,61 @@ TEST_CASE("container paths walked one component at a time") {
   CHECK_FALSE(split_container_path("/usr/../etc", &parts));
   CHECK_FALSE(split_container_path("/./etc", &parts));
   CHECK_FALSE(split_container_path("/", &parts));
+}
+
+// A bind without "rbind" carries none of the mounts below its source: where a later mount's path
+// ends on one of them (a mount point of the host), the container sees what lies under it, which
+// the hook cannot read, so it cannot tell where that mount lands, and writes nothing (the slip:
+// read_link_below's last-component st_dev check dropped, so the mount point's own directory is
+// read instead and the path taken as no link). With rbind the mount is carried, and the path is
+// read. The host's own mount points stand for the source's: / bound on /mnt, and /proc (or /sys,
+// /dev) below it.
+TEST_CASE("mounts: a bind without rbind whose path ends on a host mount point: where the next mount lands is not known") {
+  struct stat top, st;
+  REQUIRE(stat("/", &top) == 0);
+  std::string mount_point, same_fs;
+  for (const char *d : {"proc", "sys", "dev", "run"})
+    if (mount_point.empty() && stat((std::string("/") + d).c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev != top.st_dev)
+      mount_point = d;
+  for (const char *d : {"etc", "usr", "var", "bin"})
+    if (same_fs.empty() && lstat((std::string("/") + d).c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == top.st_dev)
+      same_fs = d;
+  if (mount_point.empty() || same_fs.empty()) {
+    MESSAGE("SKIP: this machine's / has no mount point below it among /proc, /sys, /dev, /run, or no plain directory");
+    return;
+  }
+  char image[] = "/tmp/ucxtls-unit-XXXXXX";
+  REQUIRE(mkdtemp(image) != nullptr);
+  const int rootfd = open(image, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(rootfd >= 0);
+  struct Row {
+    bool rbind;
+    std::string below;
+    bool known;
+  } rows[] = {{false, mount_point, false}, {true, mount_point, true}, {false, same_fs, true},
+              {false, mount_point + "/x", false}};  // a component after it: the walk's own check
+  for (const Row &r : rows) {
+    CAPTURE(r.rbind);
+    CAPTURE(r.below);
+    MountPlaces places(rootfd, "/nonexistent-bundle");
+    ContainerMount bind;
+    bind.destination = "/mnt", bind.type = "none", bind.source = "/", bind.bind = true, bind.recursive = r.rbind;
+    REQUIRE(mount_view(bind) == MountView::kSource);
+    std::string at, why;
+    REQUIRE(places.add(bind, &at, &why));
+    ContainerMount tmpfs;
+    tmpfs.destination = "/mnt/" + r.below, tmpfs.type = "tmpfs", tmpfs.source = "tmpfs";
+    CHECK(places.add(tmpfs, &at, &why) == r.known);
+    if (r.known) {
+      CHECK(at == "/mnt/" + r.below);
+    } else {
+      CHECK(at.empty());
+      CHECK(why == "the bind mount on /mnt from / cannot be read through (a mount below its source, which a bind "
+                   "without rbind does not carry)");
+    }
+  }
+  close(rootfd);
+  rmdir(image);
 }
 
 #endif  // UCXTLS_HAVE_OCI_HOOK

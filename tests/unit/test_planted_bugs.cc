@@ -16,6 +16,7 @@
 #include "driver_report.h"
 #include "environ_edit.h"
 #include "repair.h"
+#include "temp_tree.h"
 #include "unit_facts.h"
 
 using namespace ucxtls;
@@ -199,4 +200,61 @@ TEST_CASE("driver tier: a cache directory without the file gives way to the next
   unlink(file.c_str());
   rmdir(second);
   rmdir(first);
+}
+
+// Bug: the staleness check made `>=` (a device node as old as the saved answer counts as newer):
+// /dev/nvidiactl created in the same clock tick as the answer saved by a boot-time
+// `ucxtls probe --save` (a file system with coarse times gives both one stamp), and every process
+// on the node throws the answer away. Equal times are not stale; one nanosecond newer is.
+TEST_CASE("driver tier: a device node with the same mtime as the saved answer is not stale; one ns newer is") {
+  TempTree node, cache;  // the replayed node (UCXTLS_SYSROOT) and the cache directory
+  REQUIRE(chmod(cache.root.c_str(), 0755) == 0);
+  const char boot[] = "0b1c9f2e-5d1a-4f7e-9a43-3c8d2b7e6f10";
+  node.file("/proc/sys/kernel/random/boot_id", std::string(boot) + "\n");
+  node.file("/dev/nvidiactl", "");
+  DriverReport rep;
+  rep.boot = boot;
+  rep.cuda.answer.answered = Tri::yes;
+  rep.cuda.answer.count = rep.cuda.answer.present = 1;
+  rep.cuda.ndev = 1;
+  rep.cuda.dev[0] = {"GPU-00000000-0000-0000-0000-000000000000", "NVIDIA H200"};
+  rep.ze.answer.answered = Tri::yes;
+  char text[kDriverReportMax];
+  const size_t n = format_driver_report(rep, text, sizeof text);
+  REQUIRE(n > 0);
+  cache.file("/driver", std::string(text, n));
+  const std::string file = cache.root + "/driver", ctl = node.root + "/dev/nvidiactl";
+  // Times well inside what every file system stores (whole seconds, and a nanosecond part).
+  const long long saved_ns = 1764800000LL * 1000000000LL + 123456789LL;
+  auto stamp = [](const std::string &path, long long ns) {
+    const timespec t[2] = {{time_t(ns / 1000000000LL), long(ns % 1000000000LL)},
+                           {time_t(ns / 1000000000LL), long(ns % 1000000000LL)}};
+    REQUIRE(utimensat(AT_FDCWD, path.c_str(), t, 0) == 0);
+  };
+  stamp(file, saved_ns);
+  Env e{{kSysroot, node.root.c_str()}};
+  Settings s;
+  parse_settings(e.in, &s);
+  REQUIRE(s.sysroot != nullptr);
+  const CacheDir places[] = {{cache.root.c_str(), ""}};
+  struct Row {
+    long long node_ns;
+    bool stale;
+  } rows[] = {{saved_ns, false}, {saved_ns + 1, true}, {saved_ns - 1, false}, {saved_ns + 1000000000LL, true}};
+  for (const Row &row : rows) {
+    CAPTURE(row.node_ns - saved_ns);
+    stamp(ctl, row.node_ns);
+    struct stat st;
+    REQUIRE(stat(ctl.c_str(), &st) == 0);
+    // A file system that cannot hold the nanoseconds cannot tell these rows apart: none here can't.
+    REQUIRE((long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec == row.node_ns);
+    char which[64] = {};
+    CHECK(driver_loaded_after(s, saved_ns, which, sizeof which) == row.stale);
+    if (row.stale) CHECK(std::string(which) == "/dev/nvidiactl");
+    DriverFact out;
+    probe_driver_at(e.in, s, places, 1, &out);
+    CAPTURE(std::string(out.evidence));
+    CHECK((out.value == Tri::yes) == !row.stale);
+    CHECK((std::string(out.evidence).find("stale, /dev/nvidiactl is newer") != std::string::npos) == row.stale);
+  }
 }
