@@ -5,7 +5,13 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <algorithm>
 
 namespace ucxtls {
 namespace cli {
@@ -71,6 +77,85 @@ std::string ld_cache_lookup(const std::string &cache, const std::string &name, b
   return "";
 }
 
+std::vector<std::string> legacy_hwcap_subdirs(const std::vector<std::string> &names) {
+  std::vector<std::string> out;
+  const size_t cnt = std::min<size_t>(names.size(), 8);
+  for (unsigned m = 1u << cnt; m-- > 0;) {  // entry k holds the names of the bits of 2^cnt - 1 - k
+    std::string s;
+    for (size_t i = cnt; i-- > 0;)
+      if (m >> i & 1) s += names[i] + "/";
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);  // the same directory twice: one search
+  }
+  return out;
+}
+
+void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels, std::vector<std::string> *names) {
+  levels->clear(), names->clear();
+  const char *at_platform = nullptr;  // the kernel's AT_PLATFORM: ld.so's platform unless it sets its own
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+  at_platform = reinterpret_cast<const char *>(getauxval(AT_PLATFORM));
+#endif
+  const std::string platform = at_platform && *at_platform ? at_platform : "";
+#if defined(__x86_64__) || defined(__i386__)
+  if (is64 && machine == EM_X86_64) {
+    // glibc-hwcaps (sysdeps/x86_64/dl-hwcaps-subdirs.c): the x86-64 ISA levels this CPU has.
+#if defined(__clang__) && __clang_major__ < 16  // no level names (the fuzz build): the features that make each level
+    const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("ssse3");
+    const bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
+    const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
+#else
+    const bool v2 = __builtin_cpu_supports("x86-64-v2"), v3 = __builtin_cpu_supports("x86-64-v3"),
+               v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+    if (v4) levels->push_back("x86-64-v4");
+    if (v3) levels->push_back("x86-64-v3");
+    if (v2) levels->push_back("x86-64-v2");
+    // Legacy (sysdeps/x86/cpu-features.c init_cpu_features, dl-hwcap.h HWCAP_IMPORTANT): hwcap
+    // x86_64 always, avx512_1 and the platform haswell or xeon_phi on Intel CPUs alone.
+    unsigned eax, ebx, ecx, edx;
+    const bool movbe = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_MOVBE);
+    const bool lzcnt = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & bit_LZCNT);
+    const bool intel = __builtin_cpu_is("intel"), cd = __builtin_cpu_supports("avx512cd"),
+               er = __builtin_cpu_supports("avx512er");
+    std::string p = platform.empty() ? "x86_64" : platform;
+    names->push_back("x86_64");
+    if (intel && cd && !er && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+      names->push_back("avx512_1");
+    if (intel && cd && er && __builtin_cpu_supports("avx512pf"))
+      p = "xeon_phi";
+    else if (intel && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+             __builtin_cpu_supports("bmi2") && lzcnt && movbe && __builtin_cpu_supports("popcnt"))
+      p = "haswell";
+    names->push_back(p);
+    names->push_back("tls");
+    return;
+  }
+  if (!is64 && machine == EM_386) {  // i386's ld.so: no glibc-hwcaps; hwcap sse2, platform i686
+    names->push_back("sse2");
+    names->push_back("i686");
+    names->push_back("tls");
+    return;
+  }
+#elif defined(__aarch64__)
+  if (is64 && machine == EM_AARCH64) {
+    // No glibc-hwcaps subdirectories for aarch64 in 2.36 (elf/dl-hwcaps-subdirs.c, the generic
+    // one); legacy: HWCAP_ATOMICS alone is important (sysdeps/unix/sysv/linux/aarch64/dl-procinfo.h).
+    if (getauxval(AT_HWCAP) & HWCAP_ATOMICS) names->push_back("atomics");
+    names->push_back(platform.empty() ? "aarch64" : platform);
+    names->push_back("tls");
+    return;
+  }
+#endif
+  // Another machine's build (read from elsewhere: its CPU is not this one): what glibc's ld.so
+  // has on a common CPU of it (x86-64 without Intel's platforms, AArch64 with LSE atomics).
+  if (is64 && machine == EM_X86_64) *names = {"x86_64", "x86_64", "tls"};
+  else if (is64 && machine == EM_AARCH64) *names = {"atomics", "aarch64", "tls"};
+  else if (!is64 && machine == EM_386) *names = {"sse2", "i686", "tls"};
+  else names->push_back("tls");
+}
+
 void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path) {
   root = r;
   library_path = library_path_of(env, secure);
@@ -87,32 +172,13 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
     lib_ = is64 ? "lib64" : "lib";
     defaults_ = is64 ? std::vector<std::string>{"/lib64", "/usr/lib64"} : std::vector<std::string>{"/lib", "/usr/lib"};
   }
-  // The hwcaps subdirectories, most specific first; each is searched in every directory before
-  // the directory itself. glibc-hwcaps: only the levels this CPU supports (dl-hwcaps.c). Legacy
-  // subdirectories (glibc before 2.37): all of them, which may find a library ld.so would pass over.
+  // The hwcaps subdirectories, most preferred first, then "" (the directory itself), each searched
+  // in every directory of the search (elf/dl-load.c open_path).
+  std::vector<std::string> levels, names;
+  hwcaps_of_cpu(is64, machine, &levels, &names);
   subdirs_.clear();
-  if (is64 && machine == EM_X86_64) {
-#if defined(__clang__) && __clang_major__ < 16  // no level names (the fuzz build): the features that make each level
-    const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("ssse3");
-    const bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
-    const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
-#else
-    const bool v2 = __builtin_cpu_supports("x86-64-v2"), v3 = __builtin_cpu_supports("x86-64-v3"),
-               v4 = __builtin_cpu_supports("x86-64-v4");
-#endif
-    if (v4) subdirs_.push_back("glibc-hwcaps/x86-64-v4/");
-    if (v3) subdirs_.push_back("glibc-hwcaps/x86-64-v3/");
-    if (v2) subdirs_.push_back("glibc-hwcaps/x86-64-v2/");
-    static const char *const legacy[] = {"tls", "haswell", "avx512_1", "x86_64"};
-    for (int m = 15; m > 0; m--) {
-      std::string s;
-      for (int b = 0; b < 4; b++)
-        if (m & (8 >> b)) s += std::string(legacy[b]) + "/";
-      subdirs_.push_back(s);
-    }
-  }
-  subdirs_.push_back("");
+  for (const std::string &l : levels) subdirs_.push_back("glibc-hwcaps/" + l + "/");
+  for (const std::string &s : legacy_hwcap_subdirs(names)) subdirs_.push_back(s);
   if (!exe.empty()) {
     std::string why;
     int e = 0;

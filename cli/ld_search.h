@@ -52,6 +52,15 @@ struct LdSearch {
   std::vector<std::string> expand(const std::string &list, const std::string &origin, const char *seps);
 };
 
+// The legacy hardware-capability subdirectories glibc 2.36's ld.so searches in each directory
+// (elf/dl-hwcaps.c _dl_important_hwcaps, the power set): every subset of names (the CPU's
+// important hwcap names in bit order, the platform, "tls"), the fullest first, each written from
+// the last name to the first ("tls/x86_64/x86_64/"), a repeat dropped, "" (the directory) last. Pure.
+std::vector<std::string> legacy_hwcap_subdirs(const std::vector<std::string> &names);
+// What glibc's ld.so on this CPU has for an object of this class and machine: the glibc-hwcaps
+// subdirectories it supports, most preferred first ("x86-64-v3"), and the names for the above.
+void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels, std::vector<std::string> *names);
+
 // LD_LIBRARY_PATH's directories from an environment (NAME=value entries), glibc's rules (above).
 std::vector<std::string> library_path_of(const std::vector<std::string> &env, bool secure);
 
