@@ -52,7 +52,41 @@ std::vector<std::string> library_path_of(const std::vector<std::string> &env, bo
   return dirs;
 }
 
-std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine) {
+namespace {
+
+// The bit of a legacy hwcap or platform name in a cache entry's hwcap word (glibc 2.36's
+// sysdeps/x86/dl-procinfo.c: hwcaps sse2, x86_64, avx512_1, platforms from bit 48 i586, i686,
+// haswell, xeon_phi; sysdeps/unix/sysv/linux/aarch64/dl-procinfo.c: atomics is bit 8); -1: none.
+int hwcap_bit(unsigned machine, const std::string &n) {
+  static const char *const x86[] = {"sse2", "x86_64", "avx512_1"}, *const x86_platforms[] = {"i586", "i686", "haswell", "xeon_phi"};
+  for (int i = 0; i < 3 && (machine == EM_X86_64 || machine == EM_386); i++)
+    if (n == x86[i]) return i;
+  for (int i = 0; i < 4 && (machine == EM_X86_64 || machine == EM_386); i++)
+    if (n == x86_platforms[i]) return 48 + i;
+  return machine == EM_AARCH64 && n == "atomics" ? 8 : -1;
+}
+
+// The glibc-hwcaps subdirectory name of a named cache entry (hwcap: DL_CACHE_HWCAP_EXTENSION and
+// an index into the extension's glibc-hwcaps section of string offsets, sysdeps/generic/dl-cache.h).
+std::string named_hwcap(const std::string &cache, size_t header, uint64_t hwcap) {
+  const uint32_t ext = u32(cache, header + 32);  // struct cache_file_new: extension_offset
+  if (!ext || ext % 4 || uint64_t(ext) + 8 > cache.size() || u32(cache, ext) != 0xeaa42174u) return "";
+  const uint64_t count = u32(cache, ext + 4), index = hwcap & 0xffffffffu;
+  for (uint64_t i = 0; i < count && ext + 8 + (i + 1) * 16 <= cache.size(); i++) {
+    const size_t at = size_t(ext + 8 + i * 16);  // {tag, flags, offset, size}; tag 1: glibc-hwcaps
+    const uint64_t off = u32(cache, at + 8), size = u32(cache, at + 12);
+    if (u32(cache, at) != 1 || off + size > cache.size() || (index + 1) * 4 > size) continue;
+    const uint32_t str = u32(cache, size_t(off + index * 4));
+    if (str >= cache.size()) return "";
+    return std::string(cache.data() + str, strnlen(cache.data() + str, cache.size() - str));
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine,
+                            const std::vector<std::string> &levels, const std::vector<std::string> &names) {
   static const char kOld[] = "ld.so-1.7.0", kNew[] = "glibc-ld.so.cache1.1";
   size_t base = 0;
   if (cache.size() >= 16 && !memcmp(cache.data(), kOld, sizeof kOld - 1)) {
@@ -62,6 +96,17 @@ std::string ld_cache_lookup(const std::string &cache, const std::string &name, b
   if (cache.size() < base + 48 || memcmp(cache.data() + base, kNew, sizeof kNew - 1)) return "";
   const uint64_t nlibs = u32(cache, base + 20);
   const int want = cache_flags(is64, machine);
+  // Which entries this CPU's ld.so takes (elf/dl-cache.c search_cache): legacy bits only of its
+  // hwcaps (names but the last two, the platform and "tls") and the TLS bit; a platform bit only
+  // its platform's; named (glibc-hwcaps) entries by their subdirectory's rank in levels.
+  uint64_t usable = uint64_t(1) << 63, platform = ~uint64_t(0);
+  for (size_t i = 0; i + 2 < names.size(); i++)
+    if (hwcap_bit(machine, names[i]) >= 0) usable |= uint64_t(1) << hwcap_bit(machine, names[i]);
+  if (names.size() >= 2 && hwcap_bit(machine, names[names.size() - 2]) >= 48)
+    platform = uint64_t(1) << hwcap_bit(machine, names[names.size() - 2]);
+  const uint64_t platforms = machine == EM_X86_64 || machine == EM_386 ? uint64_t(is64 ? 0xf : 0x3) << 48 : 0;
+  std::string best;
+  size_t best_rank = 0;
   for (uint64_t i = 0; i < nlibs; i++) {
     const uint64_t at = base + 48 + i * 24;  // struct file_entry_new: flags, key, value, osversion, hwcap
     if (at + 24 > cache.size()) break;
@@ -69,12 +114,22 @@ std::string ld_cache_lookup(const std::string &cache, const std::string &name, b
     const uint64_t key = base + u32(cache, size_t(at + 4)), value = base + u32(cache, size_t(at + 8));
     if ((want >= 0 ? flags != want : (flags & 0xff) != 3) || key >= cache.size() || value >= cache.size()) continue;
     const char *k = cache.data() + key;
-    if (strnlen(k, cache.size() - key) == name.size() && !memcmp(k, name.data(), name.size())) {
-      const char *v = cache.data() + value;
-      return std::string(v, strnlen(v, cache.size() - value));
+    if (strnlen(k, cache.size() - key) != name.size() || memcmp(k, name.data(), name.size())) continue;
+    uint64_t hwcap;
+    memcpy(&hwcap, cache.data() + at + 16, 8);
+    const char *v = cache.data() + value;
+    const std::string path(v, strnlen(v, cache.size() - value));
+    if ((hwcap >> 32 & ~uint64_t(0x3ff)) == (uint64_t(1) << 30)) {  // named: keep the best rank
+      const auto l = std::find(levels.begin(), levels.end(), named_hwcap(cache, base, hwcap));
+      const size_t rank = size_t(l - levels.begin()) + 1;
+      if (l != levels.end() && (best.empty() || rank < best_rank)) best = path, best_rank = rank;
+      continue;
     }
+    if (!best.empty()) break;  // named entries come first: the best of them wins
+    if ((hwcap & ~(usable | platforms)) || ((hwcap & platforms) && (hwcap & platforms) != platform)) continue;
+    return path;
   }
-  return "";
+  return best;
 }
 
 std::vector<std::string> legacy_hwcap_subdirs(const std::vector<std::string> &names) {
@@ -174,11 +229,10 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
   }
   // The hwcaps subdirectories, most preferred first, then "" (the directory itself), each searched
   // in every directory of the search (elf/dl-load.c open_path).
-  std::vector<std::string> levels, names;
-  hwcaps_of_cpu(is64, machine, &levels, &names);
+  hwcaps_of_cpu(is64, machine, &levels_, &names_);
   subdirs_.clear();
-  for (const std::string &l : levels) subdirs_.push_back("glibc-hwcaps/" + l + "/");
-  for (const std::string &s : legacy_hwcap_subdirs(names)) subdirs_.push_back(s);
+  for (const std::string &l : levels_) subdirs_.push_back("glibc-hwcaps/" + l + "/");
+  for (const std::string &s : legacy_hwcap_subdirs(names_)) subdirs_.push_back(s);
   if (!exe.empty()) {
     std::string why;
     int e = 0;
@@ -276,7 +330,7 @@ bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &ob
     cache_read_ = true;
     read_small(*root, "/etc/ld.so.cache", size_t(64) << 20, &cache_);
   }
-  const std::string cached = ld_cache_lookup(cache_, name, is64, machine);
+  const std::string cached = ld_cache_lookup(cache_, name, is64, machine, levels_, names_);
   if (!cached.empty() && !(nodeflib && in_defaults(cached)) && candidate(cached)) return *path = cached, true;
   if (nodeflib) return false;
   for (const std::string &d : defaults_)

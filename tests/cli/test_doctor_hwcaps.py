@@ -6,7 +6,9 @@ atomics, and their combinations). Round after round, the libucs glibc 2.36's ld.
 (`ld.so --list`, what ldd shows) is the one `ucxtls doctor --ucx` names (its module directory is
 <dir of libucs>/ucx), then that copy is removed: the whole search order is compared. x86-64 with
 this machine's ld.so and CPU; aarch64 with Debian's arm64 ld.so under qemu-aarch64 (whose default
-CPU has LSE atomics, as Grace has), the aarch64 build read by this x86_64 doctor."""
+CPU has LSE atomics, as Grace has), the aarch64 build read by this x86_64 doctor. Then the same
+through a private ld.so.cache (ldconfig marks each entry with its subdirectory's hwcap; ld.so
+passes over another CPU's, such as haswell/ on an AMD CPU), bound over /etc/ld.so.cache for both."""
 import itertools
 import os
 import re
@@ -91,6 +93,52 @@ def x86_64(t):
     d = os.path.join(WORK, "x86_64")
     libucp = build(d, ["cc"])
     compare(t, "x86-64", d, libucp, lambda ucp, lib: [loader, "--library-path", lib, "--list", ucp])
+
+
+# The subdirectories ldconfig writes into ld.so.cache with a hwcap (glibc 2.36's ldconfig: the
+# glibc-hwcaps levels, and legacy hwcap and platform names, each marked in the entry's hwcap word).
+CACHED = ["glibc-hwcaps/x86-64-v4", "glibc-hwcaps/x86-64-v3", "glibc-hwcaps/x86-64-v2", "haswell", "xeon_phi",
+          "avx512_1", "x86_64", "tls", "i686", "sse2", ""]
+
+
+@case("x86-64: ld.so.cache entries of hwcaps subdirectories, as this machine's ld.so takes them", tags=("cache",))
+def x86_64_cache(t):
+    loader = "/lib64/ld-linux-x86-64.so.2"
+    for tool in ("bwrap", "ldconfig"):
+        if not have(tool) and not os.path.exists("/sbin/" + tool):
+            return t.skip("a private ld.so.cache", "%s is not installed (scripts/test.sh installs bubblewrap)" % tool)
+    d = os.path.join(WORK, "cache")
+    libucp = build(d, ["cc"])
+    lib, cache, conf = os.path.join(d, "lib"), os.path.join(d, "ld.so.cache"), os.path.join(d, "ld.so.conf")
+    for s in SUBDIRS:  # only the subdirectories ldconfig marks
+        if s not in CACHED:
+            os.remove(os.path.join(lib, s, "libucs.so.0"))
+    with open(conf, "w") as f:
+        f.write(lib + "\n")
+    # This machine's root with the private cache over /etc/ld.so.cache (bubblewrap): for ld.so and doctor alike.
+    private = ["bwrap", "--bind", "/", "/", "--ro-bind", cache, "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc", "--"]
+    probe = subprocess.run(private + ["true"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT) if os.path.exists(cache) else None
+    order, wrong = [], []
+    for _ in range(len(CACHED) + 1):
+        subprocess.run([shutil.which("ldconfig") or "/sbin/ldconfig", "-C", cache, "-f", conf], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if probe is None:
+            probe = subprocess.run(private + ["true"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if probe.returncode:
+                return t.skip("a private ld.so.cache", "bwrap cannot bind one here: " + probe.stdout.decode().strip())
+        want = ldso_pick(lambda ucp, _: private + [loader, "--list", ucp], libucp, None)
+        env = env_for(None, preload=False)
+        out = run(private + [CLI, "doctor", "--ucx", libucp, "--value", "tcp"], env, timeout=60).stdout.decode()
+        m = re.search(r"modules UCX loads from ([^:)]*)/ucx[:)]", out)
+        got = os.path.normpath(m.group(1) + "/libucs.so.0") if m else None
+        order.append(want and os.path.relpath(want, lib))
+        if got != want:
+            wrong.append("ld.so %s, doctor %s" % (want, got))
+        if not want or not want.startswith(lib + "/"):
+            break
+        os.remove(want)
+    t.check("x86-64 cache: doctor picks the libucs ld.so picks, %d rounds (ld.so's order: %s)" % (
+        len(order), ", ".join(str(o) for o in order)), not wrong and len(order) > 3, "\n".join(wrong))
 
 
 @case("aarch64: the order Debian's arm64 ld.so searches under qemu-aarch64", tags=("aarch64",))
