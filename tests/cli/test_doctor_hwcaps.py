@@ -5,7 +5,7 @@ subdirectories (x86-64 levels, tls, haswell, avx512_1, xeon_phi, x86_64, i686, s
 atomics, and their combinations). Round after round, the libucs glibc 2.36's ld.so picks
 (`ld.so --list`, what ldd shows) is the one `ucxtls doctor --ucx` names (its module directory is
 <dir of libucs>/ucx), then that copy is removed: the whole search order is compared. x86-64 with
-this machine's ld.so and CPU; aarch64 with Debian's arm64 ld.so under qemu-aarch64 (whose default
+this machine's ld.so and CPU, and its 32-bit ld.so for a 32-bit build; aarch64 with Debian's arm64 ld.so under qemu-aarch64 (whose default
 CPU has LSE atomics, as Grace has), the aarch64 build read by this x86_64 doctor. Then the same
 through a private ld.so.cache (ldconfig marks each entry with its subdirectory's hwcap; ld.so
 passes over another CPU's, such as haswell/ on an AMD CPU), bound over /etc/ld.so.cache for both."""
@@ -27,7 +27,7 @@ CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(os.path.dirname(LIB), "ucxtl
 WORK = tempfile.mkdtemp(prefix="ucxtls-hwcaps-")
 NAMES = ["tls", "haswell", "xeon_phi", "avx512_1", "x86_64"]  # main's four and xeon_phi, in glibc's order
 SUBDIRS = (["glibc-hwcaps/x86-64-v4", "glibc-hwcaps/x86-64-v3", "glibc-hwcaps/x86-64-v2", "glibc-hwcaps/aarch64",
-            "tls/x86_64/x86_64", "x86_64/x86_64", "tls/haswell/haswell", "i686", "sse2", "tls/i686/sse2", "tls/i686",
+            "tls/x86_64/x86_64", "x86_64/x86_64", "tls/haswell/haswell", "i686", "sse2", "tls/i686/sse2", "tls/i686", "tls/sse2", "i686/sse2",
             "aarch64", "atomics", "aarch64/atomics", "tls/aarch64", "tls/atomics", "tls/aarch64/atomics"] +
            ["/".join(c) for n in range(1, len(NAMES) + 1) for c in itertools.combinations(NAMES, n)] + [""])
 UCS = 'const char *ucs_status_string(int s) { return s ? "error" : "Success"; }\n'
@@ -93,6 +93,16 @@ def x86_64(t):
     d = os.path.join(WORK, "x86_64")
     libucp = build(d, ["cc"])
     compare(t, "x86-64", d, libucp, lambda ucp, lib: [loader, "--library-path", lib, "--list", ucp])
+
+
+@case("i386: a 32-bit build's subdirectories, in the order the 32-bit ld.so searches them", tags=("m32",))
+def i386(t):
+    loader = "/lib/ld-linux.so.2"
+    if not os.path.exists(loader):
+        return t.skip("i386's loader", "%s is not here: scripts/test.sh installs gcc-multilib (libc6-i386)" % loader)
+    d = os.path.join(WORK, "i386")
+    libucp = build(d, ["cc", "-m32"])
+    compare(t, "i386", d, libucp, lambda ucp, lib: [loader, "--library-path", lib, "--list", ucp])
 
 
 # The subdirectories ldconfig writes into ld.so.cache with a hwcap (glibc 2.36's ldconfig: the
