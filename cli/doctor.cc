@@ -204,6 +204,9 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
     status = fail(kFailed, "doctor: " + gpu_mismatch_warning(value.c_str(), r.family));
   if (!missing.empty()) return missing_status(missing);
   if (serious) return fail(kFailed, "doctor: " + problems[0]);
+  // The rules rest on the version (1.22 refuses a GPU-only list): unread, it is "could not
+  // check", never "ok".
+  if (!status && !b.untold.empty()) return fail(kUsage, "doctor: could not tell " + b.untold);
   return status;
 }
 

@@ -135,31 +135,86 @@ bool elf_string(const ReadAt &read, const ElfObject &o, uint64_t vaddr, size_t m
   return false;
 }
 
-std::string returned_string(const ReadAt &read, const ElfObject &o, const ElfSymbol &fn) {
-  if (!o.is64 || o.machine != EM_X86_64 || fn.type != STT_FUNC) return "";
-  const std::string code = elf_bytes(read, o, fn.value, 20);
-  if (code.empty()) return "";
-  const unsigned char *c = reinterpret_cast<const unsigned char *>(code.data());
+namespace {
+
+uint64_t x86_64_returned(const unsigned char *c, size_t n, uint64_t pc) {
   size_t p = 0;
+  if (n < 20) return 0;
   if (!memcmp(c, "\xf3\x0f\x1e\xfa", 4)) p = 4;                       // endbr64
   const bool frame = !memcmp(c + p, "\x55\x48\x89\xe5", 4);             // push %rbp; mov %rsp,%rbp (-O0)
   if (frame) p += 4;
-  if (memcmp(c + p, "\x48\x8d\x05", 3)) return "";                      // lea disp32(%rip),%rax
+  if (memcmp(c + p, "\x48\x8d\x05", 3)) return 0;                      // lea disp32(%rip),%rax
   int32_t disp;
   memcpy(&disp, c + p + 3, 4);
   p += 7;
-  const uint64_t target = fn.value + p + int64_t(disp);  // %rip is the next instruction's address
-  if (frame && c[p] == 0x5d) p++;                        // pop %rbp
-  if (c[p] != 0xc3) return "";                           // ret
+  const uint64_t target = pc + p + int64_t(disp);  // %rip is the next instruction's address
+  if (frame && c[p] == 0x5d) p++;                  // pop %rbp
+  return c[p] == 0xc3 ? target : 0;                // ret
+}
+
+// The 21-bit signed immediate of adr/adrp (immhi:immlo, Arm ARM C6.2.10/C6.2.11).
+int64_t adr_immediate(uint32_t w) {
+  const int64_t imm = int64_t(((w >> 5) & 0x7ffff) << 2 | ((w >> 29) & 3));
+  return imm & (1 << 20) ? imm - (1 << 21) : imm;
+}
+
+// AArch64 (instructions are little-endian whatever the data order): x0 built by `adrp x0, page;
+// add x0, x0, #lo12` (GCC, Clang) or `adr x0` (a linker's relaxation: lld's `nop; adr`), then
+// `ret`. Passed over: nop, BTI landing pads, pointer-authentication hints (pac-ret), the -O0
+// frame record (stp x29, x30 / mov x29, sp / ldp x29, x30). Anything else (a branch, a load, a
+// call) ends the reading: 0.
+uint64_t aarch64_returned(const unsigned char *c, size_t n, uint64_t pc) {
+  bool known = false;
+  uint64_t x0 = 0;
+  for (size_t i = 0; i + 4 <= n; i += 4) {
+    const uint32_t w = uint32_t(c[i]) | uint32_t(c[i + 1]) << 8 | uint32_t(c[i + 2]) << 16 | uint32_t(c[i + 3]) << 24;
+    if (w == 0xd503201f || (w & 0xffffff3f) == 0xd503241f) continue;            // nop; bti, bti c/j/jc
+    if (w == 0xd503233f || w == 0xd503237f || w == 0xd50323bf || w == 0xd50323ff) continue;  // paci[ab]sp, auti[ab]sp
+    if ((w & 0xffc07fff) == 0xa9807bfd || w == 0x910003fd || (w & 0xffc07fff) == 0xa8c07bfd) continue;  // frame record
+    if ((w & 0x9f00001f) == 0x90000000) {  // adrp x0, page: the 4 KiB page of pc plus imm pages
+      x0 = (pc + i) / 4096 * 4096 + uint64_t(adr_immediate(w) * 4096), known = true;
+      continue;
+    }
+    if ((w & 0x9f00001f) == 0x10000000) {  // adr x0, label
+      x0 = pc + i + uint64_t(adr_immediate(w)), known = true;
+      continue;
+    }
+    if ((w & 0xff8003ff) == 0x91000000 && known) {  // add x0, x0, #imm12 {, lsl #12}
+      x0 += uint64_t((w >> 10) & 0xfff) << (w & (1u << 22) ? 12 : 0);
+      continue;
+    }
+    const bool ret = w == 0xd65f03c0 || w == 0xd65f0bff || w == 0xd65f0fff;  // ret, retaa, retab
+    return ret && known ? x0 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+uint64_t returned_address(const unsigned char *code, size_t n, uint64_t pc, unsigned machine) {
+  if (machine == EM_X86_64) return x86_64_returned(code, n, pc);
+  if (machine == EM_AARCH64) return aarch64_returned(code, n, pc);
+  return 0;  // another machine: its code is not decoded (could not tell)
+}
+
+std::string returned_string(const ReadAt &read, const ElfObject &o, const ElfSymbol &fn) {
+  if (!o.is64 || fn.type != STT_FUNC) return "";
+  std::string code;
+  for (size_t n = 32; n >= 12 && code.empty(); n -= 4) code = elf_bytes(read, o, fn.value, n);  // near a segment's end, fewer
+  const uint64_t target = code.empty() ? 0 : returned_address(reinterpret_cast<const unsigned char *>(code.data()),
+                                                              code.size(), fn.value, o.machine);
   std::string s;
-  return elf_string(read, o, target, 128, &s) ? s : "";
+  return target && elf_string(read, o, target, 128, &s) ? s : "";
 }
 
 namespace {
-// Each R_X86_64_RELATIVE relocation (offset, addend) until visit returns true; that one's offset.
+// Each relative relocation (offset, addend: B + A, elf/dl-machine.h of each machine) until visit
+// returns true; that one's offset. x86-64 R_X86_64_RELATIVE, AArch64 R_AARCH64_RELATIVE: a
+// compiler's pointer to a string in a shared object (UCX's option tables) is one of these.
 template <typename Visit>
 uint64_t each_relative(const ReadAt &read, const ElfObject &o, Visit visit) {
-  if (!o.is64 || o.machine != EM_X86_64 || !o.rela || o.relasz > kMaxTable) return 0;
+  const unsigned relative = o.machine == EM_X86_64 ? R_X86_64_RELATIVE : o.machine == EM_AARCH64 ? R_AARCH64_RELATIVE : 0;
+  if (!o.is64 || !relative || !o.rela || o.relasz > kMaxTable) return 0;
   const off_t off = o.offset_of(o.rela, o.relasz);
   if (off < 0) return 0;
   Elf64_Rela r[512];
@@ -167,7 +222,7 @@ uint64_t each_relative(const ReadAt &read, const ElfObject &o, Visit visit) {
     const size_t n = size_t(std::min<uint64_t>(sizeof r, (o.relasz - done) / sizeof(Elf64_Rela) * sizeof(Elf64_Rela)));
     if (read(r, n, off + off_t(done)) != ssize_t(n)) return 0;
     for (size_t i = 0; i < n / sizeof(Elf64_Rela); i++)
-      if (ELF64_R_TYPE(r[i].r_info) == R_X86_64_RELATIVE && visit(r[i].r_offset, uint64_t(r[i].r_addend)))
+      if (ELF64_R_TYPE(r[i].r_info) == relative && visit(r[i].r_offset, uint64_t(r[i].r_addend)))
         return r[i].r_offset;
     done += n;
   }

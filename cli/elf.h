@@ -53,14 +53,18 @@ std::string elf_bytes(const ReadAt &read, const ElfObject &o, uint64_t vaddr, si
 // The NUL-terminated string at vaddr (at most max bytes): false when it has no end within max.
 bool elf_string(const ReadAt &read, const ElfObject &o, uint64_t vaddr, size_t max, std::string *s);
 
-// The string a function returns when its body is `lea <rip-relative>, %rax; ret` (x86-64, what
-// compilers make of `return "literal";`, with an optional endbr64 or frame setup): "" otherwise.
+// The address a function body at pc returns, when it is what compilers make of `return "literal";`
+// on this machine (e_machine): x86-64 `lea disp32(%rip), %rax; ret` (an optional endbr64 or frame
+// setup); AArch64 `adrp x0; add x0, x0, #lo12; ret` or `adr x0; ret` (optional BTI, PAC hints,
+// frame record). 0 for anything else, another machine's code included (could not tell). Pure.
+uint64_t returned_address(const unsigned char *code, size_t n, uint64_t pc, unsigned machine);
+// The string a 64-bit object's function returns (returned_address); "" when it could not be told.
 std::string returned_string(const ReadAt &read, const ElfObject &o, const ElfSymbol &fn);
 
-// The target of the R_X86_64_RELATIVE relocation at address `at` (a pointer in initialised data);
-// 0 when there is none.
+// The target of the relative relocation (R_X86_64_RELATIVE, R_AARCH64_RELATIVE) at address `at`
+// (a pointer in initialised data); 0 when there is none.
 uint64_t relocated_pointer(const ReadAt &read, const ElfObject &o, uint64_t at);
-// The address of the first pointer relocated to target (R_X86_64_RELATIVE); 0 when none.
+// The address of the first pointer relocated to target (a relative relocation); 0 when none.
 uint64_t relocation_to(const ReadAt &read, const ElfObject &o, uint64_t target);
 
 // The addresses of every place in the loaded segments holding text followed by NUL (at most 16).

@@ -5,7 +5,13 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <algorithm>
 
 namespace ucxtls {
 namespace cli {
@@ -46,7 +52,41 @@ std::vector<std::string> library_path_of(const std::vector<std::string> &env, bo
   return dirs;
 }
 
-std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine) {
+namespace {
+
+// The bit of a legacy hwcap or platform name in a cache entry's hwcap word (glibc 2.36's
+// sysdeps/x86/dl-procinfo.c: hwcaps sse2, x86_64, avx512_1, platforms from bit 48 i586, i686,
+// haswell, xeon_phi; sysdeps/unix/sysv/linux/aarch64/dl-procinfo.c: atomics is bit 8); -1: none.
+int hwcap_bit(unsigned machine, const std::string &n) {
+  static const char *const x86[] = {"sse2", "x86_64", "avx512_1"}, *const x86_platforms[] = {"i586", "i686", "haswell", "xeon_phi"};
+  for (int i = 0; i < 3 && (machine == EM_X86_64 || machine == EM_386); i++)
+    if (n == x86[i]) return i;
+  for (int i = 0; i < 4 && (machine == EM_X86_64 || machine == EM_386); i++)
+    if (n == x86_platforms[i]) return 48 + i;
+  return machine == EM_AARCH64 && n == "atomics" ? 8 : -1;
+}
+
+// The glibc-hwcaps subdirectory name of a named cache entry (hwcap: DL_CACHE_HWCAP_EXTENSION and
+// an index into the extension's glibc-hwcaps section of string offsets, sysdeps/generic/dl-cache.h).
+std::string named_hwcap(const std::string &cache, size_t header, uint64_t hwcap) {
+  const uint32_t ext = u32(cache, header + 32);  // struct cache_file_new: extension_offset
+  if (!ext || ext % 4 || uint64_t(ext) + 8 > cache.size() || u32(cache, ext) != 0xeaa42174u) return "";
+  const uint64_t count = u32(cache, ext + 4), index = hwcap & 0xffffffffu;
+  for (uint64_t i = 0; i < count && ext + 8 + (i + 1) * 16 <= cache.size(); i++) {
+    const size_t at = size_t(ext + 8 + i * 16);  // {tag, flags, offset, size}; tag 1: glibc-hwcaps
+    const uint64_t off = u32(cache, at + 8), size = u32(cache, at + 12);
+    if (u32(cache, at) != 1 || off + size > cache.size() || (index + 1) * 4 > size) continue;
+    const uint32_t str = u32(cache, size_t(off + index * 4));
+    if (str >= cache.size()) return "";
+    return std::string(cache.data() + str, strnlen(cache.data() + str, cache.size() - str));
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine,
+                            const std::vector<std::string> &levels, const std::vector<std::string> &names) {
   static const char kOld[] = "ld.so-1.7.0", kNew[] = "glibc-ld.so.cache1.1";
   size_t base = 0;
   if (cache.size() >= 16 && !memcmp(cache.data(), kOld, sizeof kOld - 1)) {
@@ -56,6 +96,17 @@ std::string ld_cache_lookup(const std::string &cache, const std::string &name, b
   if (cache.size() < base + 48 || memcmp(cache.data() + base, kNew, sizeof kNew - 1)) return "";
   const uint64_t nlibs = u32(cache, base + 20);
   const int want = cache_flags(is64, machine);
+  // Which entries this CPU's ld.so takes (elf/dl-cache.c search_cache): legacy bits only of its
+  // hwcaps (names but the last two, the platform and "tls") and the TLS bit; a platform bit only
+  // its platform's; named (glibc-hwcaps) entries by their subdirectory's rank in levels.
+  uint64_t usable = uint64_t(1) << 63, platform = ~uint64_t(0);
+  for (size_t i = 0; i + 2 < names.size(); i++)
+    if (hwcap_bit(machine, names[i]) >= 0) usable |= uint64_t(1) << hwcap_bit(machine, names[i]);
+  if (names.size() >= 2 && hwcap_bit(machine, names[names.size() - 2]) >= 48)
+    platform = uint64_t(1) << hwcap_bit(machine, names[names.size() - 2]);
+  const uint64_t platforms = machine == EM_X86_64 || machine == EM_386 ? uint64_t(is64 ? 0xf : 0x3) << 48 : 0;
+  std::string best;
+  size_t best_rank = 0;
   for (uint64_t i = 0; i < nlibs; i++) {
     const uint64_t at = base + 48 + i * 24;  // struct file_entry_new: flags, key, value, osversion, hwcap
     if (at + 24 > cache.size()) break;
@@ -63,12 +114,101 @@ std::string ld_cache_lookup(const std::string &cache, const std::string &name, b
     const uint64_t key = base + u32(cache, size_t(at + 4)), value = base + u32(cache, size_t(at + 8));
     if ((want >= 0 ? flags != want : (flags & 0xff) != 3) || key >= cache.size() || value >= cache.size()) continue;
     const char *k = cache.data() + key;
-    if (strnlen(k, cache.size() - key) == name.size() && !memcmp(k, name.data(), name.size())) {
-      const char *v = cache.data() + value;
-      return std::string(v, strnlen(v, cache.size() - value));
+    if (strnlen(k, cache.size() - key) != name.size() || memcmp(k, name.data(), name.size())) continue;
+    uint64_t hwcap;
+    memcpy(&hwcap, cache.data() + at + 16, 8);
+    const char *v = cache.data() + value;
+    const std::string path(v, strnlen(v, cache.size() - value));
+    if ((hwcap >> 32 & ~uint64_t(0x3ff)) == (uint64_t(1) << 30)) {  // named: keep the best rank
+      const auto l = std::find(levels.begin(), levels.end(), named_hwcap(cache, base, hwcap));
+      const size_t rank = size_t(l - levels.begin()) + 1;
+      if (l != levels.end() && (best.empty() || rank < best_rank)) best = path, best_rank = rank;
+      continue;
     }
+    if (!best.empty()) break;  // named entries come first: the best of them wins
+    if ((hwcap & ~(usable | platforms)) || ((hwcap & platforms) && (hwcap & platforms) != platform)) continue;
+    return path;
   }
-  return "";
+  return best;
+}
+
+std::vector<std::string> legacy_hwcap_subdirs(const std::vector<std::string> &names) {
+  std::vector<std::string> out;
+  const size_t cnt = std::min<size_t>(names.size(), 8);
+  for (unsigned m = 1u << cnt; m-- > 0;) {  // entry k holds the names of the bits of 2^cnt - 1 - k
+    std::string s;
+    for (size_t i = cnt; i-- > 0;)
+      if (m >> i & 1) s += names[i] + "/";
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);  // the same directory twice: one search
+  }
+  return out;
+}
+
+void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels, std::vector<std::string> *names) {
+  levels->clear(), names->clear();
+  const char *at_platform = nullptr;  // the kernel's AT_PLATFORM: ld.so's platform unless it sets its own
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+  at_platform = reinterpret_cast<const char *>(getauxval(AT_PLATFORM));
+#endif
+  const std::string platform = at_platform && *at_platform ? at_platform : "";
+#if defined(__x86_64__) || defined(__i386__)
+  if (is64 && machine == EM_X86_64) {
+    // glibc-hwcaps (sysdeps/x86_64/dl-hwcaps-subdirs.c): the x86-64 ISA levels this CPU has.
+#if defined(__clang__) && __clang_major__ < 16  // no level names (the fuzz build): the features that make each level
+    const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("ssse3");
+    const bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
+    const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
+#else
+    const bool v2 = __builtin_cpu_supports("x86-64-v2"), v3 = __builtin_cpu_supports("x86-64-v3"),
+               v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+    if (v4) levels->push_back("x86-64-v4");
+    if (v3) levels->push_back("x86-64-v3");
+    if (v2) levels->push_back("x86-64-v2");
+    // Legacy (sysdeps/x86/cpu-features.c init_cpu_features, dl-hwcap.h HWCAP_IMPORTANT): hwcap
+    // x86_64 always, avx512_1 and the platform haswell or xeon_phi on Intel CPUs alone.
+    unsigned eax, ebx, ecx, edx;
+    const bool movbe = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_MOVBE);
+    const bool lzcnt = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & bit_LZCNT);
+    const bool intel = __builtin_cpu_is("intel"), cd = __builtin_cpu_supports("avx512cd"),
+               er = __builtin_cpu_supports("avx512er");
+    std::string p = platform.empty() ? "x86_64" : platform;
+    names->push_back("x86_64");
+    if (intel && cd && !er && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+      names->push_back("avx512_1");
+    if (intel && cd && er && __builtin_cpu_supports("avx512pf"))
+      p = "xeon_phi";
+    else if (intel && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+             __builtin_cpu_supports("bmi2") && lzcnt && movbe && __builtin_cpu_supports("popcnt"))
+      p = "haswell";
+    names->push_back(p);
+    names->push_back("tls");
+    return;
+  }
+  if (!is64 && machine == EM_386) {  // i386's ld.so: no glibc-hwcaps; hwcap sse2, platform i686
+    names->push_back("sse2");
+    names->push_back("i686");
+    names->push_back("tls");
+    return;
+  }
+#elif defined(__aarch64__)
+  if (is64 && machine == EM_AARCH64) {
+    // No glibc-hwcaps subdirectories for aarch64 in 2.36 (elf/dl-hwcaps-subdirs.c, the generic
+    // one); legacy: HWCAP_ATOMICS alone is important (sysdeps/unix/sysv/linux/aarch64/dl-procinfo.h).
+    if (getauxval(AT_HWCAP) & HWCAP_ATOMICS) names->push_back("atomics");
+    names->push_back(platform.empty() ? "aarch64" : platform);
+    names->push_back("tls");
+    return;
+  }
+#endif
+  // Another machine's build (read from elsewhere: its CPU is not this one): what glibc's ld.so
+  // has on a common CPU of it (x86-64 without Intel's platforms, AArch64 with LSE atomics).
+  if (is64 && machine == EM_X86_64) *names = {"x86_64", "x86_64", "tls"};
+  else if (is64 && machine == EM_AARCH64) *names = {"atomics", "aarch64", "tls"};
+  else if (!is64 && machine == EM_386) *names = {"sse2", "i686", "tls"};
+  else names->push_back("tls");
 }
 
 void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path) {
@@ -87,32 +227,12 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
     lib_ = is64 ? "lib64" : "lib";
     defaults_ = is64 ? std::vector<std::string>{"/lib64", "/usr/lib64"} : std::vector<std::string>{"/lib", "/usr/lib"};
   }
-  // The hwcaps subdirectories, most specific first; each is searched in every directory before
-  // the directory itself. glibc-hwcaps: only the levels this CPU supports (dl-hwcaps.c). Legacy
-  // subdirectories (glibc before 2.37): all of them, which may find a library ld.so would pass over.
+  // The hwcaps subdirectories, most preferred first, then "" (the directory itself), each searched
+  // in every directory of the search (elf/dl-load.c open_path).
+  hwcaps_of_cpu(is64, machine, &levels_, &names_);
   subdirs_.clear();
-  if (is64 && machine == EM_X86_64) {
-#if defined(__clang__) && __clang_major__ < 16  // no level names (the fuzz build): the features that make each level
-    const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("ssse3");
-    const bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
-    const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
-#else
-    const bool v2 = __builtin_cpu_supports("x86-64-v2"), v3 = __builtin_cpu_supports("x86-64-v3"),
-               v4 = __builtin_cpu_supports("x86-64-v4");
-#endif
-    if (v4) subdirs_.push_back("glibc-hwcaps/x86-64-v4/");
-    if (v3) subdirs_.push_back("glibc-hwcaps/x86-64-v3/");
-    if (v2) subdirs_.push_back("glibc-hwcaps/x86-64-v2/");
-    static const char *const legacy[] = {"tls", "haswell", "avx512_1", "x86_64"};
-    for (int m = 15; m > 0; m--) {
-      std::string s;
-      for (int b = 0; b < 4; b++)
-        if (m & (8 >> b)) s += std::string(legacy[b]) + "/";
-      subdirs_.push_back(s);
-    }
-  }
-  subdirs_.push_back("");
+  for (const std::string &l : levels_) subdirs_.push_back("glibc-hwcaps/" + l + "/");
+  for (const std::string &s : legacy_hwcap_subdirs(names_)) subdirs_.push_back(s);
   if (!exe.empty()) {
     std::string why;
     int e = 0;
@@ -210,7 +330,7 @@ bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &ob
     cache_read_ = true;
     read_small(*root, "/etc/ld.so.cache", size_t(64) << 20, &cache_);
   }
-  const std::string cached = ld_cache_lookup(cache_, name, is64, machine);
+  const std::string cached = ld_cache_lookup(cache_, name, is64, machine, levels_, names_);
   if (!cached.empty() && !(nodeflib && in_defaults(cached)) && candidate(cached)) return *path = cached, true;
   if (nodeflib) return false;
   for (const std::string &d : defaults_)

@@ -47,17 +47,29 @@ struct LdSearch {
  private:
   std::string cache_, lib_ = "lib/x86_64-linux-gnu", platform_ = "x86_64";
   bool cache_read_ = false;
-  std::vector<std::string> defaults_, subdirs_;
+  std::vector<std::string> defaults_, subdirs_, levels_, names_;
   bool candidate(const std::string &path);
   std::vector<std::string> expand(const std::string &list, const std::string &origin, const char *seps);
 };
+
+// The legacy hardware-capability subdirectories glibc 2.36's ld.so searches in each directory
+// (elf/dl-hwcaps.c _dl_important_hwcaps, the power set): every subset of names (the CPU's
+// important hwcap names in bit order, the platform, "tls"), the fullest first, each written from
+// the last name to the first ("tls/x86_64/x86_64/"), a repeat dropped, "" (the directory) last. Pure.
+std::vector<std::string> legacy_hwcap_subdirs(const std::vector<std::string> &names);
+// What glibc's ld.so on this CPU has for an object of this class and machine: the glibc-hwcaps
+// subdirectories it supports, most preferred first ("x86-64-v3"), and the names for the above.
+void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels, std::vector<std::string> *names);
 
 // LD_LIBRARY_PATH's directories from an environment (NAME=value entries), glibc's rules (above).
 std::vector<std::string> library_path_of(const std::vector<std::string> &env, bool secure);
 
 // The path /etc/ld.so.cache gives for name (the glibc-ld.so.cache1.1 format, after the old one's
-// table when both are there), for objects of this class and machine; "" when none. Pure.
-std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine);
+// table when both are there), for objects of this class and machine on a CPU with these
+// glibc-hwcaps levels and legacy names (hwcaps_of_cpu): an entry of another hwcap or platform
+// (haswell/ on an AMD CPU) is passed over; "" when none. Pure.
+std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine,
+                            const std::vector<std::string> &levels = {}, const std::vector<std::string> &names = {});
 
 }  // namespace cli
 }  // namespace ucxtls

@@ -96,7 +96,7 @@ const Command kCommands[] = {
      "for this node's GPUs, no verbs on a node whose RDMA runs rc) is named in words, and exits 1, in "
      "every mode, whatever the value, also with no value to check (a node without GPUs with nothing to check "
      "exits 0); a value naming another GPU family's transports and none of this node's gets explain's warning. A build that "
-     "could not be read (not a UCX libucp, a script for ucx_info) exits 2. The last line, verdict, gives the exit status "
+     "could not be read (not a UCX libucp, a script for ucx_info), or whose version could not be, exits 2. The last line, verdict, gives the exit status "
      "and the first reason (ok, FAIL, could not check). "
      "--json prints the findings as one JSON object on one line.",
      kDoctorFlags, false, cmd_doctor},

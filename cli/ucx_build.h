@@ -29,6 +29,7 @@ struct UcxBuild {
   std::vector<std::string> objects;     // the file of each transport (same order)
   std::vector<UcxModule> modules;
   std::vector<std::string> unread;      // facts that could not be read ("could not tell ...")
+  std::string untold;  // the one of them the verdict rests on (the version): never "ok"
   bool has(const std::string &tl) const;
 };
 

@@ -163,7 +163,13 @@ bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, s
     const int fd = open_regular(root, libucp, nullptr, &e);
     if (fd >= 0) b->version = returned_string(reader(root, fd), objs[0].elf, *version), close(fd);
   }
-  if (b->version.empty()) b->unread.push_back("its version (ucp_get_version_string's body is not a plain `return \"...\"`)");
+  const ElfObject &ucp = objs[0].elf;
+  if (b->version.empty() && ucp.is64 && (ucp.machine == EM_X86_64 || ucp.machine == EM_AARCH64))
+    b->unread.push_back("its version (ucp_get_version_string's body is not a plain `return \"...\"`)");
+  else if (b->version.empty())  // 32-bit, or a machine whose code doctor does not decode
+    b->unread.push_back("its version (doctor decodes x86-64 and AArch64 code; this is a " + std::string(ucp.is64 ? "64" : "32") +
+                        "-bit object of ELF machine " + std::to_string(ucp.machine) + ")");
+  if (b->version.empty()) b->untold = b->unread.back();
   const std::string missing = ld.load_closure(&objs, 0, true);
   if (!missing.empty()) b->unread.push_back("part of what it needs: " + missing);
   // libucs: the first object that defines ucs_status_string, in ld.so's lookup order (breadth first).

@@ -24,7 +24,7 @@ bool conf_value(const std::string &text, const char *name, std::string *value);
 std::vector<std::string> elf_transports(const ReadAt &read, const ElfObject &o);
 // The module directory compiled into libucs: the default of its "MODULE_DIR" option, a pointer
 // beside the name's in ucs_global_opts_table (src/ucs/config/global_opts.c:192, {name, default,
-// ...}), both relocated (R_X86_64_RELATIVE). "" when it cannot be read.
+// ...}), both relocated (R_X86_64_RELATIVE, R_AARCH64_RELATIVE). "" when it cannot be read.
 std::string compiled_module_dir(const ReadAt &read, const ElfObject &libucs);
 // UCX's allow list (UCS_CONFIG_TYPE_ALLOW_LIST, src/ucs/config/parser.c; "all", "a,b", "^a,b"),
 // matched with fnmatch (ucs_config_names_search, parser.c:2639).
