@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace ucxtls {
 
 namespace {
@@ -84,10 +86,24 @@ Link read_link_below(int base, const std::vector<std::string> &parts, bool one_f
 
 }  // namespace
 
+std::vector<int> MountPlaces::covering(const std::string &path) const {
+  // What mount_hides (oci_hook_core.h) says of each mount, asked of the path's own prefixes: a
+  // landing place is a joined() path, as each prefix here is.
+  std::vector<int> found;
+  std::string prefix;
+  const std::vector<std::string> parts = components(path);
+  for (size_t k = 0; k <= parts.size(); k++) {
+    if (k) prefix += "/" + parts[k - 1];
+    auto it = landed_on_.find(k ? prefix : "/");
+    if (it != landed_on_.end()) found.insert(found.end(), it->second.begin(), it->second.end());
+  }
+  std::sort(found.rbegin(), found.rend());
+  return found;
+}
+
 MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_pseudo, std::string *target,
                                         std::string *why) const {
-  const int count = int(at_.size());
-  for (int i = covering_mount(at_, count, path); i >= 0; i = covering_mount(at_, count, path, i)) {
+  for (int i : covering(path)) {
     const ContainerMount &m = mounts_[size_t(i)];
     if (at_[size_t(i)] == path) return Found::kOther;  // the root of a mount is no link
     std::vector<std::string> rel = components(path.substr(at_[size_t(i)] == "/" ? 0 : at_[size_t(i)].size()));
@@ -161,6 +177,7 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
     stack.insert(stack.end(), parts.rbegin(), parts.rend());
   }
   *at = joined(done);
+  landed_on_[*at].push_back(int(mounts_.size()));
   mounts_.push_back(m);
   at_.push_back(*at);
   return true;

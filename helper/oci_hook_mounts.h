@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "oci_hook_core.h"
@@ -22,10 +23,16 @@ class MountPlaces {
   enum class Found { kLink, kOther, kUnknown };
   Found look_up(const std::string &path, bool *inside_pseudo, std::string *target, std::string *why) const;
 
+  // The mounts that cover path (landed on it or on a directory above it), the latest first.
+  std::vector<int> covering(const std::string &path) const;
+
   int rootfd_;
   std::string bundle_;
   std::vector<ContainerMount> mounts_;
   std::vector<std::string> at_;  // where each of mounts_ landed
+  // The same, by where they landed: a lookup asks only the path's own directories, so that the
+  // work is linear in the number of mounts (config.json may hold thousands), not quadratic.
+  std::unordered_map<std::string, std::vector<int>> landed_on_;
 };
 
 }  // namespace ucxtls
