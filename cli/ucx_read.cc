@@ -154,9 +154,10 @@ bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, s
   Root &root = *place.root;
   const bool read = read_build_files(place, libucp, b, err);
   if (root.reached.empty()) return read;
-  // A bound stopped the reading: what the build seems to lack may be what was not read.
+  // A bound stopped the reading: what the build seems to lack may be what was not read, and
+  // what else could not be told may be that too: one line says why.
   b->bound = "doctor's bound on reading was reached: " + root.reached;
-  b->unread.push_back("all of it: " + b->bound);
+  b->unread = {"what it serves: " + b->bound};
   if (!read) *err = "could not tell what the UCX at " + root.shown + libucp + " is: " + b->bound;
   return read;
 }
