@@ -205,15 +205,13 @@ bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, 
     return true;
   }
   close(p[1]);
-  bool answered = false;
-  for (;;) {
+  int k;
+  do {
     const long long left = deadline - monotonic_ms();
     pollfd pfd = {p[0], POLLIN, 0};
-    const int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
-    if (k < 0 && errno == EINTR) continue;
-    answered = k > 0;  // its reads are over (a byte), or it ended before (EOF: an error it printed)
-    break;
-  }
+    k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
+  } while (k < 0 && errno == EINTR);
+  const bool answered = k > 0;  // its reads are over (a byte), or it ended before (EOF: an error it printed)
   // It is the command now, and ends by the same deadline: its own reads stop there and say so, in
   // the grace after it; one stuck in a read that never answers (a FUSE or hard NFS mount, after
   // its ucx.conf places: the build's files) is killed then, and this process says so instead.
