@@ -82,15 +82,22 @@ void relay_from_child() {
   end_as(child);
 }
 
-void end_as(pid_t child) {
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+namespace {
+// Ends this process as a child with this wait status ended.
+[[noreturn]] void end_with(int status) {
   if (WIFSIGNALED(status)) {
     signal(WTERMSIG(status), SIG_DFL);
     raise(WTERMSIG(status));
   }
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+}  // namespace
+
+void end_as(pid_t child) {
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  end_with(status);
 }
 
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
@@ -183,7 +190,7 @@ namespace {
 int g_done_fd = -1;  // in the child of reads_in_child: where it says its reads are over
 }  // namespace
 
-bool reads_in_child(int timeout_ms, const std::string &what, std::string *err) {
+bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, std::string *err) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return *err = std::string("pipe2: ") + strerror(errno), false;
   fflush(stdout);
@@ -198,20 +205,27 @@ bool reads_in_child(int timeout_ms, const std::string &what, std::string *err) {
     return true;
   }
   close(p[1]);
-  const long long deadline = monotonic_ms() + timeout_ms;
-  for (;;) {
+  int k;
+  do {
     const long long left = deadline - monotonic_ms();
     pollfd pfd = {p[0], POLLIN, 0};
-    const int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;  // the deadline
-    // Its reads are over (a byte), or it ended before (EOF: an error it printed): it is the command now.
-    end_as(pid);
+    k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
+  } while (k < 0 && errno == EINTR);
+  const bool answered = k > 0;  // its reads are over (a byte), or it ended before (EOF: an error it printed)
+  // It is the command now, and ends by the same deadline: its own reads stop there and say so, in
+  // the grace after it; one stuck in a read that never answers (a FUSE or hard NFS mount, after
+  // its ucx.conf places: the build's files) is killed then, and this process says so instead.
+  const long long grace_ms = 1000;
+  for (int status = 0; answered && monotonic_ms() < deadline + grace_ms; usleep(2000)) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) end_with(status);
+    if (w < 0 && errno != EINTR) break;
   }
   kill(pid, SIGKILL);  // killable even in a FUSE wait; not waited for
   close(p[0]);
-  *err = what + " gave no answer within " + std::to_string(timeout_ms) + " ms (a mount that does not answer?): "
-         "stopped; --timeout-ms sets the bound";
+  *err = "could not tell: reading " + std::string(answered ? "the files of " : "the ucx.conf places of ") + who +
+         " gave no answer within " + std::to_string(timeout_ms) + " ms (a mount that does not answer?): stopped; "
+         "--timeout-ms sets the bound";
   return false;
 }
 

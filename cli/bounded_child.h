@@ -44,9 +44,11 @@ void relay_from_child();
 // Reading another process's places (the ucx.conf under its UCX_CONFIG_DIR, home and working
 // directory: a network or FUSE mount may never answer) happens in a child of the command: this
 // returns true in that child, which goes on as the command and calls reads_done() once they are
-// read. The command itself waits timeout_ms for that, then for the child's end, and ends as it
-// ends; past the deadline it kills the child and returns false with *err saying so.
-bool reads_in_child(int timeout_ms, const std::string &what, std::string *err);
+// read. The command itself waits for that until deadline (monotonic_ms), then, until the same
+// deadline and a second's grace, for the child's end (its later reads of the process's files may
+// never answer either), and ends as it ends; past either it kills the child and returns false with
+// *err saying so (who: the process, "process PID"; timeout_ms: the bound as the user gave it).
+bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, std::string *err);
 void reads_done();
 
 // Waits for child and ends this process as it ended (its exit status, or its signal).

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -210,6 +211,12 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
   return status;
 }
 
+// A bound of doctor's stopped the reading of a build: a transport it seems to lack may be in what
+// was not read, so no name is judged (no MISSING row): "could not check", exit 2.
+int bounded(const UcxBuild &b) {
+  return fail(kUsage, "doctor: could not tell what this UCX serves: " + b.bound);
+}
+
 // One build (--ucx, or a libucp a process maps): read, then the value judged against it.
 int doctor_build(const Report &r, BuildPlace &place, const std::string &libucp, const std::string &shown,
                  const MappedUcx *proc, pid_t pid, size_t index, const std::string &value, const std::string &source,
@@ -233,6 +240,7 @@ int doctor_build(const Report &r, BuildPlace &place, const std::string &libucp, 
   }
   if (!why.empty()) print_line("library     %s", why.c_str());  // the line its libucxtls.so prints with UCXTLS_DEBUG=1
   build_lines(*b);
+  if (!b->bound.empty()) return bounded(*b);
   std::vector<std::string> missing;
   bool gpu_only = false;
   const bool empty = !nothing && !judge(value, b->transports, b->version, &missing, &gpu_only);
@@ -272,6 +280,9 @@ int doctor_checks(int argc, char **argv) {
       return fail(kUsage, std::string("doctor: --timeout-ms wants a number of milliseconds (1..600000)") + usage);
     timeout_ms = int(t);
   }
+  // One deadline for the whole command: each reading below gets what is left of it.
+  const long long deadline = monotonic_ms() + timeout_ms;
+  auto left_ms = [deadline]() { return int(std::max<long long>(1, deadline - monotonic_ms())); };
   long pid = 0;
   if (pid_text) {
     char *end = nullptr;
@@ -284,7 +295,7 @@ int doctor_checks(int argc, char **argv) {
   auto proc = std::make_unique<MappedUcx>();
   if (ucx_path) {
     std::string found, err;
-    if (!locate_libucp(ucx_path, &found, &err)) return fail(kUsage, "doctor: --ucx " + err);
+    if (!locate_libucp(ucx_path, &found, &err, left_ms())) return fail(kUsage, "doctor: --ucx " + err);
     libucps.push_back(found);
   } else if (pid_text) {
     std::string err;
@@ -310,7 +321,7 @@ int doctor_checks(int argc, char **argv) {
       r->env.assign(proc->env);
       // Its ucx.conf places are read in a child of doctor, bounded (bounded_child.h reads_in_child).
       std::string err;
-      if (!reads_in_child(timeout_ms, "reading the ucx.conf places of process " + std::to_string(pid), &err))
+      if (!reads_in_child(deadline, timeout_ms, "process " + std::to_string(pid), &err))
         return fail(kUsage, "doctor: " + err);
       // From its working directory, as the library in it read ./ucx.conf (not doctor's).
       const int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -394,13 +405,13 @@ int doctor_checks(int argc, char **argv) {
     BuildPlace place;
     place.root = &root;
     if (pid_text) {
-      if (!root.open(proc->root, proc->cwd, proc->shown, timeout_ms))
+      if (!root.open(proc->root, proc->cwd, proc->shown, left_ms()))
         return fail(kUsage, "doctor: cannot open " + proc->root + ": " + strerror(errno));
       place.env = proc->env, place.secure = proc->secure, place.exe = proc->exe;
       place.mapped = mapped_names(root, proc->objects);
     } else {
       char cwd[4096];
-      if (!root.open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", timeout_ms))
+      if (!root.open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", left_ms()))
         return fail(kUsage, std::string("doctor: cannot open /: ") + strerror(errno));
       place.env = env_list(caller);
     }
@@ -428,7 +439,7 @@ int doctor_checks(int argc, char **argv) {
     return fail(kUsage, "doctor: no ucx_info in PATH (Debian/Ubuntu: apt-get install ucx-utils), or name a build with --ucx PATH");
   Root root;
   char cwd[4096];
-  if (!root.open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", timeout_ms))
+  if (!root.open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", left_ms()))
     return fail(kUsage, std::string("doctor: cannot open /: ") + strerror(errno));
   BuildPlace place;
   place.root = &root, place.env = env_list(caller), place.exe = ucx_info;
@@ -448,10 +459,12 @@ int doctor_checks(int argc, char **argv) {
   if (!nothing.empty()) {
     print_line("%s\n", nothing.c_str());
     build_lines(*b);
+    if (!b->bound.empty()) return bounded(*b);
   } else {
     print_line("value       %s (%s)\n", value.c_str(), source.c_str());
     mismatch_line(*r, value);
     build_lines(*b);
+    if (!b->bound.empty()) return bounded(*b);
     const std::vector<std::string> here = here_line(b->transports, r->family, rdma_kind(r->f));
     empty = !judge(value, here, version, &missing, &gpu_only);
   }

@@ -40,8 +40,9 @@ void unread_lines(const UcxBuild &b) {
 void build_lines(const UcxBuild &b) {
   std::string list;
   for (const std::string &t : b.transports) list += (list.empty() ? "" : ", ") + t;
-  print_line("this UCX    %s (registered by its libuct and the modules UCX loads from %s)\n",
-             list.empty() ? "no transport" : list.c_str(), b.module_dir.empty() ? "?" : b.module_dir.c_str());
+  print_line("this UCX    %s (registered by its libuct and the modules UCX loads from %s%s)\n",
+             list.empty() ? "no transport" : list.c_str(), b.module_dir.empty() ? "?" : b.module_dir.c_str(),
+             b.bound.empty() ? "" : "; those read before doctor's bound was reached");
   for (const UcxModule &m : b.modules)
     if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
     else if (m.state == "not-loaded") print_line("module      %s is not loaded: %s\n", m.path.c_str(), m.why.c_str());

@@ -13,6 +13,10 @@ namespace cli {
 namespace {
 
 const size_t kMaxTable = size_t(16) << 20;  // a dynamic symbol or string table larger than this is not read
+// A symbol name is looked for only this far: a longer one is none that doctor asks for (UCX's are
+// under 64 bytes), and measuring every name to its table's end, which a name without a NUL makes
+// each one's length, would copy the table once per symbol (16 MiB x 700,000).
+const size_t kMaxName = 1024;
 
 bool read_exact(const ReadAt &read, void *buf, size_t n, uint64_t off) {
   return off < (uint64_t(1) << 62) && read(buf, n, off_t(off)) == ssize_t(n);
@@ -83,11 +87,18 @@ bool parse(const ReadAt &read, ElfObject *o, bool symbols, std::string *why) {
     if (syms.empty() || !read_exact(read, syms.data(), syms.size() * sizeof(Sym), s.sh_offset) ||
         !read_exact(read, &strs[0], strs.size(), st.sh_offset))
       continue;
+    size_t copied = 0;  // all the names together: at most a table's bound
     for (const Sym &y : syms) {
       const unsigned char type = y.st_info & 0xf;
       if (y.st_shndx == SHN_UNDEF || (type != STT_OBJECT && type != STT_FUNC) || y.st_name >= strs.size()) continue;
+      const size_t len = strnlen(strs.c_str() + y.st_name, std::min(strs.size() - y.st_name, kMaxName));
+      if (len == kMaxName) continue;
+      if ((copied += len) > kMaxTable) {
+        o->symbols_cut = true;
+        break;
+      }
       ElfSymbol e;
-      e.name.assign(strs.c_str() + y.st_name, strnlen(strs.c_str() + y.st_name, strs.size() - y.st_name));
+      e.name.assign(strs.c_str() + y.st_name, len);
       e.value = y.st_value, e.size = y.st_size, e.type = type;
       o->defined.push_back(std::move(e));
     }

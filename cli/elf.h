@@ -32,6 +32,7 @@ struct ElfObject {
   bool has_rpath = false, has_runpath = false;
   std::string rpath, runpath;          // as written ($ORIGIN kept); ld.so ignores DT_RPATH beside DT_RUNPATH
   std::vector<ElfSymbol> defined;      // defined dynamic symbols (functions and data), when wanted
+  bool symbols_cut = false;            // their names passed the bound on bytes copied: the rest are not read
   struct Load {
     uint64_t vaddr, filesz, offset;
   };

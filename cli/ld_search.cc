@@ -78,7 +78,7 @@ std::string named_hwcap(const std::string &cache, size_t header, uint64_t hwcap)
     if (u32(cache, at) != 1 || off + size > cache.size() || (index + 1) * 4 > size) continue;
     const uint32_t str = u32(cache, size_t(off + index * 4));
     if (str >= cache.size()) return "";
-    return std::string(cache.data() + str, strnlen(cache.data() + str, cache.size() - str));
+    return std::string(cache.data() + str, strnlen(cache.data() + str, std::min<size_t>(cache.size() - str, 256)));
   }
   return "";
 }
@@ -113,12 +113,14 @@ std::string ld_cache_lookup(const std::string &cache, const std::string &name, b
     const int32_t flags = int32_t(u32(cache, size_t(at)));
     const uint64_t key = base + u32(cache, size_t(at + 4)), value = base + u32(cache, size_t(at + 8));
     if ((want >= 0 ? flags != want : (flags & 0xff) != 3) || key >= cache.size() || value >= cache.size()) continue;
+    // The key compared up to the name's length and its NUL, never measured to the cache's end:
+    // a cache of keys without a NUL would cost its size for every entry.
     const char *k = cache.data() + key;
-    if (strnlen(k, cache.size() - key) != name.size() || memcmp(k, name.data(), name.size())) continue;
+    if (cache.size() - key <= name.size() || memcmp(k, name.data(), name.size()) || k[name.size()]) continue;
     uint64_t hwcap;
     memcpy(&hwcap, cache.data() + at + 16, 8);
     const char *v = cache.data() + value;
-    const std::string path(v, strnlen(v, cache.size() - value));
+    const std::string path(v, strnlen(v, std::min<size_t>(cache.size() - value, 4096)));
     if ((hwcap >> 32 & ~uint64_t(0x3ff)) == (uint64_t(1) << 30)) {  // named: keep the best rank
       const auto l = std::find(levels.begin(), levels.end(), named_hwcap(cache, base, hwcap));
       const size_t rank = size_t(l - levels.begin()) + 1;
@@ -215,12 +217,11 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
   root = r;
   library_path = library_path_of(env, secure);
   exe = exe_path;
-  std::vector<std::string> probe;
   // Debian's multiarch glibc: $LIB is lib/<triplet> and those come first among the defaults
   // (`ld.so --help`); elsewhere lib64 (glibc's own SYSTEM_DIRS for 64-bit x86).
   const char *triplet = !is64 ? "i386-linux-gnu" : machine == EM_AARCH64 ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
   platform_ = !is64 ? "i686" : machine == EM_AARCH64 ? "aarch64" : "x86_64";
-  if (list_dir(*root, std::string("/lib/") + triplet, &probe)) {
+  if (is_dir_in_root(*root, std::string("/lib/") + triplet)) {
     lib_ = std::string("lib/") + triplet;
     defaults_ = {"/lib/" + std::string(triplet), "/usr/lib/" + std::string(triplet), "/lib", "/usr/lib"};
   } else {
@@ -291,6 +292,7 @@ std::vector<std::string> LdSearch::expand(const std::string &list, const std::st
 }
 
 bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path) {
+  if (root->out_of_bounds()) return false;  // the caller asks root->reached: not "not found"
   if (name.find('/') != std::string::npos) return candidate(name) && (*path = name, true);  // a path: opened as it is
   for (const auto &m : mapped)
     if (m.first == name) return *path = m.second, true;
@@ -313,9 +315,11 @@ bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &ob
     for (const std::string &x : expand(d, exe.empty() ? "." : dir_of(exe), ":")) dirs.push_back(x);
   if (self.has_runpath)
     for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path), ":")) dirs.push_back(d);
-  for (const std::string &d : dirs)
+  for (const std::string &d : dirs) {
+    if (root->out_of_bounds()) return false;  // a path list of thousands of entries ends at the deadline
     for (const std::string &s : subdirs_)
       if (candidate(d + "/" + s + name)) return *path = d + "/" + s + name, true;
+  }
   // ld.so reads /etc/ld.so.cache alone, never ld.so.conf (ldconfig reads that to write the cache):
   // glibc's elf/dl-load.c _dl_map_object asks _dl_load_cache_lookup (elf/dl-cache.c), which maps
   // the cache file and, when there is none, answers nothing; then the default directories.
@@ -349,6 +353,8 @@ std::string LdSearch::load_closure(std::vector<LoadedObject> *objects, int start
       if (seen) continue;
       std::string path;
       if (!find(n, *objects, int(i), &path)) {
+        if (!root->reached.empty())  // a bound, not ld.so's answer: the rest is not read either
+          return missing.empty() ? "could not tell: doctor's bound on reading was reached: " + root->reached : missing;
         if (missing.empty()) missing = n + ": cannot open shared object file: No such file or directory";
         continue;
       }
@@ -361,6 +367,7 @@ std::string LdSearch::load_closure(std::vector<LoadedObject> *objects, int start
         Root *rp = root;
         read_elf([rp, fd](void *b, size_t k, off_t off) { return read_at(*rp, fd, b, k, off); }, &o.elf, symbols, &why);
         close(fd);
+        if (o.elf.symbols_cut) root->note("its limit on symbol names read, in " + root->shown + path);
       }
       objects->push_back(std::move(o));
     }

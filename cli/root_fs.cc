@@ -43,11 +43,12 @@ std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
 }  // namespace
 
-bool Root::open(const std::string &dir, const std::string &cwd_inside, const std::string &shown_as, int timeout_ms) {
+bool Root::open(const std::string &dir, const std::string &cwd_inside, const std::string &shown_as, int timeout) {
   fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   cwd = cwd_inside.empty() ? "/" : cwd_inside;
   shown = shown_as;
-  deadline_ms = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+  timeout_ms = timeout;
+  deadline_ms = timeout > 0 ? now_ms() + timeout : 0;
   return fd >= 0;
 }
 
@@ -55,7 +56,17 @@ Root::~Root() {
   if (fd >= 0) close(fd);
 }
 
-bool Root::out_of_bounds() const { return !files_left || !bytes_left || (deadline_ms && now_ms() > deadline_ms); }
+void Root::note(const std::string &bound) {
+  if (reached.empty()) reached = bound;
+}
+
+bool Root::out_of_bounds() {
+  if (deadline_ms && now_ms() > deadline_ms) note("its deadline of " + std::to_string(timeout_ms) + " ms (--timeout-ms)");
+  else if (!bytes_left) note("its budget of 256 MiB read");
+  else if (!files_left) note("its budget of 4096 files opened");
+  else return false;
+  return true;
+}
 
 int resolve_in_root(Root &root, const std::string &path, std::string *inside, int *err) {
   *err = 0;
@@ -125,7 +136,7 @@ int open_regular(Root &root, const std::string &path, std::string *inside, int *
     close(o);
     return -1;
   }
-  if (!root.files_left) return close(o), *err = ETIMEDOUT, -1;
+  if (root.out_of_bounds()) return close(o), *err = ETIMEDOUT, -1;
   root.files_left--;
   // The object itself, reopened for reading: it was seen to be a regular file.
   int fd = open(fd_path(o).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -138,7 +149,7 @@ int open_regular(Root &root, const std::string &path, std::string *inside, int *
 
 ssize_t read_at(Root &root, int fd, void *buf, size_t n, off_t off) {
   if (root.out_of_bounds() || off < 0) return -1;
-  if (n > root.bytes_left) n = root.bytes_left;
+  if (n > root.bytes_left) n = root.bytes_left, root.note("its budget of 256 MiB read");
   ssize_t got = pread(fd, buf, n, off);
   if (got > 0) root.bytes_left -= size_t(got);
   return got;
@@ -171,11 +182,27 @@ bool list_dir(Root &root, const std::string &path, std::vector<std::string> *nam
     if (fd >= 0) close(fd);
     return false;
   }
-  while (dirent *ent = readdir(d))
-    if (strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..") && names->size() < 4096) names->push_back(ent->d_name);
+  while (dirent *ent = readdir(d)) {
+    if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
+    if (names->size() == kMaxNames) {  // the rest is not listed, and that is said: a dropped name may be a module
+      root.note("its limit of " + std::to_string(kMaxNames) + " names listed in " + root.shown + where);
+      break;
+    }
+    names->push_back(ent->d_name);
+  }
   closedir(d);
   std::sort(names->begin(), names->end());
   return true;
+}
+
+bool is_dir_in_root(Root &root, const std::string &path) {
+  std::string where;
+  int e = 0;
+  const int o = resolve_in_root(root, path, &where, &e);
+  struct stat st;
+  const bool dir = o >= 0 && fstat(o, &st) == 0 && S_ISDIR(st.st_mode);
+  if (o >= 0) close(o);
+  return dir;
 }
 
 std::string dir_of(const std::string &path) {

@@ -21,10 +21,15 @@ struct Root {
   std::string shown;     // what to put in front of an inside path to name it to the user ("" or /proc/PID/root)
   // Bounds for one command (a hostile build must cost a bounded amount of work).
   long long deadline_ms = 0;   // CLOCK_MONOTONIC; 0: none
+  int timeout_ms = 0;
   size_t files_left = 4096, bytes_left = size_t(256) << 20;
-  bool open(const std::string &dir, const std::string &cwd_inside, const std::string &shown_as, int timeout_ms);
+  // The first bound that stopped a read or a listing ("" while none did): what was not read may
+  // be what decides, so an answer read past it is "could not tell".
+  std::string reached;
+  bool open(const std::string &dir, const std::string &cwd_inside, const std::string &shown_as, int timeout);
   ~Root();
-  bool out_of_bounds() const;  // the time, file or byte budget is spent: what is left is "could not tell"
+  bool out_of_bounds();  // the time, file or byte budget is spent (noted in reached): what is left is "could not tell"
+  void note(const std::string &bound);  // a bound stopped something: the first one is kept
 };
 
 // Resolves path (absolute: from the root; relative: from root.cwd) inside the root, following at
@@ -43,7 +48,12 @@ ssize_t read_at(Root &root, int fd, void *buf, size_t n, off_t off);
 bool read_small(Root &root, const std::string &path, size_t max, std::string *out, int *err = nullptr);
 
 // The names in a directory inside the root, sorted; false when it is not one (a link to one counts).
+// At most kMaxNames: a directory with more is cut there, and root.reached says so.
+constexpr size_t kMaxNames = 4096;
 bool list_dir(Root &root, const std::string &path, std::vector<std::string> *names);
+
+// Whether path is a directory inside the root (a link to one counts); nothing of it is listed.
+bool is_dir_in_root(Root &root, const std::string &path);
 
 // The directory part of an inside path ("/a/b/c" -> "/a/b"; "c" -> ".").
 std::string dir_of(const std::string &path);

@@ -39,18 +39,20 @@ std::string real_path(const std::string &p) {
 }
 
 // The same bytes: a wheel cannot hold symbolic links, so pip installs libucp.so, libucp.so.0 and
-// libucp.so.0.0.0 of one build as three copies of one file (RAPIDS' libucx wheel).
-bool same_bytes(const std::string &a, const std::string &b) {
-  // Regular files alone (root_fs.h): a FIFO named libucp.so.0 is never opened for reading.
-  Root host;
-  host.open("/", "/", "", 5000);
+// libucp.so.0.0.0 of one build as three copies of one file (RAPIDS' libucx wheel). Read through
+// host (root_fs.h): regular files alone (a FIFO named libucp.so.0 is never opened for reading),
+// within its deadline and byte budget (two sparse 1 TiB copies end there: host.reached says so).
+bool same_bytes(Root &host, const std::string &a, const std::string &b) {
   int e = 0;
   off_t sa = 0, sb = 0;
   const int fa = open_regular(host, a, nullptr, &e, &sa), fb = open_regular(host, b, nullptr, &e, &sb);
   bool same = fa >= 0 && fb >= 0 && sa == sb;
   char ba[4096], bb[4096];  // on the stack: a .bss buffer would not load under a tight ulimit -d
-  for (ssize_t n; same && (n = read(fa, ba, sizeof ba)) > 0;)
-    same = read(fb, bb, size_t(n)) == n && !memcmp(ba, bb, size_t(n));
+  for (off_t at = 0; same && at < sa;) {
+    const ssize_t n = read_at(host, fa, ba, sizeof ba, at);
+    same = n > 0 && read_at(host, fb, bb, size_t(n), at) == n && !memcmp(ba, bb, size_t(n));
+    at += n;
+  }
   if (fa >= 0) close(fa);
   if (fb >= 0) close(fb);
   return same;
@@ -92,7 +94,7 @@ bool is_libucp_name(const char *name) {
   return !strncmp(name, "libucp", 6) && (name[6] == '.' || name[6] == '-') && strstr(name, ".so");
 }
 
-bool locate_libucp(const std::string &path, std::string *libucp, std::string *err) {
+bool locate_libucp(const std::string &path, std::string *libucp, std::string *err, int timeout_ms) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return *err = path + ": " + strerror(errno), false;
   std::string abs = path;
@@ -112,6 +114,8 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
     else if (e != "lib" && is_dir(join(abs, e + "/lib"))) dirs.push_back(join(abs, e + "/lib"));
   }
   std::vector<std::string> real, best;  // one entry per distinct file: its real path, its best name
+  Root host;  // the comparisons of copies, bounded together
+  host.open("/", "/", "", timeout_ms);
   for (const std::string &d : dirs) {
     for (const std::string &e : entries(d)) {
       if (!is_libucp_name(e.c_str())) continue;
@@ -119,7 +123,7 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
       struct stat f;
       if (stat(p.c_str(), &f) != 0 || !S_ISREG(f.st_mode)) continue;  // a directory, a FIFO: no build
       auto at = std::find_if(real.begin(), real.end(), [&](const std::string &o) {
-        return o == r || (o.substr(0, o.rfind('/')) == r.substr(0, r.rfind('/')) && same_bytes(o, r));
+        return o == r || (o.substr(0, o.rfind('/')) == r.substr(0, r.rfind('/')) && same_bytes(host, o, r));
       });
       // The name the loader uses (libucp.so.0) over the development link and the full version.
       auto rank = [](const std::string &n) { return (n.find(".so.") == std::string::npos ? 1000 : 0) + n.size(); };
@@ -127,6 +131,9 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
       else if (rank(base_name(p)) < rank(base_name(best[at - real.begin()]))) best[at - real.begin()] = p;
     }
   }
+  if (!host.reached.empty())  // copies not compared to the end are neither one build nor several
+    return *err = "could not tell whether the libucp files in " + abs + " are copies of one build: doctor's bound on "
+                  "reading was reached: " + host.reached + "; name one with --ucx FILE", false;
   if (best.size() == 1) return *libucp = best[0], true;
   if (best.empty()) {
     *err = "no libucp in " + abs + " (looked in it, its lib, lib64, lib/<multiarch>, *.libs and */lib)";

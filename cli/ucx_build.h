@@ -29,7 +29,8 @@ struct UcxBuild {
   std::vector<std::string> objects;     // the file of each transport (same order)
   std::vector<UcxModule> modules;
   std::vector<std::string> unread;      // facts that could not be read ("could not tell ...")
-  std::string untold;  // the one of them the verdict rests on (the version): never "ok"
+  std::string untold;                   // the one of them the verdict rests on (the version): never "ok"
+  std::string bound;                    // the bound of doctor's that stopped its reading ("" when none): no verdict
   bool has(const std::string &tl) const;
 };
 
@@ -39,7 +40,8 @@ bool is_libucp_name(const char *name);
 
 // PATH is a libucp of any name, or a directory holding one (itself, lib, lib64, lib/<multiarch>,
 // a wheel's <pkg>.libs or <pkg>/lib beside it). Several different builds there: an error naming them.
-bool locate_libucp(const std::string &path, std::string *libucp, std::string *err);
+// Copies are compared within timeout_ms and doctor's byte budget; past either: could not tell (false).
+bool locate_libucp(const std::string &path, std::string *libucp, std::string *err, int timeout_ms = 20000);
 
 // The UCX a running process has mapped (/proc/PID/maps): each libucp (two UCX copies can share a
 // process), as the process names it from its own root (`inside`) and as shown to the user

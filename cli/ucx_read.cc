@@ -37,6 +37,7 @@ bool read_object(Root &root, const std::string &path, ElfObject *o, std::string 
   if (fd < 0) return *why = e == EINVAL ? "not a regular file" : strerror(e), false;
   const bool ok = read_elf(reader(root, fd), o, true, why);
   close(fd);
+  if (o->symbols_cut) root.note("its limit on symbol names read, in " + root.shown + path);
   return ok;
 }
 
@@ -145,7 +146,24 @@ std::string ucx_setting(BuildPlace &place, const std::string &libucs, const char
   return value;
 }
 
+namespace {
+bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err);
+}  // namespace
+
 bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
+  Root &root = *place.root;
+  const bool read = read_build_files(place, libucp, b, err);
+  if (root.reached.empty()) return read;
+  // A bound stopped the reading: what the build seems to lack may be what was not read, and
+  // what else could not be told may be that too: one line says why.
+  b->bound = "doctor's bound on reading was reached: " + root.reached;
+  b->unread = {"what it serves: " + b->bound};
+  if (!read) *err = "could not tell what the UCX at " + root.shown + libucp + " is: " + b->bound;
+  return read;
+}
+
+namespace {
+bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
   Root &root = *place.root;
   LdSearch ld;
   std::vector<LoadedObject> objs(1);
@@ -205,7 +223,7 @@ bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, s
   // src/uct/ib/base/ib_md.c). A name loaded from one directory is not loaded again (loaded_set).
   std::vector<std::pair<std::string, int>> frameworks = {{"uct", ucs}};
   std::vector<std::string> loaded;
-  for (size_t f = 0; f < frameworks.size() && f < 32; f++) {
+  for (size_t f = 0; f < frameworks.size() && f < 32 && !root.out_of_bounds(); f++) {
     for (const std::string &d : dirs) {
       std::vector<std::string> names;
       if (!list_dir(root, d, &names)) continue;
@@ -214,9 +232,12 @@ bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, s
         if (!module_name(n, frameworks[f].first, ext, &name)) continue;
         const std::string base = n.substr(0, n.size() - ext.size());
         if (std::find(loaded.begin(), loaded.end(), base) != loaded.end()) continue;
+        if (root.out_of_bounds()) break;  // read_ucx_build says so: no module of the rest is named
         UcxModule m;
         m.path = root.shown + d + "/" + n;
-        std::vector<LoadedObject> mod = objs;  // what is loaded already counts as found
+        // The module and what it needs are appended to what is loaded already (which counts as
+        // found), and taken off again after: never a copy of the whole load per module name.
+        const size_t before = objs.size();
         LoadedObject o;
         o.name = o.path = d + "/" + n, o.parent = frameworks[f].second;
         if (!module_enabled(modules, name)) {
@@ -226,22 +247,26 @@ bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, s
         } else if (o.elf.is64 != objs[0].elf.is64 || o.elf.machine != objs[0].elf.machine) {
           m.state = "error", m.why = "it is an ELF object of another class or machine";
         } else {
-          mod.push_back(o);
-          const std::string miss = ld.load_closure(&mod, int(mod.size() - 1), true);
+          objs.push_back(std::move(o));
+          const std::string miss = ld.load_closure(&objs, int(before), true);
           m.state = miss.empty() ? "loaded" : "error", m.why = miss;
         }
-        if (root.out_of_bounds()) m.state = "error", m.why = "could not tell: doctor's bound on reading was reached";
+        if (root.out_of_bounds()) m.state = "error", m.why = "could not tell: doctor's bound on reading was reached: " + root.reached;
         b->modules.push_back(m);
-        if (m.state != "loaded") continue;
+        if (m.state != "loaded") {
+          objs.resize(before);
+          continue;
+        }
         loaded.push_back(base);
-        for (size_t i = objs.size(); i < mod.size(); i++) add_transports(root, mod[i], b);
-        objs.push_back(mod[objs.size()]);  // the module itself: its own framework is loaded from it
-        frameworks.push_back({frameworks[f].first + "_" + name, int(objs.size() - 1)});
+        for (size_t i = before; i < objs.size(); i++) add_transports(root, objs[i], b);
+        objs.resize(before + 1);  // the module itself: its own framework is loaded from it
+        frameworks.push_back({frameworks[f].first + "_" + name, int(before)});
       }
     }
   }
   return true;
 }
+}  // namespace
 
 bool program_libucp(BuildPlace &place, const std::string &program, std::string *libucp, std::string *err) {
   Root &root = *place.root;
@@ -260,7 +285,10 @@ bool program_libucp(BuildPlace &place, const std::string &program, std::string *
   for (const std::string &n : objs[0].elf.needed) {
     if (!is_libucp_name(n.c_str())) continue;
     std::string path;
-    if (!ld.find(n, objs, 0, &path)) return *err = "ld.so finds no " + n + " for " + program, false;
+    if (!ld.find(n, objs, 0, &path))
+      return *err = root.reached.empty() ? "ld.so finds no " + n + " for " + program
+                                         : "could not tell which " + n + " ld.so gives " + program + ": doctor's bound on reading was reached: " + root.reached,
+             false;
     return *libucp = path, true;
   }
   return *err = "could not tell which UCX " + program + " runs: it needs no libucp; name the build with --ucx PATH", false;

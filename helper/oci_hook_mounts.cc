@@ -19,7 +19,10 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 namespace ucxtls {
 
@@ -45,25 +48,44 @@ std::string joined(const std::vector<std::string> &parts) {
   return out.empty() ? "/" : out;
 }
 
+long long now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 enum class Link { kYes, kNo, kUnknown };
 
 // Whether base/parts names a symbolic link (its target in *target), walking every directory before
 // the last component O_PATH | O_NOFOLLOW. One that is absent or not a directory ends the walk
 // ("kept as written"). one_fs: the walk may not leave base's file system (a bind without "rbind"
 // carries none of the mounts below its source), else the answer is unknown.
-Link read_link_below(int base, const std::vector<std::string> &parts, bool one_fs, std::string *target) {
+// last: the walk before, below any base; it goes on from there when it was below this one and its
+// components begin these, and is this walk after (LastWalk).
+Link read_link_below(int base, const std::vector<std::string> &parts, bool one_fs, std::string *target,
+                     LastWalk *last) {
   struct stat top, st;
   if (fstat(base, &top) != 0) return Link::kUnknown;
-  int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);
+  size_t i = 0;
+  const bool same_base = last->fd >= 0 && last->dev == top.st_dev && last->ino == top.st_ino && last->one_fs == one_fs;
+  if (same_base && last->parts.size() < parts.size() && std::equal(last->parts.begin(), last->parts.end(), parts.begin()))
+    i = last->parts.size();
+  int fd = fcntl(i ? last->fd : base, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) return Link::kUnknown;
   Link answer = Link::kNo;
-  for (size_t i = 0; i + 1 < parts.size() && answer == Link::kNo; i++) {
+  for (; i + 1 < parts.size() && answer == Link::kNo; i++) {
     int next = openat(fd, parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0 && errno != ENOENT && errno != ENOTDIR) answer = Link::kUnknown;
     if (next < 0) break;
     if (one_fs && (fstat(next, &st) != 0 || st.st_dev != top.st_dev)) answer = Link::kUnknown;
     close(fd);
     fd = next;
+  }
+  if (answer == Link::kNo) {  // parts[0, i) were opened, each a directory: the next walk may go on from fd
+    if (last->fd >= 0) close(last->fd);
+    last->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    last->dev = top.st_dev, last->ino = top.st_ino, last->one_fs = one_fs;
+    last->parts.assign(parts.begin(), parts.begin() + long(i));
   }
   if (answer == Link::kNo && one_fs && fstatat(fd, parts.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
       st.st_dev != top.st_dev)
@@ -84,10 +106,28 @@ Link read_link_below(int base, const std::vector<std::string> &parts, bool one_f
 
 }  // namespace
 
+LastWalk::~LastWalk() {
+  if (fd >= 0) close(fd);
+}
+
+std::vector<int> MountPlaces::covering(const std::string &path) const {
+  // What mount_hides (oci_hook_core.h) says of each mount: those landed on the path or on a
+  // directory above it, component by component.
+  std::vector<int> found = landed_[0].mounts;
+  size_t node = 0;
+  for (const std::string &part : components(path)) {
+    auto it = landed_[node].below.find(part);
+    if (it == landed_[node].below.end()) break;
+    node = it->second;
+    found.insert(found.end(), landed_[node].mounts.begin(), landed_[node].mounts.end());
+  }
+  std::sort(found.rbegin(), found.rend());
+  return found;
+}
+
 MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_pseudo, std::string *target,
                                         std::string *why) const {
-  const int count = int(at_.size());
-  for (int i = covering_mount(at_, count, path); i >= 0; i = covering_mount(at_, count, path, i)) {
+  for (int i : covering(path)) {
     const ContainerMount &m = mounts_[size_t(i)];
     if (at_[size_t(i)] == path) return Found::kOther;  // the root of a mount is no link
     std::vector<std::string> rel = components(path.substr(at_[size_t(i)] == "/" ? 0 : at_[size_t(i)].size()));
@@ -114,7 +154,7 @@ MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_ps
         std::string src = m.source.empty() || m.source[0] == '/' ? m.source : bundle_ + "/" + m.source;
         int fd = open(src.c_str(), O_PATH | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT) return Found::kOther;  // the runtime fails that mount
-        Link l = fd < 0 ? Link::kUnknown : read_link_below(fd, rel, !m.recursive, target);
+        Link l = fd < 0 ? Link::kUnknown : read_link_below(fd, rel, !m.recursive, target, &walk_);
         if (fd >= 0) close(fd);
         if (l == Link::kUnknown)
           *why = "the bind mount on " + m.destination + " from " + src + " cannot be read through" +
@@ -123,7 +163,7 @@ MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_ps
       }
     }
   }
-  Link l = read_link_below(rootfd_, components(path), false, target);
+  Link l = read_link_below(rootfd_, components(path), false, target, &walk_);
   if (l == Link::kUnknown) *why = "the image's " + path + " cannot be read";
   return l == Link::kYes ? Found::kLink : l == Link::kNo ? Found::kOther : Found::kUnknown;
 }
@@ -135,6 +175,10 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
   bool inside_pseudo = false;  // a component was taken as written inside sysfs or proc (links unread)
   at->clear();
   while (!stack.empty()) {
+    if (deadline_ms_ && now_ms() > deadline_ms_) {  // deep paths through many links cost a walk each
+      *why = "the hook's bound on placing the mounts was reached";
+      return false;
+    }
     std::string part = stack.back();
     stack.pop_back();
     if (part == ".") continue;
@@ -161,6 +205,16 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
     stack.insert(stack.end(), parts.rbegin(), parts.rend());
   }
   *at = joined(done);
+  size_t node = 0;
+  for (const std::string &part : done) {
+    auto it = landed_[node].below.find(part);
+    if (it == landed_[node].below.end()) {
+      it = landed_[node].below.emplace(part, landed_.size()).first;
+      landed_.emplace_back();
+    }
+    node = it->second;
+  }
+  landed_[node].mounts.push_back(int(mounts_.size()));
   mounts_.push_back(m);
   at_.push_back(*at);
   return true;

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <string>
@@ -41,6 +42,7 @@ namespace {
 const char kTarget[] = "/usr/lib/ucxtls-oci-hook/libucxtls.so";
 const char kPreload[] = "/etc/ld.so.preload";
 const size_t kStateMax = 1 << 20, kConfigMax = 64 << 20, kPreloadMax = 1 << 20, kLibraryMax = 64 << 20;
+const long long kPlacingMs = 5000;  // the hook's deadline, from its start
 
 struct Options {
   std::string library, log;
@@ -114,7 +116,7 @@ bool parse_args(int argc, char **argv, std::string *bad) {
 
 // The container's root, once it is known to be the container's own writable layer, writable, and
 // not hidden by the container's mounts where the hook writes; -1 after the hook's line.
-int open_root(const ContainerSpec &spec, const std::string &bundle, const std::string &root, int *rc) {
+int open_root(const ContainerSpec &spec, const std::string &bundle, const std::string &root, long long deadline_ms, int *rc) {
   int rootfd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) {
     *rc = fail(errno_text("the root file system " + root));
@@ -130,7 +132,7 @@ int open_root(const ContainerSpec &spec, const std::string &bundle, const std::s
     // The mounts in the runtime's order, then the masked paths it mounts over after them.
     std::vector<ContainerMount> mounts = spec.mounts;
     for (const std::string &p : spec.masked) mounts.push_back(ContainerMount{p, "tmpfs", "", false, false, false});
-    MountPlaces places(rootfd, bundle);
+    MountPlaces places(rootfd, bundle, deadline_ms);
     for (const ContainerMount &m : mounts) {
       std::string at;
       if (!places.add(m, &at, &why)) {
@@ -152,6 +154,11 @@ int open_root(const ContainerSpec &spec, const std::string &bundle, const std::s
 }
 
 int run(int argc, char **argv) {
+  // Every container start waits for the hook: placing its mounts ends here (runc mounts thousands
+  // in about 2 s), and past it the hook says it cannot tell, writes nothing, and the start goes on.
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const long long deadline_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + kPlacingMs;
   std::string bad, state, config, where;
   if (!parse_args(argc, argv, &bad)) return fail("unknown argument '" + bad + "' in the hook's JSON (args)");
   if (!read_all(0, kStateMax, &state)) return fail(errno_text("reading the container state on stdin"));
@@ -172,7 +179,7 @@ int run(int argc, char **argv) {
   if (!read_regular(library, kLibraryMax, &lib_bytes)) return fail(errno_text("the node's library " + library));
   const std::string root = rootfs_path(cs.bundle, spec.root);
   int rc = 0;
-  int rootfd = open_root(spec, cs.bundle, root, &rc);
+  int rootfd = open_root(spec, cs.bundle, root, deadline_ms, &rc);
   if (rootfd < 0) return rc;
 
   int etc = open_dir_below(rootfd, {"etc"}, true, false, &where);
