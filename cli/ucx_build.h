@@ -29,6 +29,13 @@ struct UcxBuild {
   std::vector<std::string> objects;     // the file of each transport (same order)
   std::vector<UcxModule> modules;
   std::vector<std::string> unread;      // facts that could not be read ("could not tell ...")
+  // Those of them that could make an "ok" wrong (a version, a setting, what libucp needs); one that
+  // can only add transports (a module directory that could not be read) is not among them.
+  std::vector<std::string> open;
+  void could_not_tell(const std::string &what, bool leaves_open) {
+    unread.push_back(what);
+    if (leaves_open) open.push_back(what);
+  }
   bool has(const std::string &tl) const;
 };
 
