@@ -102,8 +102,8 @@ bool allow_list_valid(const std::string &modules) {
 
 int ucx_minor(const std::string &version) {
   int major = 0, minor = 0;
-  if (sscanf(version.c_str(), "%d.%d", &major, &minor) != 2 || major < 1) return -1;
-  return major > 1 ? 99 : minor;
+  if (sscanf(version.c_str(), "%d.%d", &major, &minor) != 2 || major < 0 || minor < 0) return -1;
+  return major > 1 ? 99 : major < 1 ? 0 : minor;  // a 0.x is older than any rule here
 }
 
 std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o) {
@@ -445,7 +445,7 @@ bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, s
       if (std::find(b->unread.begin(), b->unread.end(), u) == b->unread.end()) b->unread.push_back(u);
   if (differ)
     b->could_not_tell("which modules UCX loads: its version is unknown, so only what both UCX 1.22's reading and "
-                        "older releases' load is counted", false);
+                        "older releases' load is counted", true);
   return true;
 }
 

@@ -20,7 +20,7 @@ namespace cli {
 // text does not assign it.
 bool conf_value(const std::string &text, const char *name, std::string *value, bool filters = false, bool *unsure = nullptr);
 
-// UCX's minor release from the version read ("1.22.0" -> 22, a 2.x -> 99); -1 when it could not
+// UCX's minor release from the version read ("1.22.0" -> 22, a 2.x -> 99, a 0.x -> 0); -1 when it could not
 // be told: then each rule that differs between releases is read both ways, and where the two
 // readings differ doctor says it could not tell.
 int ucx_minor(const std::string &version);
