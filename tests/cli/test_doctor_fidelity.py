@@ -7,6 +7,7 @@ src/ucs/config/parser.c, src/ucs/config/ini.c at the release's tag). Each case c
 `ucxtls doctor --json` reads with that truth. SKIP: no cc, no Debian UCX (those rows), not root
 (the secure-execution case)."""
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -138,6 +139,23 @@ def doctor(args, env=None, cwd=None, argv_env=None):
         return p.returncode, {"error": p.stderr.decode(errors="replace")}
 
 
+@contextlib.contextmanager
+def waiting(argv, env=None):
+    """A probe started with --wait: (the process, its lines up to "ready"), ended afterwards."""
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env or env_for(None, preload=False))
+    try:
+        lines = []
+        while not lines or lines[-1] != "ready":
+            line = p.stdout.readline().decode()
+            if not line:
+                break
+            lines.append(line.strip())
+        yield p, lines
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+
+
 def modules(j):
     """{module path: "loaded" or why} of doctor's first build."""
     if not j.get("ucx"):
@@ -209,25 +227,14 @@ def first_and_last(t):
     mod = module(os.path.join(d, "lib", "ucx", "libuct_rfourteen.so.0"), "rfourteen", os.path.join(d, "a", "libr14dep.so"))
     probe_path, execenv = tools()
     entries = ["PATH=/usr/bin:/bin", "UCX_TLS=tcp", "UCX_TLS=bogus_tl", "LD_LIBRARY_PATH=%s/b" % d, "LD_LIBRARY_PATH=%s/a" % d]
-    p = subprocess.Popen([execenv, str(len(entries))] + entries + [probe_path, lib, "--wait", mod], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE)
-    try:
-        lines = []
-        while not lines or lines[-1] != "ready":
-            line = p.stdout.readline().decode()
-            if not line:
-                break
-            lines.append(line.strip())
+    with waiting([execenv, str(len(entries))] + entries + [probe_path, lib, "--wait", mod]) as (p, lines):
         t.check("getenv: the first UCX_TLS (tcp)", "getenv tcp" in lines, repr(lines))
         real_loads = "module %s loaded" % mod in lines
         t.check("ld.so: the last LD_LIBRARY_PATH (the directory that has the library)", real_loads, repr(lines))
         rc, j = doctor(["--pid", str(p.pid)])
         t.equal("doctor --pid judges the first UCX_TLS", j.get("value"), "tcp", repr(j))
-        rc, j = doctor(["--ucx", lib, "--value", "tcp"], argv_env=entries)
-        agree(t, "doctor --ucx with both LD_LIBRARY_PATH entries agrees with ld.so", {mod: "loaded" if real_loads else "?"}, modules(j))
-    finally:
-        p.stdin.close()
-        p.wait(timeout=30)
+    rc, j = doctor(["--ucx", lib, "--value", "tcp"], argv_env=entries)
+    agree(t, "doctor --ucx with both LD_LIBRARY_PATH entries agrees with ld.so", {mod: "loaded" if real_loads else "?"}, modules(j))
 
 
 @case("rule 4: --pid names libucs as ld.so opened it (dladdr), not as /proc/PID/maps resolves it")
@@ -242,18 +249,12 @@ def dladdr_name(t):
     # UCX names modules by libucs's name from its first '.': ".so.0" as ld.so opened it.
     good = module(os.path.join(d, "ucx", "libuct_rfour.so.0"), "rfour")
     stale = module(os.path.join(d, "ucx", "libuct_rfourx.so.0.0.0"), "rfourx")
-    p = subprocess.Popen([tools()[0], lib, "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         env=env_for(None, preload=False))
-    try:
-        lines = [p.stdout.readline().decode().strip() for _ in range(3)]
+    with waiting([tools()[0], lib, "--wait"]) as (p, lines):
         t.check("dladdr: libucs as ld.so opened it, its link not resolved", "libucs %s/libucs.so.0" % d in lines, repr(lines))
         rc, j = doctor(["--pid", str(p.pid), "--value", "tcp"])
         got = modules(j)
         t.check("doctor --pid: the modules named .so.0 (%s), not .so.0.0.0" % os.path.basename(good),
                 got.get(good) == "loaded" and stale not in got, repr(got))
-    finally:
-        p.stdin.close()
-        p.wait(timeout=30)
 
 
 @case("rule 13: secure execution drops the program's $ORIGIN RPATH entry outside the trusted directories", tags=("as_root",))
@@ -272,21 +273,11 @@ def secure_origin(t):
     os.chmod(prog, 0o2755)  # set-group-ID: egid != gid, so AT_SECURE
     for dd in ("bin", "lib", "lib/ucx", "dep"):
         os.chmod(os.path.join(d, dd), 0o755)
-    p = subprocess.Popen([prog, lib, "--wait", mod], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env_for(None, preload=False))
-    try:
-        lines = []
-        while not lines or lines[-1] != "ready":
-            line = p.stdout.readline().decode()
-            if not line:
-                break
-            lines.append(line.strip())
+    with waiting([prog, lib, "--wait", mod]) as (p, lines):
         real = {mod: ln.split(" ", 2)[2] for ln in lines if ln.startswith("module ")}
         t.check("ld.so (AT_SECURE): $ORIGIN/../dep is dropped, the module's library is not found",
                 "libr13dep.so: cannot open" in real.get(mod, ""), repr(lines))
         agree(t, "doctor --pid agrees", real, modules(doctor(["--pid", str(p.pid), "--value", "tcp"])[1]))
-    finally:
-        p.stdin.close()
-        p.wait(timeout=30)
 
 
 # ---------------------------------------------------------------------------------------------
