@@ -318,14 +318,14 @@ def debian_or_skip(t, name, what):
     return d
 
 
-def ucx_agrees(t, name, d, extra, cwd=None):
-    """Debian's UCX and doctor --ucx on the copy: the modules in lib/ucx and the transports alike."""
+def ucx_agrees(t, name, d, extra, cwd=None, who="UCX 1.13"):
+    """Debian's UCX (or who) and doctor --ucx on d/libucp.so.0: the modules in ucx/ and the transports alike."""
     lib = os.path.join(d, "libucp.so.0")
     tls, real = oracle(lib, **extra)
     rc, j = doctor(["--ucx", lib, "--value", "tcp"], env=env_for(None, preload=False, **extra), cwd=cwd)
     doc = {p: ("loaded" if w == "loaded" else "not-loaded") for p, w in modules(j).items() if p in real}
     doc_tls = set(j["ucx"][0]["transports"]) if j.get("ucx") else set()
-    t.check(name + ": UCX 1.13 loads %s, registers %d transports; doctor agrees" % (
+    t.check(name + ": %s loads %s, registers %d transports; doctor agrees" % (who,
             sorted(p.split("/")[-1] for p in real if real[p] == "loaded"), len(tls)),
             tls and doc == real and doc_tls == tls, "UCX: %r %r\ndoctor: %r %r" % (real, sorted(tls), modules(j), sorted(doc_tls)))
     return tls, doc_tls
@@ -422,9 +422,7 @@ def library_conf(t):
 def section_filters(t):
     lib = ucp(os.path.join(WORK, "r8"), version="1.22.0")
     module(os.path.join(WORK, "r8", "ucx", "libuct_filtered.so.0"), "filtered")
-    with open("/proc/cpuinfo") as f:
-        vendor = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(
-            next((ln.split(":")[1].strip() for ln in f if ln.startswith("vendor_id")), ""), "")
+    vendor = cpu_vendor()
     if not vendor:
         t.skip("the vendor filter", "not an Intel or AMD CPU (doctor tells the vendor from CPUID on x86 only)")
         return
@@ -446,6 +444,37 @@ def section_filters(t):
             continue
         t.check("%r on a %s CPU: the module %s, exit %d" % (text, vendor, "loads" if loads else "is left out", status),
                 (got == "loaded") == loads and rc == status, repr((rc, got, j.get("messages"))))
+
+
+def cpu_vendor():
+    """UCX's name for this CPU's vendor (ucs_cpu_vendor_name), from /proc/cpuinfo; "" when not x86."""
+    with open("/proc/cpuinfo") as f:
+        ids = [ln.split(":")[1].strip() for ln in f if ln.startswith("vendor_id")]
+    return {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(ids[0] if ids else "", "")
+
+
+@case("rules 3 and 8 against RAPIDS' UCX 1.22 itself: UCX_PLUGIN_PATH, and CPU vendor sections", tags=("wheels",))
+def wheel_rules(t):
+    venv, why = harness.wheels()
+    if not venv or not os.path.exists(ORACLE):
+        t.skip("RAPIDS' UCX 1.22", why or "no ucx_oracle")
+        return
+    d = os.path.join(harness.site_packages(venv), "libucx", "lib")
+    plug = os.path.join(WORK, "wheel-plugins")
+    module(os.path.join(plug, "libuct_plugged.so.0"), "plugged")
+    tls, doc = ucx_agrees(t, "UCX_PLUGIN_PATH", d, {"UCX_PLUGIN_PATH": plug}, who="UCX 1.22")
+    t.check("UCX 1.22 loads the plugin's transport, and doctor claims it", "plugged" in tls and "plugged" in doc, repr((tls, doc)))
+    vendor = cpu_vendor()
+    if not vendor:
+        t.skip("the vendor sections", "not an Intel or AMD CPU")
+        return
+    conf = os.path.join(WORK, "wheel-conf")
+    os.makedirs(conf)
+    for v in (vendor, "AMD" if vendor == "Intel" else "Intel"):
+        with open(os.path.join(conf, "ucx.conf"), "w") as f:
+            f.write("[section]\nCPU vendor = %s\nUCX_MODULES = ^cma\n" % v)
+        ucx_agrees(t, "a section for CPU vendor %s leaving cma out, on a %s CPU" % (v, vendor), d, {"UCX_CONFIG_DIR": conf},
+                   who="UCX 1.22")
 
 
 if __name__ == "__main__":
