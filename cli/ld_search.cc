@@ -136,14 +136,19 @@ int LdSearch::candidate(const std::string &path, std::string *error) {
   const size_t ehdr = is64 ? 64 : 52;
   const ssize_t got = read_at(*root, fd, h, ehdr, 0);
   close(fd);
-  // elf/dl-load.c open_verify: a file that is not an ELF object of this byte order and version ends
-  // the search with an error; one of another class or machine is passed over.
-  const bool elf = got >= SELFMAG && !memcmp(h, ELFMAG, SELFMAG);
-  const bool other_class = elf && got > EI_CLASS && (h[EI_CLASS] == ELFCLASS64) != is64;
-  const char *lose = !elf && got >= 0 && size_t(got) < ehdr ? "file too short"
-                     : !elf                               ? "invalid ELF header"
-                     : got < ssize_t(ehdr) && !other_class ? "file too short"
-                                                           : nullptr;
+  // elf/dl-load.c open_verify, in its order: a file that is not an ELF object of this byte order,
+  // version and type ends the search with an error; one of another class or machine is passed over.
+  const unsigned type = unsigned(h[16] | h[17] << 8);
+  const bool other = (h[EI_CLASS] == ELFCLASS64) != is64;
+  const char *lose = got < 0                        ? "cannot read file data"
+                     : got < ssize_t(ehdr)          ? "file too short"
+                     : memcmp(h, ELFMAG, SELFMAG)   ? "invalid ELF header"
+                     : other                        ? nullptr
+                     : h[EI_DATA] != ELFDATA2LSB    ? "ELF file data encoding not little-endian"
+                     : h[EI_VERSION] != EV_CURRENT  ? "ELF file version ident does not match current one"
+                     : unsigned(h[18] | h[19] << 8) != machine ? nullptr
+                     : type != ET_DYN && type != ET_EXEC ? "only ET_DYN and ET_EXEC can be loaded"
+                                                         : nullptr;
   if (lose) {
     if (error) *error = root->shown + path + ": " + lose;
     return -1;

@@ -200,6 +200,19 @@ def not_elf_ends_search(t):
     real, _ = probe(lib, [mod])
     t.check("ld.so: invalid ELF header, the next directory not tried", "invalid ELF header" in real.get(mod, ""), repr(real))
     agree(t, "doctor --ucx: the same error", real, modules(doctor(["--ucx", lib, "--value", "tcp"])[1]))
+    # Another machine's object (e_machine EM_AARCH64) is passed over: the next directory serves.
+    other = os.path.join(d, "other", "libr11dep.so")
+    os.makedirs(os.path.dirname(other))
+    with open(os.path.join(d, "good", "libr11dep.so"), "rb") as f:
+        data = bytearray(f.read())
+    data[18:20] = (183).to_bytes(2, "little")
+    with open(other, "wb") as f:
+        f.write(data)
+    mod2 = module(os.path.join(d, "lib", "ucx", "libuct_relevenb.so.0"), "relevenb", os.path.join(d, "good", "libr11dep.so"),
+                  "-Wl,--enable-new-dtags,-rpath,%s/other:%s/good" % (d, d))
+    real, _ = probe(lib, [mod2])
+    t.equal("ld.so: another machine's object is passed over", real.get(mod2), "loaded")
+    agree(t, "doctor --ucx: the same", real, modules(doctor(["--ucx", lib, "--value", "tcp"])[1]))
 
 
 @case("rule 12: LD_LIBRARY_PATH set but empty adds no directory; an empty entry in a list is the working directory")
