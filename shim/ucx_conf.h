@@ -42,7 +42,7 @@ struct ConfScan {
   void line_end();
   void capture(char c);
   // The current line's name and value (filters only), and the section's filter state.
-  char name_[20] = {}, pattern_[128] = {};
+  char name_[20] = {}, pattern_[64] = {};
   uint8_t name_len_ = 0, pattern_len_ = 0, capture_ = 0;
   size_t captured_ = 0;  // bytes the capture has seen (the scanner reads some twice)
   bool skip_ = false, section_unsure_ = false, cont_ = false;
