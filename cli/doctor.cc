@@ -205,8 +205,9 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
     status = fail(kFailed, "doctor: " + gpu_mismatch_warning(value.c_str(), r.family));
   if (!missing.empty()) return missing_status(missing);
   if (serious) return fail(kFailed, "doctor: " + problems[0]);
-  // The rules rest on the version (1.22 refuses a GPU-only list): unread, it is "could not
-  // check", never "ok".
+  // A fact beyond doctor's reading (b.open, its `could not` lines; the version, on which the
+  // rules rest) leaves the answer open: never "ok".
+  if (!status && !b.open.empty()) return fail(kUsage, "doctor: could not tell " + b.open[0] + ": the build could not be checked");
   if (!status && !b.untold.empty()) return fail(kUsage, "doctor: could not tell " + b.untold);
   return status;
 }
@@ -354,8 +355,11 @@ int doctor_checks(int argc, char **argv) {
     // library did not run in (not loaded, or secure execution), UCX_TLS as it started.
     const char *v = !pid_text || tmpl || library_ran ? effective_value(r->in, r->d) : nullptr;
     if (pid_text && !tmpl && !library_ran)
-      for (const std::string &e : proc->env)
-        if (!e.compare(0, 8, "UCX_TLS=")) v = e.c_str() + 8;
+      for (const std::string &e : proc->env)  // the first, as getenv (stdlib/getenv.c) and so UCX read it
+        if (!e.compare(0, 8, "UCX_TLS=")) {
+          v = e.c_str() + 8;
+          break;
+        }
     if (library_ran) why = library_line(*r);
     const char *started = r->in.get(kUcxTls);
     // No value to judge: the build still is, for the node's GPUs (every build mode, and the plain

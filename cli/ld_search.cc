@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -41,6 +42,7 @@ std::vector<std::string> library_path_of(const std::vector<std::string> &env, bo
     if (!e.compare(0, 16, "LD_LIBRARY_PATH=")) last = &e;
   if (!last || secure) return dirs;  // secure execution: ld.so ignores it
   const std::string v = last->substr(16);
+  if (v.empty()) return dirs;  // set but empty: no directory at all (_dl_init_paths: llp != NULL && *llp != '\0')
   size_t b = 0;
   for (;;) {  // fillin_rpath (elf/dl-load.c): separators ':' and ';', an empty entry is "./"
     size_t e = v.find_first_of(":;", b);
@@ -215,6 +217,7 @@ void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels
 
 void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path) {
   root = r;
+  secure_ = secure;
   library_path = library_path_of(env, secure);
   exe = exe_path;
   // Debian's multiarch glibc: $LIB is lib/<triplet> and those come first among the defaults
@@ -246,23 +249,42 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
   }
 }
 
-bool LdSearch::candidate(const std::string &path) {
+int LdSearch::candidate(const std::string &path, std::string *error) {
   int e = 0;
   const int fd = open_regular(*root, path, nullptr, &e);
-  if (fd < 0) return false;
-  unsigned char h[20] = {};
-  const bool ok = read_at(*root, fd, h, sizeof h, 0) == ssize_t(sizeof h) && !memcmp(h, ELFMAG, SELFMAG) &&
-                  (h[EI_CLASS] == ELFCLASS64) == is64 && unsigned(h[18] | h[19] << 8) == machine;
+  if (fd < 0) return 0;
+  unsigned char h[64] = {};
+  const size_t ehdr = is64 ? 64 : 52;
+  const ssize_t got = read_at(*root, fd, h, ehdr, 0);
   close(fd);
-  return ok;  // ld.so passes over a file of another class or machine (elf/dl-load.c open_verify)
+  // elf/dl-load.c open_verify, in its order: a file that is not an ELF object of this byte order,
+  // version and type ends the search with an error; one of another class or machine is passed over.
+  const unsigned type = unsigned(h[16] | h[17] << 8);
+  const bool other = (h[EI_CLASS] == ELFCLASS64) != is64;
+  const char *lose = got < 0                        ? "cannot read file data"
+                     : got < ssize_t(ehdr)          ? "file too short"
+                     : memcmp(h, ELFMAG, SELFMAG)   ? "invalid ELF header"
+                     : other                        ? nullptr
+                     : h[EI_DATA] != ELFDATA2LSB    ? "ELF file data encoding not little-endian"
+                     : h[EI_VERSION] != EV_CURRENT  ? "ELF file version ident does not match current one"
+                     : unsigned(h[18] | h[19] << 8) != machine ? nullptr
+                     : type != ET_DYN && type != ET_EXEC ? "only ET_DYN and ET_EXEC can be loaded"
+                                                         : nullptr;
+  if (lose) {
+    if (error) *error = root->shown + path + ": " + lose;
+    return -1;
+  }
+  return (h[EI_CLASS] == ELFCLASS64) == is64 && unsigned(h[18] | h[19] << 8) == machine;
 }
 
-std::vector<std::string> LdSearch::expand(const std::string &list, const std::string &origin, const char *seps) {
+std::vector<std::string> LdSearch::expand(const std::string &list, const std::string &origin, const char *seps,
+                                          bool executable) {
   std::vector<std::string> dirs;
   size_t b = 0;
   for (;;) {
     size_t e = list.find_first_of(seps, b);
     std::string d = list.substr(b, e == std::string::npos ? std::string::npos : e - b), out;
+    bool dropped = false, trusted_only = false;
     for (size_t i = 0; i < d.size();) {  // _dl_dst_substitute: $NAME and ${NAME}
       static const struct {
         const char *name;
@@ -276,6 +298,14 @@ std::vector<std::string> LdSearch::expand(const std::string &list, const std::st
           const bool bare = !braced && d.compare(i + 1, n, t.name) == 0 &&
                             (i + 1 + n >= d.size() || !(isalnum((unsigned char)d[i + 1 + n]) || d[i + 1 + n] == '_'));
           if (!braced && !bare) continue;
+          // Secure execution (_dl_dst_substitute): $ORIGIN only as an entry's start, alone or
+          // before '/', else the entry is dropped; the program's then only to a trusted
+          // directory (is_trusted_path_normalize: one of the system directories, or below one).
+          if (t.which == 0 && secure_) {
+            const size_t after = i + 1 + n + (braced ? 2 : 0);
+            if (i != 0 || (after < d.size() && d[after] != '/')) dropped = true;
+            trusted_only = trusted_only || executable;
+          }
           out += t.which == 0 ? origin : t.which == 1 ? lib_ : platform_;
           i += 1 + n + (braced ? 2 : 0);
           done = true;
@@ -284,32 +314,67 @@ std::vector<std::string> LdSearch::expand(const std::string &list, const std::st
       }
       if (!done) out += d[i++];
     }
-    dirs.push_back(out.empty() ? "." : out);
+    if (trusted_only && !dropped) {
+      bool trusted = false;
+      for (const std::string &t : defaults_) trusted = trusted || !(out + "/").compare(0, t.size() + 1, t + "/");
+      dropped = !trusted;
+    }
+    if (!dropped) dirs.push_back(out.empty() ? "." : out);
     if (e == std::string::npos) break;
     b = e + 1;
   }
   return dirs;
 }
 
-bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path) {
+namespace {
+
+bool same_file(Root &root, const std::string &a, const std::string &b) {
+  int e = 0;
+  const int fa = open_regular(root, a, nullptr, &e), fb = fa < 0 ? -1 : open_regular(root, b, nullptr, &e);
+  struct stat x = {}, y = {};
+  const bool same = fa >= 0 && fb >= 0 && !fstat(fa, &x) && !fstat(fb, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+  if (fa >= 0) close(fa);
+  if (fb >= 0) close(fb);
+  return same;
+}
+
+}  // namespace
+
+bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path,
+                    std::string *error) {
+  std::string err;
+  if (error) error->clear();
   if (root->out_of_bounds()) return false;  // the caller asks root->reached: not "not found"
-  if (name.find('/') != std::string::npos) return candidate(name) && (*path = name, true);  // a path: opened as it is
   for (const auto &m : mapped)
-    if (m.first == name) return *path = m.second, true;
+    if (m.first == name) {
+      // /proc/PID/maps names the file with its links resolved; ld.so's name for it is the path
+      // its search opened (elf/dl-object.c _dl_new_object keeps realname as l_name).
+      *path = search(name, objects, from, path, &err) && same_file(*root, *path, m.second) ? *path : m.second;
+      return true;
+    }
+  const bool found = search(name, objects, from, path, &err);
+  if (error) *error = err;
+  return found;
+}
+
+bool LdSearch::search(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path,
+                      std::string *error) {
+  if (name.find('/') != std::string::npos) return candidate(name, error) == 1 && (*path = name, true);  // a path: opened as it is
   std::vector<std::string> dirs;
   const ElfObject &self = objects[size_t(from)].elf;
   if (!self.has_runpath) {
     // The DT_RPATH of the object, of the one that loaded it, and on up; then the program's
     // (elf/dl-load.c _dl_map_object). An object with DT_RUNPATH has no DT_RPATH for ld.so
-    // (elf/get-dynamic-info.h).
+    // (elf/get-dynamic-info.h). A dlopened object ends the chain: _dl_map_object, called with
+    // __RTLD_CALLMAP by dl_open_worker, gives it no loader (l_loader NULL).
     for (int i = from; i >= 0; i = objects[size_t(i)].parent) {
       const LoadedObject &l = objects[size_t(i)];
       if (l.elf.has_rpath && !l.elf.has_runpath)
         for (const std::string &d : expand(l.elf.rpath, dir_of(l.path), ":")) dirs.push_back(d);
-      if (objects[size_t(i)].parent >= i) break;
+      if (l.dlopened || objects[size_t(i)].parent >= i) break;
     }
     if (!exe.empty() && exe_elf.has_rpath && !exe_elf.has_runpath)
-      for (const std::string &d : expand(exe_elf.rpath, dir_of(exe), ":")) dirs.push_back(d);
+      for (const std::string &d : expand(exe_elf.rpath, dir_of(exe), ":", true)) dirs.push_back(d);
   }
   for (const std::string &d : library_path)
     for (const std::string &x : expand(d, exe.empty() ? "." : dir_of(exe), ":")) dirs.push_back(x);
@@ -318,7 +383,7 @@ bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &ob
   for (const std::string &d : dirs) {
     if (root->out_of_bounds()) return false;  // a path list of thousands of entries ends at the deadline
     for (const std::string &s : subdirs_)
-      if (candidate(d + "/" + s + name)) return *path = d + "/" + s + name, true;
+      if (const int c = candidate(d + "/" + s + name, error)) return c > 0 && (*path = d + "/" + s + name, true);
   }
   // ld.so reads /etc/ld.so.cache alone, never ld.so.conf (ldconfig reads that to write the cache):
   // glibc's elf/dl-load.c _dl_map_object asks _dl_load_cache_lookup (elf/dl-cache.c), which maps
@@ -335,11 +400,12 @@ bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &ob
     read_small(*root, "/etc/ld.so.cache", size_t(64) << 20, &cache_);
   }
   const std::string cached = ld_cache_lookup(cache_, name, is64, machine, levels_, names_);
-  if (!cached.empty() && !(nodeflib && in_defaults(cached)) && candidate(cached)) return *path = cached, true;
+  if (!cached.empty() && !(nodeflib && in_defaults(cached)))
+    if (const int c = candidate(cached, error)) return c > 0 && (*path = cached, true);
   if (nodeflib) return false;
   for (const std::string &d : defaults_)
     for (const std::string &s : subdirs_)
-      if (candidate(d + "/" + s + name)) return *path = d + "/" + s + name, true;
+      if (const int c = candidate(d + "/" + s + name, error)) return c > 0 && (*path = d + "/" + s + name, true);
   return false;
 }
 
@@ -351,11 +417,11 @@ std::string LdSearch::load_closure(std::vector<LoadedObject> *objects, int start
       bool seen = false;  // _dl_name_match_p: a name or soname already loaded
       for (const LoadedObject &o : *objects) seen = seen || o.name == n || o.elf.soname == n;
       if (seen) continue;
-      std::string path;
-      if (!find(n, *objects, int(i), &path)) {
+      std::string path, error;
+      if (!find(n, *objects, int(i), &path, &error)) {
         if (!root->reached.empty())  // a bound, not ld.so's answer: the rest is not read either
           return missing.empty() ? "could not tell: doctor's bound on reading was reached: " + root->reached : missing;
-        if (missing.empty()) missing = n + ": cannot open shared object file: No such file or directory";
+        if (missing.empty()) missing = !error.empty() ? error : n + ": cannot open shared object file: No such file or directory";
         continue;
       }
       LoadedObject o;

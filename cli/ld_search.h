@@ -21,12 +21,14 @@ struct LoadedObject {
   std::string path;  // inside the root, as ld.so found it
   ElfObject elf;
   int parent = -1;   // index of the object whose DT_NEEDED (or dlopen) brought it; -1: the start
+  bool dlopened = false;  // opened by dlopen: it has no loader (elf/dl-open.c passes __RTLD_CALLMAP)
 };
 
 struct LdSearch {
   Root *root = nullptr;
   // LD_LIBRARY_PATH as glibc's _dl_init_paths reads it: the last one of the environment, split at
-  // ':' and ';', an empty entry meaning the working directory; none under secure execution.
+  // ':' and ';', an empty entry meaning the working directory; none when the value is empty or under
+  // secure execution.
   std::vector<std::string> library_path;
   bool is64 = true;
   unsigned machine = 62;  // EM_X86_64
@@ -39,17 +41,28 @@ struct LdSearch {
   void init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path);
   // The library `name` that objects[from] needs: true with *path inside the root (an object already
   // mapped: its path). False: not found anywhere ld.so would look.
-  bool find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path);
+  // An object already mapped is named by the path the search gives when that is the same file
+  // (ld.so's l_name, which UCX's dladdr reads: links not resolved), else by its mapped path.
+  // *error: ld.so's words when the search ended at a file it cannot load ("" otherwise).
+  bool find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path,
+            std::string *error = nullptr);
   // The dependency closure of objects[start] (breadth first, as ld.so loads), appended to objects;
   // "" when every library was found, else ld.so's words for the first that was not.
   std::string load_closure(std::vector<LoadedObject> *objects, int start, bool symbols);
 
  private:
   std::string cache_, lib_ = "lib/x86_64-linux-gnu", platform_ = "x86_64";
-  bool cache_read_ = false;
+  bool cache_read_ = false, secure_ = false;
   std::vector<std::string> defaults_, subdirs_, levels_, names_;
-  bool candidate(const std::string &path);
-  std::vector<std::string> expand(const std::string &list, const std::string &origin, const char *seps);
+  // 1: ld.so loads it; 0: passed over (none there, another class or machine); -1: the search ends
+  // there with *error (elf/dl-load.c open_verify: "invalid ELF header", "file too short").
+  int candidate(const std::string &path, std::string *error);
+  bool search(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path,
+              std::string *error);
+  // A DT_RPATH/DT_RUNPATH or LD_LIBRARY_PATH list, each entry expanded (_dl_dst_substitute).
+  // executable: the list is the program's (secure execution checks its $ORIGIN entries).
+  std::vector<std::string> expand(const std::string &list, const std::string &origin, const char *seps,
+                                  bool executable = false);
 };
 
 // The legacy hardware-capability subdirectories glibc 2.36's ld.so searches in each directory

@@ -31,6 +31,13 @@ struct UcxBuild {
   std::vector<std::string> unread;      // facts that could not be read ("could not tell ...")
   std::string untold;                   // the one of them the verdict rests on (the version): never "ok"
   std::string bound;                    // the bound of doctor's that stopped its reading ("" when none): no verdict
+  // Those of them that could make an "ok" wrong (a version, a setting, what libucp needs); one that
+  // can only add transports (a module directory that could not be read) is not among them.
+  std::vector<std::string> open;
+  void could_not_tell(const std::string &what, bool leaves_open) {
+    unread.push_back(what);
+    if (leaves_open) open.push_back(what);
+  }
   bool has(const std::string &tl) const;
 };
 

@@ -1,16 +1,17 @@
 // A UCX build read from its files (ucx_build.h read_ucx_build): nothing of it is loaded or run.
 // What the old loading helper asked UCX (its version, the transports its libuct and modules
 // register, the modules it loads and why one does not) is read as readelf and lddtree read it.
+#include <ctype.h>
 #include <elf.h>
 #include <fnmatch.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "ld_search.h"
 #include "ucx_build.h"
-#include "ucx_conf.h"
 #include "ucx_read.h"
 #include "util.h"
 
@@ -84,12 +85,35 @@ std::string compiled_module_dir(const ReadAt &read, const ElfObject &libucs) {
 }
 
 bool module_enabled(const std::string &modules, const std::string &name) {
-  if (modules == "all") return true;
   const bool negate = !modules.empty() && modules[0] == '^';
+  const std::vector<std::string> names = split(modules.c_str() + (negate ? 1 : 0), ",");
+  if (!names.empty() && names[0] == "all") return true;  // "all" and "^all" alike: UCS_CONFIG_ALLOW_LIST_ALLOW_ALL
   bool found = false;
-  for (const std::string &p : split(modules.c_str() + (negate ? 1 : 0), ","))
-    found = found || fnmatch(p.c_str(), name.c_str(), 0) == 0;
+  for (const std::string &p : names) found = found || fnmatch(p.c_str(), name.c_str(), 0) == 0;
   return negate ? !found : found;
+}
+
+std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o) {
+  std::vector<std::string> out;
+  for (const ElfObject::Load &l : o.loads) {
+    std::string seg(size_t(std::min<uint64_t>(l.filesz, uint64_t(64) << 20)), '\0');
+    if (seg.empty() || read(&seg[0], seg.size(), off_t(l.offset)) != ssize_t(seg.size())) continue;
+    for (size_t at = seg.find(":"); at != std::string::npos && out.size() < 8; at = seg.find(':', at + 1)) {
+      if (at == 0 || seg[at - 1] != '\0') continue;  // a text starts after a NUL
+      size_t e = at;
+      bool ok = true;
+      while (ok && e < seg.size() && seg[e] == ':') {  // (":" [a-z][a-z0-9]*)+ then NUL
+        size_t k = ++e;
+        while (k < seg.size() && (islower((unsigned char)seg[k]) || (k > e && isdigit((unsigned char)seg[k])))) k++;
+        ok = k > e;
+        e = k;
+      }
+      if (!ok || e >= seg.size() || seg[e] != '\0') continue;
+      const std::string list = seg.substr(at, e - at);
+      if (std::find(out.begin(), out.end(), list) == out.end()) out.push_back(list);
+    }
+  }
+  return out;
 }
 
 std::string module_extension(const std::string &libucs_name) {
@@ -108,42 +132,6 @@ bool module_name(const std::string &file, const std::string &framework, const st
 
 bool UcxBuild::has(const std::string &tl) const {
   return std::find(transports.begin(), transports.end(), tl) != transports.end();
-}
-
-bool conf_value(const std::string &text, const char *name, std::string *value) {
-  // The library's own reading of ucx.conf (shim/ucx_conf.h), asked for this key's value.
-  char buf[4096];
-  ConfScan scan;
-  scan.key = name;
-  scan.value = buf;
-  scan.value_cap = sizeof buf;
-  scan.feed(text.data(), text.size());
-  scan.finish();
-  if (scan.found) *value = std::string(buf, scan.value_len);
-  return scan.found;
-}
-
-std::string ucx_setting(BuildPlace &place, const std::string &libucs, const char *name, std::string *from) {
-  from->clear();
-  const std::string key = std::string(name) + "=";
-  for (const std::string &e : place.env)  // the environment wins over every file (parser.c:1937)
-    if (!e.compare(0, key.size(), key)) return *from = "environment", e.substr(key.size());
-  // ucs_config_parse_config_files (src/ucs/config/parser.c:2001 of v1.22.0): each file in this
-  // order overrides the ones before it.
-  std::vector<std::string> files = {"/etc/ucx/ucx.conf"};
-  if (!libucs.empty()) files.push_back(dir_of(libucs) + "/../etc/ucx/ucx.conf");
-  for (const char *var : {"HOME", "UCX_CONFIG_DIR"})
-    for (const std::string &e : place.env)
-      if (!e.compare(0, strlen(var) + 1, std::string(var) + "=")) files.push_back(e.substr(strlen(var) + 1) + "/ucx.conf");
-  files.push_back("ucx.conf");  // the working directory's
-  std::string value;
-  for (const std::string &f : files) {
-    std::string text;
-    if (!read_small(*place.root, f, 1 << 20, &text)) continue;
-    std::string v;
-    if (conf_value(text, name, &v)) value = v, *from = f;
-  }
-  return value;
 }
 
 namespace {
@@ -183,87 +171,201 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
   }
   const ElfObject &ucp = objs[0].elf;
   if (b->version.empty() && ucp.is64 && (ucp.machine == EM_X86_64 || ucp.machine == EM_AARCH64))
-    b->unread.push_back("its version (ucp_get_version_string's body is not a plain `return \"...\"`)");
+    b->could_not_tell("its version (ucp_get_version_string's body is not a plain `return \"...\"`)", true);
   else if (b->version.empty())  // 32-bit, or a machine whose code doctor does not decode
-    b->unread.push_back("its version (doctor decodes x86-64 and AArch64 code; this is a " + std::string(ucp.is64 ? "64" : "32") +
-                        "-bit object of ELF machine " + std::to_string(ucp.machine) + ")");
+    b->could_not_tell("its version (doctor decodes x86-64 and AArch64 code; this is a " + std::string(ucp.is64 ? "64" : "32") +
+                          "-bit object of ELF machine " + std::to_string(ucp.machine) + ")", true);
   if (b->version.empty()) b->untold = b->unread.back();
   const std::string missing = ld.load_closure(&objs, 0, true);
-  if (!missing.empty()) b->unread.push_back("part of what it needs: " + missing);
+  if (!missing.empty()) b->could_not_tell("part of what it needs: " + missing, true);
   // libucs: the first object that defines ucs_status_string, in ld.so's lookup order (breadth first).
   int ucs = -1;
   for (size_t i = 0; i < objs.size() && ucs < 0; i++)
     if (defines(objs[i].elf, "ucs_status_string")) ucs = int(i);
   for (const LoadedObject &o : objs) add_transports(root, o, b);
   if (ucs < 0) {
-    b->unread.push_back("its modules (no libucs found beside it)");
+    b->could_not_tell("its modules (no libucs found beside it)", true);
     return true;
   }
   b->libucs = objs[size_t(ucs)].path;
   // The module directories (src/ucs/sys/module.c of v1.22.0: ucs_module_loader_add_dl_dir, lines
   // 60-116, <dir of libucs>/ucx; ucs_module_loader_add_install_dir, 119-123, UCX_MODULE_DIR, whose
   // default is compiled in), and the extension: libucs's own name from its first '.' (lines 86-91).
+  const int minor = ucx_minor(b->version);
   const std::string ucs_name = base_name(b->libucs);
   const std::string ext = module_extension(ucs_name);
-  std::string from;
-  std::string module_dir = ucx_setting(place, b->libucs, "UCX_MODULE_DIR", &from);
-  if (module_dir.empty()) {
+  std::string from, unsure;
+  // UCX_MODULE_DIR is a string option: set, even empty, it replaces the compiled default.
+  std::string module_dir = ucx_setting(place, b->libucs, "UCX_MODULE_DIR", &from, minor, &unsure);
+  if (!unsure.empty()) b->could_not_tell(unsure, true);
+  bool module_dir_known = !from.empty();
+  if (!module_dir_known) {
     int e = 0;
     const int fd = open_regular(root, b->libucs, nullptr, &e);
     if (fd >= 0) module_dir = compiled_module_dir(reader(root, fd), objs[size_t(ucs)].elf), close(fd);
+    module_dir_known = !module_dir.empty();
   }
   std::vector<std::string> dirs = {dir_of(b->libucs) + "/ucx"};
-  if (!module_dir.empty()) dirs.push_back(module_dir);
+  if (module_dir_known) dirs.push_back(module_dir);
   else b->unread.push_back("the module directory compiled into " + ucs_name);
-  std::string modules = ucx_setting(place, b->libucs, "UCX_MODULES", &from);
-  if (from.empty()) modules = "all";
+  // UCX_PLUGIN_PATH (1.22: global_opts.c "PLUGIN_PATH", a ':' list searched before the others).
+  std::vector<std::string> plugin_dirs;
+  if (minor < 0 || minor >= 22) {
+    const std::string plugins = ucx_setting(place, b->libucs, "UCX_PLUGIN_PATH", &from, minor, &unsure);
+    if (!unsure.empty()) b->could_not_tell(unsure, true);
+    for (const std::string &d : split(plugins.c_str(), ":"))
+      if (!plugins.empty()) plugin_dirs.push_back(d);
+  }
+  std::string modules = ucx_setting(place, b->libucs, "UCX_MODULES", &from, minor, &unsure);
+  if (!unsure.empty()) b->could_not_tell(unsure, true);
+  std::string modules_why = "UCX_MODULES=" + modules + " (" + from + ") leaves it out";
+  if (from.empty()) {
+    modules = "all";
+  } else if (!allow_list_valid(modules)) {  // parser.c: "all" with other names is an error; the default stays
+    modules_why = "";
+    modules = "all";
+  }
+  for (const std::string &d : plugin_dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
   for (const std::string &d : dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
-  // Frameworks: uct's modules (lib<framework>_<name><ext>, no '_' in name: module.c:326-336), and
-  // each loaded module's own framework (uct_ib loads libuct_ib_<name>: UCS_MODULE_FRAMEWORK_LOAD in
-  // src/uct/ib/base/ib_md.c). A name loaded from one directory is not loaded again (loaded_set).
-  std::vector<std::pair<std::string, int>> frameworks = {{"uct", ucs}};
-  std::vector<std::string> loaded;
-  for (size_t f = 0; f < frameworks.size() && f < 32 && !root.out_of_bounds(); f++) {
-    for (const std::string &d : dirs) {
-      std::vector<std::string> names;
-      if (!list_dir(root, d, &names)) continue;
-      for (const std::string &n : names) {
+  // Which files UCX opens: 1.22 every lib<framework>_<name><ext> of each directory, no '_' in name
+  // (module.c ucs_module_load_from_dir); 1.13 to 1.21 only the names of the framework's compiled
+  // list (module.c ucs_load_modules, ucs_module_load_one: each directory in turn until one loads).
+  // Frameworks: uct's, and each loaded module's own (uct_ib loads libuct_ib_<name>:
+  // UCS_MODULE_FRAMEWORK_LOAD in src/uct/ib/base/ib_md.c). A name loaded from one directory is not
+  // loaded again. An unknown version: both readings, and a module counts only where both load it.
+  auto load_modules = [&](bool scan, const std::vector<std::string> &search, UcxBuild *out) {
+    std::vector<LoadedObject> have = objs;
+    struct Framework {
+      std::string name;
+      int loader, holder;  // the object that dlopens its modules; the one whose list it is (-1: libuct)
+    };
+    std::vector<Framework> frameworks = {{"uct", ucs, -1}};
+    std::vector<std::string> loaded;
+    for (size_t f = 0; f < frameworks.size() && f < 32 && !root.out_of_bounds(); f++) {
+      const Framework fw = frameworks[f];
+      const std::string prefix = "lib" + fw.name + "_";
+      // (dir, file) in the order UCX opens them; the framework's other files, not opened.
+      std::vector<std::pair<std::string, std::string>> order, unopened;
+      std::vector<std::string> listed;
+      bool list_known = true;
+      std::string list_text;
+      if (!scan) {
+        // The list is in the framework's own object: libuct (the object that defines
+        // uct_query_components; without one, any object of the build), or the module.
+        std::vector<std::string> lists;
+        int holder = fw.holder;
+        for (size_t i = 0; i < have.size() && holder < 0; i++)
+          if (defines(have[i].elf, "uct_query_components")) holder = int(i);
+        for (size_t i = 0; i < have.size(); i++) {
+          if (holder >= 0 && int(i) != holder) continue;
+          int e = 0;
+          const int fd = open_regular(root, have[i].path, nullptr, &e);
+          if (fd < 0) continue;
+          for (const std::string &l : compiled_module_lists(reader(root, fd), have[i].elf))
+            if (std::find(lists.begin(), lists.end(), l) == lists.end()) lists.push_back(l);
+          close(fd);
+        }
+        list_known = lists.size() <= 1;
+        if (lists.size() == 1) list_text = lists[0], listed = split(lists[0].c_str() + 1, ":");
+      }
+      for (const std::string &d : search) {
+        std::vector<std::string> names;
+        if (!list_dir(root, d, &names)) continue;
+        for (const std::string &n : names) {
+          std::string name;
+          if (!module_name(n, fw.name, ext, &name)) continue;
+          const bool opens = scan || std::find(listed.begin(), listed.end(), name) != listed.end();
+          (opens ? order : unopened).push_back({d, n});
+        }
+      }
+      if (!scan) {  // the list's order, each name through the directories in turn
+        std::vector<std::pair<std::string, std::string>> by_list;
+        for (const std::string &l : listed)
+          for (const auto &o : order)
+            if (o.second == prefix + l + ext) by_list.push_back(o);
+        order = by_list;
+      }
+      for (const auto &u : unopened) {
+        UcxModule m;
+        m.path = root.shown + u.first + "/" + u.second, m.state = "not-loaded";
+        m.why = !list_known ? "could not tell whether UCX " + b->version + " opens it: " + fw.name +
+                                  "'s compiled module list could not be read"
+                            : "UCX " + b->version + " opens only the modules it was built with (" +
+                                  (list_text.empty() ? std::string("none") : list_text.substr(1)) + "), not every file";
+        if (!list_known) m.state = "error";
+        out->modules.push_back(m);
+      }
+      if (!list_known && !unopened.empty())
+        out->unread.push_back("which " + fw.name + " modules UCX loads (its compiled list could not be read)");
+      for (const auto &file : order) {
+        if (root.out_of_bounds()) break;  // read_ucx_build says so: no module of the rest is named
+        const std::string &d = file.first, &n = file.second;
         std::string name;
-        if (!module_name(n, frameworks[f].first, ext, &name)) continue;
+        module_name(n, fw.name, ext, &name);
         const std::string base = n.substr(0, n.size() - ext.size());
         if (std::find(loaded.begin(), loaded.end(), base) != loaded.end()) continue;
-        if (root.out_of_bounds()) break;  // read_ucx_build says so: no module of the rest is named
         UcxModule m;
         m.path = root.shown + d + "/" + n;
         // The module and what it needs are appended to what is loaded already (which counts as
         // found), and taken off again after: never a copy of the whole load per module name.
-        const size_t before = objs.size();
+        const size_t before = have.size();
         LoadedObject o;
-        o.name = o.path = d + "/" + n, o.parent = frameworks[f].second;
+        o.name = o.path = d + "/" + n, o.parent = fw.loader, o.dlopened = true;
         if (!module_enabled(modules, name)) {
-          m.state = "not-loaded", m.why = "UCX_MODULES=" + modules + " (" + from + ") leaves it out";
+          m.state = "not-loaded", m.why = modules_why;
         } else if (!read_object(root, o.path, &o.elf, &why)) {
           m.state = "error", m.why = why;
         } else if (o.elf.is64 != objs[0].elf.is64 || o.elf.machine != objs[0].elf.machine) {
           m.state = "error", m.why = "it is an ELF object of another class or machine";
         } else {
-          objs.push_back(std::move(o));
-          const std::string miss = ld.load_closure(&objs, int(before), true);
+          have.push_back(std::move(o));
+          const std::string miss = ld.load_closure(&have, int(before), true);
           m.state = miss.empty() ? "loaded" : "error", m.why = miss;
         }
         if (root.out_of_bounds()) m.state = "error", m.why = "could not tell: doctor's bound on reading was reached: " + root.reached;
-        b->modules.push_back(m);
+        out->modules.push_back(m);
         if (m.state != "loaded") {
-          objs.resize(before);
+          have.resize(before);
           continue;
         }
         loaded.push_back(base);
-        for (size_t i = before; i < objs.size(); i++) add_transports(root, objs[i], b);
-        objs.resize(before + 1);  // the module itself: its own framework is loaded from it
-        frameworks.push_back({frameworks[f].first + "_" + name, int(before)});
+        for (size_t i = before; i < have.size(); i++) add_transports(root, have[i], out);
+        have.resize(before + 1);  // the module itself: its own framework is loaded from it
+        frameworks.push_back({fw.name + "_" + name, int(before), int(before)});
       }
     }
+  };
+  std::vector<std::string> scanned = plugin_dirs;
+  scanned.insert(scanned.end(), dirs.begin(), dirs.end());
+  if (minor >= 0) {
+    load_modules(minor >= 22, minor >= 22 ? scanned : dirs, b);
+    return true;
   }
+  auto newer = std::make_unique<UcxBuild>(), older = std::make_unique<UcxBuild>();
+  newer->transports = older->transports = b->transports, newer->objects = older->objects = b->objects;
+  load_modules(true, scanned, newer.get());
+  load_modules(false, dirs, older.get());
+  bool differ = false;
+  for (const UcxModule &m : newer->modules) {
+    const UcxModule *o = nullptr;
+    for (const UcxModule &k : older->modules) o = !o && k.path == m.path ? &k : o;
+    UcxModule both = m;
+    if ((m.state == "loaded") != (o && o->state == "loaded")) {
+      differ = true;
+      both.state = "error", both.why = "could not tell whether UCX loads it: its version is unknown, and UCX 1.22 "
+                                       "opens every module file where older releases open only their compiled list";
+    }
+    b->modules.push_back(both);
+  }
+  for (size_t i = 0; i < newer->transports.size(); i++)
+    if (older->has(newer->transports[i]) && !b->has(newer->transports[i]))
+      b->transports.push_back(newer->transports[i]), b->objects.push_back(newer->objects[i]);
+  for (const UcxBuild *r : {newer.get(), older.get()})
+    for (const std::string &u : r->unread)
+      if (std::find(b->unread.begin(), b->unread.end(), u) == b->unread.end()) b->unread.push_back(u);
+  if (differ)
+    b->could_not_tell("which modules UCX loads: its version is unknown, so only what both UCX 1.22's reading and "
+                        "older releases' load is counted", true);
   return true;
 }
 }  // namespace

@@ -14,9 +14,26 @@ namespace ucxtls {
 namespace cli {
 
 // The value that ucx.conf text gives `name`: the last assignment, read by the library's own
-// scanner (shim/ucx_conf.h: UCX's inih, a continuation line is never an assignment). False when
-// the text does not assign it. Pure.
-bool conf_value(const std::string &text, const char *name, std::string *value);
+// scanner (shim/ucx_conf.h: UCX's inih; a continuation line replaces the value of the line it
+// continues). filters: UCX 1.17's section filters apply (this machine's CPU vendor; a CPU model or
+// DMI product name pattern other than "*" cannot be told, and *unsure says so). False when the
+// text does not assign it.
+bool conf_value(const std::string &text, const char *name, std::string *value, bool filters = false, bool *unsure = nullptr);
+
+// UCX's minor release from the version read ("1.22.0" -> 22, a 2.x -> 99, a 0.x -> 0); -1 when it could not
+// be told: then each rule that differs between releases is read both ways, and where the two
+// readings differ doctor says it could not tell.
+int ucx_minor(const std::string &version);
+
+// UCX's allow list as ucs_config_sscanf_allow_list (src/ucs/config/parser.c) parses it: false for
+// a value it rejects ("all" with other names), which UCX's global options then replace with the
+// default (ucs_config_apply_config_vars restores dfl_value).
+bool allow_list_valid(const std::string &modules);
+
+// The module list compiled into a framework's object (UCS_MODULE_FRAMEWORK_LOAD passes
+// <framework>_MODULES, configure's ":ib:rdmacm:cma"): the NUL-delimited texts of that form in its
+// loaded segments. None: it names none; several: could not tell.
+std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o);
 
 // The pure parts of UCX's module rules (src/ucs/sys/module.c of v1.22.0), each table-tested and fuzzed:
 // The transports an object defines: its dynamic data symbols `uct_<name>_tl` whose first bytes
@@ -36,7 +53,10 @@ bool module_name(const std::string &file, const std::string &framework, const st
 
 // The value of UCX variable `name` for the build whose libucs is at libucs (inside place's root),
 // and in *from where it came from ("environment" or the file); "" and *from "" when unset.
-std::string ucx_setting(BuildPlace &place, const std::string &libucs, const char *name, std::string *from);
+// minor: ucx_minor of the build (which files, whether sections filter); *unsure, when given, is
+// set to why the value could not be told ("" when it could).
+std::string ucx_setting(BuildPlace &place, const std::string &libucs, const char *name, std::string *from,
+                        int minor = 22, std::string *unsure = nullptr);
 
 }  // namespace cli
 }  // namespace ucxtls

@@ -150,7 +150,7 @@ def option_named_and_sysroot(t):
         option = args[0].split("=")[0]
         err = p.stderr.decode()
         t.check("doctor %s: exit 2 (a usage error), the error names %s '{rdam},{copy}', not UCXTLS_TEMPLATE" % (" ".join(args), option),
-                p.returncode == 2 and err.startswith("ucxtls: doctor: %s '{rdam},{copy}' has an entry" % option)
+                p.returncode == 2 and err.startswith("ucxtls: doctor: %s '{rdam},{copy}' has a misspelt placeholder (did you mean {rdma}?)" % option)
                 and "UCXTLS_TEMPLATE" not in err and out == "", repr(err))
     p, _, _ = doctor([], env_for("dgx", preload=False, UCXTLS_TEMPLATE="{rdam}"))
     t.check("doctor with UCXTLS_TEMPLATE={rdam} in the environment: the variable is named",

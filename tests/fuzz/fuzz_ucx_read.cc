@@ -98,7 +98,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (modules) {
         FUZZ_CHECK(module_enabled("all", m));
         const bool allowed = module_enabled(modules, m);
-        if (modules[0] && modules[0] != '^' && strcmp(modules, "all")) FUZZ_CHECK(module_enabled("^" + std::string(modules), m) == !allowed);
+        // "^X" denies what X allows, except where X's first name is all (parser.c: all, and ^all, allow all).
+        const bool all_first = !strncmp(modules, "all", 3) && (!modules[3] || modules[3] == ',');
+        if (modules[0] && modules[0] != '^' && !all_first) FUZZ_CHECK(module_enabled("^" + std::string(modules), m) == !allowed);
+        if (all_first) FUZZ_CHECK(allowed && allow_list_valid(modules) == !modules[3]);
       }
     }
   }

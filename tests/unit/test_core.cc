@@ -407,7 +407,13 @@ TEST_CASE("ucx.conf: the value of a key's last assignment, as UCX's inih reads i
       {"UCX_MODULE_DIR=/a\n[x]\nUCX_MODULE_DIR=/b", "UCX_MODULE_DIR", true, "/b"},  // the last, no newline
       {"UCX_MODULES:^ib\n", "UCX_MODULES", true, "^ib"},
       {"UCX_TLS=rc\n  UCX_MODULE_DIR=/a\n", "UCX_MODULE_DIR", false, ""},   // a continuation line
-      {"UCX_MODULE_DIR=/a\n  /b\n", "UCX_MODULE_DIR", true, "/a"},
+      // inih (src/ucs/config/ini.c, INI_ALLOW_MULTILINE) calls UCX's handler again for each
+      // continuation line, with the whole trimmed line: the last call's value wins.
+      {"UCX_MODULE_DIR=/a\n  /b\n", "UCX_MODULE_DIR", true, "/b"},
+      {"UCX_MODULE_DIR=/a\n  /b ; c\n", "UCX_MODULE_DIR", true, "/b ; c"},  // no inline comment there
+      {"UCX_MODULE_DIR=/a\n\n# x\n  /b\n  /c\n", "UCX_MODULE_DIR", true, "/c"},  // blanks, comments between
+      {"UCX_MODULE_DIR=/a\nUCX_TLS=rc\n  /b\n", "UCX_MODULE_DIR", true, "/a"},   // another name's continuation
+      {"UCX_MODULE_DIR=/a\n[s]\n  /b\n", "UCX_MODULE_DIR", true, "/a"},          // a section ends it
       {"UCX_MODULE_DIRS=/a\n#UCX_MODULE_DIR=/b\n", "UCX_MODULE_DIR", false, ""},
       {"UCX_MODULE_DIR=\n", "UCX_MODULE_DIR", true, ""},
   };
@@ -433,6 +439,73 @@ TEST_CASE("ucx.conf: the value of a key's last assignment, as UCX's inih reads i
   cut.feed("UCX_MODULE_DIR=/long/path\n", 26);
   cut.finish();
   CHECK((cut.found && cut.value_len == 3 && std::string(small) == "/lo"));
+}
+
+// UCX 1.17's section filters (src/ucs/config/parser.c ucs_config_parse_set_section_info): a
+// "CPU vendor"/"CPU model"/"DMI product name" line that does not match skips the rest of its
+// section; doctor asks through `filter`. Here: vendor AMD matches, Intel does not, models cannot be told.
+namespace {
+int test_filter(void *, int label, const char *pattern) {
+  if (label == 0) return !strcmp(pattern, "AMD");
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("ucx.conf: section filters decide which assignment UCX applies") {
+  struct Row {
+    const char *text;
+    bool found, unsure;
+    const char *value;
+  };
+  const Row rows[] = {
+      {"[AMD]\nCPU vendor = AMD\nUCX_MODULES=ib\n", true, false, "ib"},
+      {"[Intel]\nCPU vendor=Intel\nUCX_MODULES=ib\n", false, false, ""},
+      {"UCX_MODULES=a\n[Intel]\nCPU vendor=Intel\nUCX_MODULES=b\n[x]\n", true, false, "a"},
+      {"UCX_MODULES=a\n[Intel]\nUCX_MODULES=b\nCPU vendor=Intel\n", true, false, "b"},  // before the filter: applied
+      {"[Intel]\nCPU vendor=Intel\nUCX_MODULES=b\n[y]\nUCX_MODULES=c\n", true, false, "c"},  // a new section starts over
+      {"[Intel]\nCPU vendor=Intel\nUCX_MODULES=b\n  c\n", false, false, ""},  // its continuation is skipped too
+      {"[Grace]\nCPU model=Grace\nUCX_MODULES=g\n", true, true, "g"},  // cannot be told: unsure
+      {"[Grace]\nCPU model=Grace\nUCX_MODULES=g\n[z]\nUCX_MODULES=z\n", true, false, "z"},
+      {"[Intel]\n  CPU vendor  =  Intel ; x\nUCX_MODULES=b\n", false, false, ""},  // blanks and a comment
+      {"[Intel]\nCPU vendorx=Intel\nUCX_MODULES=b\n", true, false, "b"},   // not a label
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.text);
+    for (size_t cut = 0; cut <= strlen(r.text); cut++) {
+      char buf[32];
+      ConfScan scan;
+      scan.key = "UCX_MODULES", scan.value = buf, scan.value_cap = sizeof buf, scan.filter = test_filter;
+      scan.feed(r.text, cut);
+      scan.feed(r.text + cut, strlen(r.text) - cut);
+      scan.finish();
+      CHECK(scan.found == r.found);
+      CHECK(scan.unsure == (r.found && r.unsure));
+      if (r.found) CHECK(std::string(buf, scan.value_len) == r.value);
+    }
+  }
+}
+
+// The library reads ucx.conf without filters (no CPU model table of UCX's in it): a UCX_TLS line
+// in a section whose filter does not match still makes it leave UCX_TLS unset, which is UCX's own
+// default, never worse; and a continuation line changes a value, never whether UCX_TLS is assigned.
+TEST_CASE("ucx.conf: the library's answer is the same under continuation lines and section filters") {
+  const char *const found[] = {
+      "[Intel]\nCPU vendor=Intel\nUCX_TLS=rc\n", "[Grace Hopper]\nCPU model=Grace\nUCX_TLS=rc,cuda_copy\n",
+      "UCX_TLS=rc\n  tcp\n", "UCX_TLS=rc\n  \n", "FOO=1\n[s]\n  UCX_TLS=rc\n"};
+  const char *const not_found[] = {"FOO=1\n  UCX_TLS=rc\n", "[s]\nFOO=1\n\n  UCX_TLS=rc\n",
+                                   "CPU vendor=Intel\n  UCX_TLS=rc\n"};
+  for (const char *t : found) {
+    CAPTURE(t);
+    ConfScan scan;
+    scan.feed(t, strlen(t));
+    CHECK(scan.found);
+  }
+  for (const char *t : not_found) {
+    CAPTURE(t);
+    ConfScan scan;
+    scan.feed(t, strlen(t));
+    CHECK_FALSE(scan.found);
+  }
 }
 
 TEST_CASE("NVIDIA information, KFD properties and sysfs hex parsers") {
