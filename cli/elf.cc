@@ -136,9 +136,10 @@ std::string elf_bytes(const ReadAt &read, const ElfObject &o, uint64_t vaddr, si
 }
 
 bool elf_string(const ReadAt &read, const ElfObject &o, uint64_t vaddr, size_t max, std::string *s) {
-  for (size_t n = max; n; n /= 2) {  // near the end of a segment, fewer bytes may be there
-    std::string b = elf_bytes(read, o, vaddr, n);
-    if (b.empty()) continue;
+  // At most what the segment holds from vaddr on: a string may end at the segment's last byte.
+  for (const ElfObject::Load &l : o.loads) {
+    if (vaddr < l.vaddr || vaddr - l.vaddr >= l.filesz) continue;
+    const std::string b = elf_bytes(read, o, vaddr, size_t(std::min<uint64_t>(max, l.filesz - (vaddr - l.vaddr))));
     const size_t end = b.find('\0');
     if (end == std::string::npos) return false;
     return s->assign(b, 0, end), true;

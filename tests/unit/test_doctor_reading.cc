@@ -94,6 +94,11 @@ TEST_CASE("ELF: a range that ends exactly at its segment's end is readable; a by
   ElfSymbol fn;
   fn.name = "ucp_get_version_string", fn.value = 0x1000, fn.type = STT_FUNC;
   CHECK(returned_string(bytes_of(file), o, fn) == "v1.17.0");
+  // A 7-byte string (UCX's own "1.22.0") ending at the segment's last byte: read as well (the
+  // reader once halved its length from 128 and jumped from 8 bytes, which do not fit, to 4).
+  memcpy(&file[0x2f9], "1.22.0", 7);
+  CHECK(elf_string(bytes_of(file), o, 0x10f9, 128, &s));
+  CHECK(s == "1.22.0");
   // The control: one byte further, the NUL falls outside the segment, and the string is not read.
   memcpy(&file[0x2f9], "v1.17.0", 8);
   CHECK_FALSE(elf_string(bytes_of(file), o, 0x10f9, 128, &s));
