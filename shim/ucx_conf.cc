@@ -55,7 +55,7 @@ void ConfScan::feed(const char *p, size_t n) {
         else if (blank) indented = true;
         else if (c == '#' || c == ';') state = kSkip;
         else if (indented && prev_name) state = kSkip;  // a continuation of the previous value
-        else if (c == '[') prev_name = false, state = kSkip;
+        else if (c == '[') prev_name = false, in_section = true, state = kSkip;
         else if (c == key[0]) state = kKey, matched = 1;
         else state = kName, i--, offset--;  // read this byte again as part of another name
         break;
@@ -94,6 +94,7 @@ void ConfScan::feed(const char *p, size_t n) {
 void ConfScan::assigned() {
   found = true;
   prev_name = true;
+  value_in_section = in_section;
   if (!value) return;
   value_len = 0;
   state = kValue;
