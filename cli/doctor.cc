@@ -225,7 +225,7 @@ int doctor_build(const Report &r, BuildPlace &place, const std::string &libucp, 
   }
   if (!why.empty()) print_line("library     %s", why.c_str());  // the line its libucxtls.so prints with UCXTLS_DEBUG=1
   build_lines(*b);
-  finding_lines(build_findings(r, b->version));
+  finding_lines(build_findings(r, b->version, b->transports));
   std::vector<std::string> missing;
   bool gpu_only = false;
   const bool empty = !nothing && !judge(value, b->transports, b->version, &missing, &gpu_only);
@@ -442,12 +442,12 @@ int doctor_checks(int argc, char **argv) {
     print_line("%s\n", nothing.c_str());
     finding_lines(node_findings(*r, nullptr));
     build_lines(*b);
-    finding_lines(build_findings(*r, version));
+    finding_lines(build_findings(*r, version, b->transports));
   } else {
     print_line("value       %s (%s)\n", value.c_str(), source.c_str());
     mismatch_line(*r, value);
     build_lines(*b);
-    finding_lines(build_findings(*r, version));
+    finding_lines(build_findings(*r, version, b->transports));
     const std::vector<std::string> here = here_line(b->transports, r->family, rdma_kind(r->f));
     empty = !judge(value, here, version, &missing, &gpu_only);
   }

@@ -86,14 +86,17 @@ std::vector<NodeFinding> node_findings(const Report &r, const char *value) {
   return out;
 }
 
-std::vector<NodeFinding> build_findings(const Report &r, const std::string &version) {
+std::vector<NodeFinding> build_findings(const Report &r, const std::string &version,
+                                        const std::vector<std::string> &transports) {
   std::vector<NodeFinding> out;
+  bool rocm = false;  // a build without ROCm registers no AMD memory at all (doctor's build line says so)
+  for (const std::string &t : transports) rocm |= t == "rocm_copy";
   int major = 0, minor = 0;
   const bool before_1_23 = sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && major == 1 && minor < 23;
   // UCX's IB memory domain claims ROCm memory whenever /dev/kfd exists (src/uct/ib/base/ib_md.c:
   // uct_ib_check_gpudirect_driver(md, "/dev/kfd", ...)), and rocm_copy's DMABUF is "no" by default
   // (src/uct/rocm/copy/rocm_copy_md.c): without AMD's peer-memory module, registration fails EFAULT.
-  if (before_1_23 && r.family == Family::rocm && rdma_kind(r.f) == Rdma::mlx5 && !yes_word(env_get(r, "UCX_ROCM_COPY_DMABUF")))
+  if (before_1_23 && rocm && r.family == Family::rocm && rdma_kind(r.f) == Rdma::mlx5 && !yes_word(env_get(r, "UCX_ROCM_COPY_DMABUF")))
     out.push_back({"rocm-dmabuf", "UCX " + version + " registers AMD GPU memory with the ConnectX through AMD's "
                    "peer-memory module (UCX_ROCM_COPY_DMABUF is off): without it registration fails with EFAULT; set "
                    "UCX_ROCM_COPY_DMABUF=y, or load the module"});

@@ -26,9 +26,11 @@ bool value_opens_rc_gda(const char *value);
 // (NULL: unset): explain and doctor print each as a line.
 std::vector<NodeFinding> node_findings(const Report &r, const char *value);
 
-// doctor, for a build of this version ("" when it could not be told): what a UCX before 1.23
-// does with AMD GPUs beside a ConnectX. Empty when it does not apply.
-std::vector<NodeFinding> build_findings(const Report &r, const std::string &version);
+// doctor, for a build of this version ("" when it could not be told) registering these
+// transports: what a UCX before 1.23 with ROCm does with AMD GPUs beside a ConnectX. Empty when it
+// does not apply.
+std::vector<NodeFinding> build_findings(const Report &r, const std::string &version,
+                                        const std::vector<std::string> &transports);
 
 }  // namespace cli
 }  // namespace ucxtls

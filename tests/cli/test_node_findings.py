@@ -27,8 +27,9 @@ def explain(machine, **extra):
 def doctor(machine, version, *args, **extra):
     """doctor --json with --ucx naming a fake build of this version: (its JSON, its text)."""
     d = os.path.join(SCRATCH, "ucx-" + version)
-    if not os.path.exists(os.path.join(d, "libucp.so.0")):
-        fake_builds.fake_ucx(d, ("tcp", "self", "sysv", "posix", "rc_mlx5", "rc_verbs", "rocm_copy", "cuda_copy"), version)
+    if not os.path.exists(os.path.join(d, "libucp.so.0")):  # "-norocm": a build without rocm_copy
+        tls = ("tcp", "self", "sysv", "posix", "rc_mlx5", "rc_verbs", "cuda_copy") + (() if "norocm" in version else ("rocm_copy",))
+        fake_builds.fake_ucx(d, tls, version.split("-")[0])
     env = env_for(machine, preload=False, **extra)
     js = json.loads(run([CLI, "doctor", "--json", "--ucx", d] + list(args), env).stdout.decode())
     text = run([CLI, "doctor", "--ucx", d] + list(args), env).stdout.decode()
@@ -96,7 +97,8 @@ def rocm_dmabuf(t):
     for machine, version, extra, named in [("mi300x", "1.22.0", {}, True), ("mi300x", "1.20.0", {}, True),
                                            ("mi300x", "1.23.0", {}, False),
                                            ("mi300x", "1.22.0", {"UCX_ROCM_COPY_DMABUF": "y"}, False),
-                                           ("dgx", "1.22.0", {}, False), ("intel-xe", "1.22.0", {}, False)]:
+                                           ("dgx", "1.22.0", {}, False), ("intel-xe", "1.22.0", {}, False),
+                                           ("mi300x", "1.22.0-norocm", {}, False)]:
         js, text = doctor(machine, version, **extra)
         t.equal("%s, UCX %s %s: %s" % (machine, version, extra, "named" if named else "not named"),
                 "rocm-dmabuf" in tags(js["findings"]), named, text)
