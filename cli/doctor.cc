@@ -25,6 +25,7 @@
 #include "report.h"
 #include "util.h"
 #include "doctor_build.h"
+#include "node_findings.h"
 
 namespace ucxtls {
 namespace cli {
@@ -160,13 +161,6 @@ int missing_status(const std::vector<std::string> &missing) {
                            ": it prints \"not available\" on stdout of every process that uses this value");
 }
 
-// The value names another family's GPU transports and none of this node's (an Intel node given the
-// CUDA list): explain's warning, in the same words (report.h), under the value line.
-void mismatch_line(const Report &r, const std::string &value) {
-  const std::string warning = gpu_mismatch_warning(value.c_str(), r.family);
-  if (!warning.empty()) print_line("%-11s %s\n", "warning", warning.c_str());
-}
-
 // An empty value (UCX: "The TLs list is empty"), named by where it came from (--value, UCX_TLS, ...).
 int empty_value(const std::string &source, int status = kFailed) {
   return fail(status, "doctor: the value is empty (" + source + "): UCX fails to create a context (\"The TLs list is empty\")");
@@ -235,6 +229,7 @@ int doctor_build(const Report &r, BuildPlace &place, const std::string &libucp, 
     print_line("process     %d (%s) maps it as %s\n", int(pid), proc->comm.c_str(), proc->as_mapped[index].c_str());
   if (nothing) {
     print_line("%s\n", nothing);
+    finding_lines(node_findings(r, nullptr));
   } else {
     print_line("value       %s (%s)\n", value.c_str(), source.c_str());
     mismatch_line(r, value);
@@ -242,6 +237,7 @@ int doctor_build(const Report &r, BuildPlace &place, const std::string &libucp, 
   if (!why.empty()) print_line("library     %s", why.c_str());  // the line its libucxtls.so prints with UCXTLS_DEBUG=1
   build_lines(*b);
   if (!b->bound.empty()) return bounded(*b);
+  finding_lines(build_findings(r, b->version, b->transports));
   std::vector<std::string> missing;
   bool gpu_only = false;
   const bool empty = !nothing && !judge(value, b->transports, b->version, &missing, &gpu_only);
@@ -462,13 +458,16 @@ int doctor_checks(int argc, char **argv) {
   bool gpu_only = false, empty = false;
   if (!nothing.empty()) {
     print_line("%s\n", nothing.c_str());
+    finding_lines(node_findings(*r, nullptr));
     build_lines(*b);
     if (!b->bound.empty()) return bounded(*b);
+    finding_lines(build_findings(*r, version, b->transports));
   } else {
     print_line("value       %s (%s)\n", value.c_str(), source.c_str());
     mismatch_line(*r, value);
     build_lines(*b);
     if (!b->bound.empty()) return bounded(*b);
+    finding_lines(build_findings(*r, version, b->transports));
     const std::vector<std::string> here = here_line(b->transports, r->family, rdma_kind(r->f));
     empty = !judge(value, here, version, &missing, &gpu_only);
   }

@@ -32,6 +32,14 @@ void build_lines(const UcxBuild &b);
 // The build, as doctor --json gives it (ucx[]); ucx_info: the plain doctor's, "" otherwise.
 void record_build(const UcxBuild &b, const std::string &ucx_info);
 
+struct NodeFinding;
+struct Report;
+// What the node adds (node_findings.h): a `warning` line each, recorded for doctor --json.
+void finding_lines(const std::vector<NodeFinding> &found);
+// Under the value line: explain's warning for a value that names another family's GPU
+// transports, in the same words (report.h), then what the node adds for that value.
+void mismatch_line(const Report &r, const std::string &value);
+
 // The ucx_info that PATH (of env) names, as execvp would find it (an executable regular file); "" when none.
 std::string ucx_info_path(const Environment &env);
 

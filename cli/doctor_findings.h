@@ -26,6 +26,7 @@ struct DoctorFindings {
   };
   std::vector<Ucx> ucx;
   std::vector<std::string> missing, problems, messages;
+  std::vector<std::string> findings;  // about the node and the environment (node_findings.h): "tag: text"
 };
 
 // The findings of this run of the command (doctor.cc records into it).

@@ -87,7 +87,7 @@ int cmd_doctor(int argc, char **argv) {
     o += "]}";
   }
   o += "],\"missing\":" + json_list(f.missing) + ",\"problems\":" + json_list(f.problems);
-  o += ",\"messages\":" + json_list(f.messages) + ",\"status\":" + std::to_string(status) + "}\n";
+  o += ",\"findings\":" + json_list(f.findings) + ",\"messages\":" + json_list(f.messages) + ",\"status\":" + std::to_string(status) + "}\n";
   fputs(o.c_str(), stdout);
   return status;
 }

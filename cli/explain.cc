@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exit.h"
+#include "node_findings.h"
 #include "report.h"
 #include "sys.h"
 #include "util.h"
@@ -102,6 +103,7 @@ void explain_text(const Report &r) {
   if (!warning.empty()) print_line("warning   %s\n", warning.c_str());
   const std::string note = left_out_note(r);
   if (!note.empty()) print_line("note      %s\n", note.c_str());
+  for (const NodeFinding &n : node_findings(r, value)) print_line("warning   %s\n", n.text.c_str());
   const bool composed = r.d.action == Action::set || r.d.action == Action::repair;
   print_line("family    %s (%s)\n", family_name(r.family),
          !r.family_decided ? "what the probe sees; the decision did not need it"
@@ -170,6 +172,11 @@ void explain_json(const Report &r) {
   o += ",\"warning\":" + (warning.empty() ? std::string("null") : json_str(warning.c_str()));
   const std::string note = left_out_note(r);
   o += ",\"left_out\":" + (note.empty() ? std::string("null") : json_str(note.c_str()));
+  o += ",\"findings\":[";
+  const std::vector<NodeFinding> found = node_findings(r, effective_value(r.in, d));
+  for (size_t i = 0; i < found.size(); i++)
+    o += std::string(i ? "," : "") + "{\"tag\":" + json_str(found[i].tag) + ",\"text\":" + json_str(found[i].text.c_str()) + "}";
+  o += "]";
   o += ",\"repaired_from\":" + json_str(d.action == Action::repair ? r.in.get(kUcxTls) : nullptr);
   // A misspelt UCXTLS_* variable (the first one, by name) and how many there are.
   std::string unknown = r.in.unknown ? std::string(r.in.unknown, strcspn(r.in.unknown, "=")) : "";

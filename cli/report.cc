@@ -1,6 +1,7 @@
 // The decision as the library's constructor makes it, for the commands (see report.h).
 #include "report.h"
 
+#include <string.h>
 #include <sys/auxv.h>
 
 #include "load.h"
@@ -74,6 +75,8 @@ void evaluate_loaded(Report *r, bool secure, const char *tmpl) {
   show("rdma", r->f.rdma, listed->rdma, &r->shown.rdma, &r->listing_differs);
   if (r->shown.rdma.value == listed->rdma.value && r->shown.rdma.error == listed->rdma.error)
     r->shown.rdma_mlx5 = listed->rdma_mlx5;
+  if (listed->rdma_gda_fails)  // a port past the one the library's probe stopped at (display only)
+    r->shown.rdma_gda_fails = true, memcpy(r->shown.rdma_gda_port, listed->rdma_gda_port, sizeof r->shown.rdma_gda_port);
   show("ucx.conf", r->f.ucx_conf, listed->ucx_conf, &r->shown.ucx_conf, &r->listing_differs);
   for (int fam = 0; fam < kFamilies; fam++)
     show(family_name(Family(fam)), r->f.family[fam], listed->family[fam], &r->shown.family[fam], &r->listing_differs);

@@ -146,12 +146,15 @@ void write_all(Decision *d, Reason why) {
 }
 
 // No device runs rc: all, or, where a RoCE port UCX lists cannot be opened (all fails there as
-// well), UCX's default without its verbs transports.
+// well), UCX's default without its verbs transports; the same for NVIDIA GPUs beside a ConnectX
+// RoCE port without a usable GID, which UCX 1.21+'s rc_gda (in all) opens for the GPU nearest it
+// without UCX's port check (gdaki.c uct_gdaki_query_tl_devices): ^ib denies rc_gda with the rest.
 void write_without_rc(const Facts &f, Decision *d) {
-  if (!f.rdma_unopenable) return write_all(d, Reason::all_without_rc);
+  const bool gda = f.rdma_gda_fails && d->family == Family::cuda;  // rc_gda lists CUDA GPUs alone
+  if (!f.rdma_unopenable && !gda) return write_all(d, Reason::all_without_rc);
   memcpy(d->value, kDenyIb, sizeof kDenyIb);
   d->action = Action::set;
-  d->note(Reason::deny_ib);
+  d->note(f.rdma_unopenable ? Reason::deny_ib : Reason::deny_ib_gda);
 }
 
 }  // namespace

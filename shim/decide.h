@@ -78,6 +78,13 @@ struct Facts {
   // None runs rc, and a RoCE port UCX lists cannot be opened by this process (device_rules.h
   // RocePort::no_ndev_here): UCX's default fails there too, so the default writes kDenyIb.
   bool rdma_unopenable = false;
+  // A ConnectX RoCE port with no GID UCX can use (device_rules.h RocePort::no_gid), and its name
+  // ("mlx5_11:1"): UCX 1.21+'s rc_gda, in all and ib, opens it without UCX's port check and fails
+  // the whole worker (src/uct/ib/mlx5/gdaki/gdaki.c uct_gdaki_query_tl_devices). Where nothing else
+  // runs rc, the default writes kDenyIb for NVIDIA GPUs; beside an rc device `explain` and `doctor`
+  // name it (the library's probe may stop before it: the answer does not depend on it there).
+  bool rdma_gda_fails = false;
+  char rdma_gda_port[40] = {};
   Fact ucx_conf;            // yes: a ucx.conf that UCX reads assigns UCX_TLS
   DriverFact driver;
   FamilyFact family[kFamilies];  // indexed by Family (none unused)
@@ -141,6 +148,7 @@ enum class Reason : uint8_t {
   rdma,               // step 7: the RDMA evidence
   all_without_rc,     // step 7: all
   deny_ib,            // step 7: ^ib: a RoCE port UCX lists cannot be opened, and nothing else runs rc
+  deny_ib_gda,        // step 7: ^ib: NVIDIA GPUs, and a ConnectX RoCE port with no usable GID that rc_gda opens
   all_other_family,   // step 7: all: a hard-coded CUDA list names none of this node's GPU transports
   cuda_list_fits,     // step 7: NVIDIA GPUs and rc: UCX's own default stands, a hard-coded CUDA list too
   write_always,       // UCXTLS_WRITE=always: the default template on every GPU node

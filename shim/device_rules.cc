@@ -61,9 +61,35 @@ size_t net_device_name(const char *b, size_t n) {
   return n;
 }
 
+namespace {
+
+// strcasecmp for ASCII words (the library imports no libc function).
+bool same_word(const char *a, const char *b) {
+  for (;; a++, b++) {
+    const char x = *a >= 'A' && *a <= 'Z' ? char(*a + 32) : *a, y = *b >= 'A' && *b <= 'Z' ? char(*b + 32) : *b;
+    if (x != y) return false;
+    if (!x) return true;
+  }
+}
+
+}  // namespace
+
+long parse_gid_index(const char *v) {
+  if (same_word(v, "auto")) return kGidAuto;
+  if (same_word(v, "inf")) return kGidMax;
+  while (*v == ' ' || (*v >= '\t' && *v <= '\r')) v++;  // what sscanf skips
+  if (*v == '+') v++;
+  if (*v < '0' || *v > '9') return kGidUnknown;  // no number, or "-N": UCX wraps it
+  long n = 0;
+  for (; *v >= '0' && *v <= '9'; v++) n = n < kGidMax ? n * 10 + (*v - '0') : kGidMax;
+  return n < kGidMax ? n : kGidMax;  // what follows the digits, sscanf ignores
+}
+
 const char *roce_port_problem(RocePort p) {
   switch (p) {
-    case RocePort::no_gid0: return "GID 0 is zero: UCX does not list it";
+    case RocePort::no_gid0: return "is zero: UCX does not list the port";
+    case RocePort::no_gid:
+      return "is zero and no GID is usable: UCX does not list the port, and rc_gda (UCX 1.21+, in all and ib) fails the worker";
     case RocePort::no_ndev_here: return "not in this network namespace: UCX lists the port and cannot open it";
     default: return nullptr;
   }

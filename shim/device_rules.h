@@ -47,14 +47,29 @@ Gid parse_gid(const char *buf, size_t n);
 // newline, or 0 when it is no name.
 size_t net_device_name(const char *buf, size_t n);
 constexpr long kGidMax = 1024;  // the largest GID table in the kernel (rxe); mlx5 has 255
+// UCX_IB_GID_INDEX as UCX reads it (src/ucs/config/parser.c ucs_config_sscanf_ulunits: "auto" in
+// any case, "inf", else sscanf "%lu"): kGidAuto, an index (one past any table, kGidMax, for "inf"
+// and larger numbers: no entry answers), or kGidUnknown for a value UCX refuses or wraps ("-1",
+// "x"): which GID UCX tests cannot be told.
+constexpr long kGidAuto = -1, kGidUnknown = -2;
+long parse_gid_index(const char *value);
+// A RoCE port, as UCX (src/uct/ib/base/ib_device.c) judges it: its port check
+// (uct_ib_device_port_check) lists it when the GID UCX_IB_GID_INDEX names, 0 for auto
+// (uct_ib_device_get_ib_gid_index), is valid; its interface (ib_iface.c
+// uct_ib_iface_init_roce_gid_info) needs, for auto, any valid GID UCX can build an address handle
+// from (uct_ib_device_select_gid), for a number that GID, whose address handle endpoint creation
+// builds (ibv_create_ah): both need the GID's net device in the process's network namespace.
 enum class RocePort : unsigned char {
-  usable,       // a valid GID on a net device of this namespace
-  no_gid0,      // GID 0 is zero or missing: UCX's port check skips the port (not listed)
-  no_ndev_here  // GID 0 is valid, so UCX lists the port, but no valid GID's net device is here:
-                // uct_iface_open fails "Address not valid" (UCS_ERR_INVALID_ADDR)
+  usable,        // listed, and a GID the interface can use
+  no_gid0,       // the tested GID is zero or absent, another GID is usable: not listed for rc
+                 // and ud, and rc_gda (which skips the port check) opens it
+  no_gid,        // no GID the interface can use, and not listed: rc_gda (UCX >= 1.21, in all and
+                 // ib) opens a ConnectX's first port anyway and fails the whole worker
+  no_ndev_here   // listed, but no valid GID's net device is here: uct_iface_open (auto) or
+                 // ibv_create_ah (a number) fails "Address not valid"
 };
-// Why such a port runs no rc (after "RoCE port N: " and, for no_ndev_here, its GIDs' net
-// device), or NULL when it is usable.
+// Why such a port runs no rc (after "RoCE port N: GID K " for no_gid0 and no_gid, after the
+// GIDs' net device for no_ndev_here), or NULL when it is usable.
 const char *roce_port_problem(RocePort p);
 
 // ---------------------------------------------------------------------------------------------

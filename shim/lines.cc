@@ -121,6 +121,10 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
       r.add("^ib: UCX lists a RoCE port it cannot open here (so all would fail \"Address not valid\") and no "
             "other device runs rc: UCX's default without its verbs transports");
       break;
+    case Reason::deny_ib_gda:
+      r.add("^ib: ConnectX RoCE port ").add(x.f.rdma_gda_port).add(" has no usable GID, and UCX 1.21+'s rc_gda (in all) "
+            "opens it and fails the worker; no device runs rc: UCX's default without its verbs transports");
+      break;
     case Reason::all_other_family:
       r.add("all (UCX's own default, with ").add(family_name(x.d.family))
           .add("'s copy transport), so a hard-coded rc_x,rc,dc_x,dc,cuda_copy cannot displace it on these GPUs");

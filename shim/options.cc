@@ -131,6 +131,8 @@ const Option kOptions[kVarCount] = {
      "UCX's transport list: kept when set, even empty, unless it equals UCXTLS_DERIVED (then derived again)"},
     {"UCX_CONFIG_DIR", kUcxConfigDir, kInput, kEvery, "-", "UCX's extra ucx.conf directory, checked for a UCX_TLS line"},
     {"HOME", kHome, kInput, kEvery, "-", "$HOME/ucx.conf is checked for a UCX_TLS line"},
+    {"UCX_IB_GID_INDEX", kUcxIbGidIndex, kInput, kEvery, "-",
+     "the RoCE GID UCX tests (auto: 0 for its port check); read, as UCX reads it, before the ucx.conf files"},
     {"CUDA_VISIBLE_DEVICES", kCudaVisible, kInput, kEvery, "-", "NVIDIA GPUs the process may use (CUDA's rules)"},
     {"ROCR_VISIBLE_DEVICES", kRocrVisible, kInput, kEvery, "-", "AMD GPUs the process may use (ROCr's rules)"},
     {"HIP_VISIBLE_DEVICES", kHipVisible, kInput, kEvery, "-", "AMD GPUs, applied after ROCR_VISIBLE_DEVICES"},

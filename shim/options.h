@@ -34,6 +34,7 @@ enum Var : uint8_t {
   kUcxTls = kOwnVarCount,
   kUcxConfigDir,
   kHome,
+  kUcxIbGidIndex,
   kCudaVisible,
   kRocrVisible,
   kHipVisible,

@@ -67,21 +67,30 @@ void Failure::note(const char *what, const Path &p, long err, bool evidence) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// UCX reads these in this order (UCX's src/ucs/config/parser.c; docs/design.md, "Facts and
-// sources"); the library-relative file cannot be known before UCX is loaded. 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
+// UCX reads these in this order (UCX's src/ucs/config/parser.c ucs_config_parse_config_files;
+// docs/design.md, "Facts and sources"), a later file overriding an earlier one; the
+// library-relative file cannot be known before UCX is loaded. Place i (0..3): false when unset.
+bool ucx_conf_place(int i, const Inputs &in, const Settings &s, Path *p) {
+  const char *base = i == 1 ? in.get(kHome) : i == 2 ? in.get(kUcxConfigDir) : nullptr;
+  *p = Path(i == 0 ? s.sysroot : nullptr, i == 0 ? "/etc/ucx/ucx.conf" : i == 3 ? "./ucx.conf" : "");
+  if (i == 1 || i == 2) {
+    if (!base || !base[0]) return false;
+    p->add(base).add("/ucx.conf");
+  }
+  return true;
+}
+
+// 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
+constexpr size_t kConfMax = 1 << 20;
+
 UCXTLS_OWN_FRAME void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
   ev.init(f->ucx_conf.evidence, o.evidence ? sizeof f->ucx_conf.evidence : 0);
-  const char *home = in.get(kHome), *dir = in.get(kUcxConfigDir);
   for (int i = 0; i < 4; i++) {
-    Path p(i == 0 ? s.sysroot : nullptr, i == 0 ? "/etc/ucx/ucx.conf" : i == 3 ? "./ucx.conf" : "");
-    const char *base = i == 1 ? home : i == 2 ? dir : nullptr;
-    if (i == 1 || i == 2) {
-      if (!base || !base[0]) continue;
-      p.add(base).add("/ucx.conf");
-    }
+    Path p(nullptr, "");
+    if (!ucx_conf_place(i, in, s, &p)) continue;
     ConfScan scan;
-    int r = read_chunks(p, 1 << 20, [&](const char *c, size_t n) { scan.feed(c, n); });
+    int r = read_chunks(p, kConfMax, [&](const char *c, size_t n) { scan.feed(c, n); });
     // A file UCX cannot read either (EACCES) is as good as absent; anything else is "cannot tell".
     if (r < 0 && !absent(r) && r != -EACCES) {
       f->ucx_conf.error = r;
@@ -98,13 +107,59 @@ UCXTLS_OWN_FRAME void probe_ucx_conf(const Inputs &in, const Settings &s, const 
   ev.add("no UCX_TLS line in any ucx.conf");
 }
 
+// UCX reads its variables from the environment first, then from the ucx.conf files
+// (parser.c ucs_config_apply_config_vars: "Env variable has precedence over file config").
+UCXTLS_OWN_FRAME void read_gid_index(const Inputs &in, const Settings &s, GidSetting *g) {
+  static const char kName[] = "UCX_IB_GID_INDEX";
+  g->read = true;
+  Text t;
+  t.init(g->shown, sizeof g->shown);
+  if (const char *env = in.get(kUcxIbGidIndex)) {
+    g->index = parse_gid_index(env);
+    describe_variable(t, kName, env);
+    if (g->index == kGidUnknown) t.add(" is not a number or auto");
+    return;
+  }
+  char value[24] = {}, last[24] = {};
+  Path from(nullptr, "");
+  bool found = false, in_section = false;
+  for (int i = 0; i < 4; i++) {
+    Path p(nullptr, "");
+    if (!ucx_conf_place(i, in, s, &p)) continue;
+    ConfScan scan;
+    scan.key = kName;
+    scan.value = value;
+    scan.value_cap = sizeof value;
+    int r = read_chunks(p, kConfMax, [&](const char *c, size_t n) { scan.feed(c, n); });
+    if (r < 0 && !absent(r) && r != -EACCES) {
+      g->error = r;
+      g->index = kGidUnknown;
+      describe_failure(t, "read", p, r);
+      return;
+    }
+    scan.finish();
+    if (!scan.found) continue;
+    found = true, in_section = scan.value_in_section, from = p;
+    memcpy(last, value, sizeof last);
+  }
+  if (!found) return void(t.add(kName).add(" unset (auto)"));
+  // A [section] applies only where its filters match this machine: which value UCX reads is not
+  // known from the file alone.
+  g->index = in_section ? kGidUnknown : parse_gid_index(last);
+  describe_variable(t, kName, last);
+  if (in_section) t.add(" is in a [section] of ");
+  else if (g->index == kGidUnknown) t.add(" is not a number or auto, in ");
+  else t.add(" of ");
+  t.add(from.buf);
+}
+
 }  // namespace probes
 
 using namespace probes;
 
 void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   switch (need) {
-    case Need::rdma: return probe_rdma(s, o, f);
+    case Need::rdma: return probe_rdma(in, s, o, f);
     case Need::ucx_conf: return probe_ucx_conf(in, s, o, f);
     case Need::driver: return probe_driver(in, s, &f->driver);
     case Need::cuda: return probe_cuda(in, s, o, f);

@@ -23,6 +23,7 @@ struct RdmaDevice {
   long port = 0;           // the ACTIVE port
   char why[160] = {};      // why it is not usable, in a user's words
   bool unopenable = false;  // a RoCE port UCX lists but cannot open (RocePort::no_ndev_here)
+  bool gda_fails = false;   // a ConnectX RoCE port with no usable GID (RocePort::no_gid)
   bool missing = false;    // the node is not there (gone since the listing)
   bool passed = false;     // not examined further: it cannot change the answer (see check_uverbs)
 };
@@ -68,53 +69,92 @@ bool node_accessible(const Settings &s, const char *node, RdmaDevice *out, Text 
   return true;
 }
 
-// A RoCE port (link_layer Ethernet), as UCX picks its GID (openucx/ucx v1.22.0,
-// src/uct/ib/base/): the port check that lists a port queries GID 0 (ib_device.c:774-781 with
-// UCX_IB_GID_INDEX=auto, :840-850), and a GID whose interface id is zero is invalid
-// (:913-923, :1412-1415), so the port is not listed and UCX runs without it. A listed port's
-// interface selects its GID (ib_iface.c:1428-1452, ib_device.c:1130-1209): every valid GID of
-// the table, by RoCE v2 then v1 and IPv4 then IPv6 (roce_prio, :1138-1145: every type and family
-// the kernel shows has a row, so neither rules a GID out), whose address handle can be created
-// (uct_ib_device_test_roce_gid_index, :954-980). With none, it returns the last entry's status
-// (:1170-1172, :1200-1209): an empty entry ends every real table, so UCS_ERR_INVALID_ADDR, and
-// uct_iface_open fails "Address not valid", which fails the whole worker (src/ucp/core/
-// ucp_worker.c:1190-1194). An address handle needs the GID's net device in the caller's network
+// A RoCE port (link_layer Ethernet), as UCX judges it (openucx/ucx v1.22.0, src/uct/ib/base/;
+// device_rules.h RocePort). The port check that lists it for rc and ud (ib_device.c
+// uct_ib_device_port_check) queries the GID UCX_IB_GID_INDEX names, 0 for auto
+// (uct_ib_device_get_ib_gid_index); a GID whose interface id is zero is invalid
+// (uct_ib_device_is_gid_valid), an index past the table fails ibv_query_gid: not listed. The
+// interface's GID (ib_iface.c uct_ib_iface_init_roce_gid_info): for auto, every valid GID of the
+// table, by RoCE v2 then v1 and IPv4 then IPv6 (uct_ib_device_select_gid: every type and family the
+// kernel shows has a row, so neither rules a GID out), whose address handle can be created
+// (uct_ib_device_test_roce_gid_index); with none, uct_iface_open fails "Address not valid", which
+// fails the whole worker (src/ucp/core/ucp_worker.c). For a number, that GID alone
+// (uct_ib_device_query_gid_info), whose address handle endpoint creation builds (ibv_create_ah
+// fails "Invalid argument"). An address handle needs the GID's net device in the caller's network
 // namespace under MLNX_OFED's ib_core (ib_resolve_eth_dmac: rdma_check_gid_user_access); a
-// container given the host's mlx5_bond_0 without its bond is that case. So: GID 0 first (zero or
-// missing: not listed, out->port = 0), then each valid GID's gid_attrs/ndevs/N until one names
-// a device of /sys/class/net (sysfs shows the namespace's own). An empty entry's ndevs read fails
-// (ENODATA; a fixture leaves the file out); the gids files end the table.
-void check_roce(const Settings &s, RdmaDevice *out, Text &why) {
-  RocePort verdict = RocePort::no_ndev_here;
-  char ndev[16] = {};  // the first net device a GID names, for the evidence
-  for (long k = 0; k < kGidMax; k++) {
-    Path p(s.sysroot, "/sys/class/infiniband/");
-    p.add(out->name).add("/ports/").add_num(out->port).add("/gids/").add_num(k);
-    ssize_t n = read_file(p);
-    if (n < 0 && !absent(n)) return void(out->error = int(n));
-    if (n < 0 || parse_gid(g_file, size_t(n)) != Gid::valid) {
-      if (k == 0) verdict = RocePort::no_gid0;
-      if (k == 0 || n < 0) break;
-      continue;
-    }
-    p = Path(s.sysroot, "/sys/class/infiniband/");
-    p.add(out->name).add("/ports/").add_num(out->port).add("/gid_attrs/ndevs/").add_num(k);
-    n = read_file(p);
-    if (n < 0 && !absent(n) && n != -ENODATA && n != -EINVAL && n != -ENODEV) return void(out->error = int(n));
-    const size_t len = n > 0 ? net_device_name(g_file, size_t(n)) : 0;
-    if (!len) continue;
-    if (!ndev[0]) memcpy(ndev, g_file, len);
-    Path net(s.sysroot, "/sys/class/net/");
-    net.add(g_file, len);
-    const int r = path_access(net, F_OK);
-    if (r == 0) return;  // usable
-    if (!absent(r)) return void(out->error = r);
+// container given the host's mlx5_bond_0 without its bond is that case. rc_gda (UCX 1.21+, in all
+// and ib) opens a ConnectX's first port with no port check (src/uct/ib/mlx5/gdaki/gdaki.c
+// uct_gdaki_query_tl_devices), so a ConnectX's table is searched even when the port is not listed.
+// An empty entry's ndevs read fails (ENODATA; a fixture leaves the file out); the gids files end
+// the table.
+
+// The port's GID k: valid (1), zero (0), past the table (kGidPast), or -errno.
+constexpr long kGidPast = 2;
+long gid_valid(const Settings &s, const RdmaDevice &d, long k) {
+  Path p(s.sysroot, "/sys/class/infiniband/");
+  p.add(d.name).add("/ports/").add_num(d.port).add("/gids/").add_num(k);
+  ssize_t n = read_file(p);
+  if (n < 0) return absent(n) ? kGidPast : n;
+  return parse_gid(g_file, size_t(n)) == Gid::valid ? 1 : 0;
+}
+
+// GID k's net device is in this namespace (1; /sys/class/net shows the namespace's own), is not or
+// it has none (0), or -errno; the first one named goes to ndev (16 bytes), for the evidence.
+long gid_ndev_here(const Settings &s, const RdmaDevice &d, long k, char *ndev) {
+  Path p(s.sysroot, "/sys/class/infiniband/");
+  p.add(d.name).add("/ports/").add_num(d.port).add("/gid_attrs/ndevs/").add_num(k);
+  ssize_t n = read_file(p);
+  if (n < 0 && !absent(n) && n != -ENODATA && n != -EINVAL && n != -ENODEV) return n;
+  const size_t len = n > 0 ? net_device_name(g_file, size_t(n)) : 0;
+  if (!len) return 0;
+  if (!ndev[0]) memcpy(ndev, g_file, len);
+  Path net(s.sysroot, "/sys/class/net/");
+  net.add(g_file, len);
+  const int r = path_access(net, F_OK);
+  return r == 0 ? 1 : absent(r) ? 0 : r;
+}
+
+// The verdict on out's port; false (out->error) when a read failed or the GID UCX tests cannot be
+// told (out->why says which).
+bool check_roce(const Settings &s, const GidSetting &g, bool mlx5, RdmaDevice *out, Text &why) {
+  if (g.index == kGidUnknown) {
+    why.add("could not tell which GID UCX tests: ").add(g.shown);
+    return out->error = g.error ? g.error : -EINVAL, false;
   }
+  const long tested = g.index == kGidAuto ? 0 : g.index;
+  long v = gid_valid(s, *out, tested);
+  if (v < 0) return out->error = int(v), false;
+  const bool listed = v == 1;
+  char ndev[16] = {};
+  bool usable = false;
+  if (g.index != kGidAuto) {  // that GID alone
+    v = listed ? gid_ndev_here(s, *out, tested, ndev) : 0;
+    if (v < 0) return out->error = int(v), false;
+    usable = v == 1;
+  } else if (listed || mlx5) {  // any valid GID; a port neither listed nor a ConnectX's is used by nothing
+    for (long k = 0; k < kGidMax && !usable; k++) {
+      v = k == tested && listed ? 1 : gid_valid(s, *out, k);
+      if (v == kGidPast) break;  // the gids files end the table
+      if (v == 1) v = gid_ndev_here(s, *out, k, ndev);
+      if (v < 0) return out->error = int(v), false;
+      usable = v == 1;
+    }
+  }
+  if (listed && usable) return true;
+  const RocePort verdict = !listed ? (usable ? RocePort::no_gid0 : RocePort::no_gid) : RocePort::no_ndev_here;
   why.add("RoCE port ").add((long long)out->port).add(": ");
-  if (verdict == RocePort::no_ndev_here) why.add(ndev[0] ? "its GIDs' net device " : "no GID names a net device ").add(ndev).add(ndev[0] ? " is " : ", ");
+  if (verdict == RocePort::no_ndev_here) {
+    why.add(ndev[0] ? "its GIDs' net device " : "no GID names a net device ").add(ndev).add(ndev[0] ? " is " : ", ");
+  } else {
+    why.add("GID ").add((long long)tested);
+    if (g.index != kGidAuto) why.add(" (").add(g.shown).add(")");  // cut where the evidence ends
+    why.add(" ");
+  }
   why.add(roce_port_problem(verdict));
   out->unopenable = verdict == RocePort::no_ndev_here;
+  out->gda_fails = verdict == RocePort::no_gid && mlx5 && out->port == 1;  // rc_gda opens first_port
   out->port = 0;
+  return true;
 }
 
 // One path buffer, rebuilt for each file: the constructor runs on the host's stack. The reads go
@@ -124,8 +164,8 @@ void check_roce(const Settings &s, RdmaDevice *out, Text &why) {
 // before node_type (a port DOWN is the common "no", and a ConnectX is always a CA); the node's own
 // access last, except where its presence is not yet known (uverbs0, tried before any listing:
 // on a node without RDMA that one failed call is the whole probe).
-void check_uverbs(const Settings &s, const char *node, bool listed, bool found_rc, const ProbeOptions &o,
-                  RdmaDevice *out) {
+void check_uverbs(const Inputs &in, const Settings &s, const char *node, bool listed, bool found_rc,
+                  const ProbeOptions &o, GidSetting *gid, RdmaDevice *out) {
   Text why;
   why.init(out->why, sizeof out->why);
   if (!listed && !node_accessible(s, node, out, why)) return;
@@ -173,8 +213,8 @@ void check_uverbs(const Settings &s, const char *node, bool listed, bool found_r
   n = read_file(p);
   if (n < 0 && !absent(n)) return void(out->error = int(n));
   if (n > 0 && link_layer_ethernet(g_file, size_t(n))) {
-    check_roce(s, out, why);
-    if (!out->port || out->error) return;
+    if (!gid->read) read_gid_index(in, s, gid);  // once, for the first RoCE port
+    if (!check_roce(s, *gid, mlx5, out, why) || !out->port) return;
   }
   if (listed && !node_accessible(s, node, out, why)) return void(out->port = 0);
   out->kind = rdma_runs(kind);
@@ -189,7 +229,7 @@ void describe_device(Text &t, const RdmaDevice &d, const char *node) {
 
 }  // namespace
 
-UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f) {
+UCXTLS_OWN_FRAME void probe_rdma(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   Text ev;
   ev.init(f->rdma.evidence, o.evidence ? sizeof f->rdma.evidence : 0);
   Rdma best = Rdma::none;
@@ -197,14 +237,27 @@ UCXTLS_OWN_FRAME void probe_rdma(const Settings &s, const ProbeOptions &o, Facts
   Failure fail;
   char first_usable[96] = {}, first_unusable[kEvidenceMax] = {};
   bool unopenable = false;  // a RoCE port UCX lists but cannot open
+  GidSetting gid;
   auto check = [&](const char *node, bool listed) {  // false: the node is not there
     RdmaDevice dev;
-    check_uverbs(s, node, listed, best != Rdma::none, o, &dev);
+    check_uverbs(in, s, node, listed, best != Rdma::none, o, &gid, &dev);
     if (dev.missing) return false;
     if (dev.passed) return true;
+    if (dev.error && dev.why[0] && !fail.error) {  // a setting, not a read, could not be told
+      fail.error = dev.error;
+      Text t;
+      t.init(fail.text, o.evidence ? sizeof fail.text : 0);
+      t.add(dev.name).add(": ").add(dev.why);
+    }
     if (dev.error) {
       fail.note("read the RDMA device of", Path(nullptr, node), dev.error, o.evidence);
       return true;
+    }
+    if (dev.gda_fails && !f->rdma_gda_fails) {
+      f->rdma_gda_fails = true;
+      Text t;
+      t.init(f->rdma_gda_port, sizeof f->rdma_gda_port);
+      t.add(dev.name).add(":1");
     }
     // The evidence names the device that decides {rdma}: the first of the best kind (a ConnectX
     // after a Broadcom function), and the first unusable one when none is usable.

@@ -38,8 +38,19 @@ struct Failure {
   void note(const char *what, const Path &p, long err, bool evidence);
 };
 
+// UCX_IB_GID_INDEX as UCX reads it (probe.cc read_gid_index): the environment's, else the last
+// ucx.conf line that assigns it, the files in UCX's order (a later one overrides); read only when
+// a RoCE port needs it.
+struct GidSetting {
+  bool read = false;
+  long index = -1;    // device_rules.h: kGidAuto (UCX's default), an index, or kGidUnknown
+  int error = 0;      // -errno: a ucx.conf could not be read (then index is kGidUnknown)
+  char shown[96] = {};  // where it came from, for the evidence: UCX_IB_GID_INDEX="3" (FILE)
+};
+void read_gid_index(const Inputs &in, const Settings &s, GidSetting *g);
+
 // The probe of each fact (probe.cc probe() dispatches).
-void probe_rdma(const Settings &s, const ProbeOptions &o, Facts *f);                       // probe_rdma.cc
+void probe_rdma(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);  // probe_rdma.cc
 void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);  // probe.cc
 void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);      // probe_gpus.cc
 void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);      // probe_gpus.cc

@@ -70,7 +70,7 @@ void ConfScan::feed(const char *p, size_t n) {
             }
           }
         } else if (c == '[') {
-          prev_name = prev_key = skip_ = section_unsure_ = false, state = kSkip;
+          prev_name = prev_key = skip_ = section_unsure_ = false, in_section = true, state = kSkip;
         } else if (c == key[0]) {
           state = kKey, matched = 1;
         } else {
@@ -119,6 +119,7 @@ void ConfScan::assigned() {
   }
   found = true;
   unsure = section_unsure_;
+  value_in_section = in_section;
   if (!value) return;
   value_len = 0;
   state = kValue;

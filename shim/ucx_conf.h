@@ -21,6 +21,11 @@ struct ConfScan {
   uint8_t state = 0;
   uint8_t matched = 0;
   bool found = false;
+  // The last assignment was in a [section] (UCX's parser.c applies a section's lines only where
+  // its "CPU vendor", "CPU model" or product filters match this machine, which a file alone
+  // cannot tell): its value may not be the one UCX reads.
+  bool value_in_section = false;
+  bool in_section = false;  // a [section] line was read
   bool prev_name = false;  // a name=value line was seen in this section (inih's multi-line rule)
   bool prev_key = false;   // ... and it was the key's: a continuation line replaces its value
   bool indented = false;   // the current line started with blanks

@@ -105,7 +105,8 @@ def transcript_of(t, name, stand_ins, env, absent=()):
 
 
 def machine_of(name):
-    return next((m for m in ("dgx", "intel-xe", "roce-bond-elsewhere") if name.endswith("-" + m)), None)
+    return next((m for m in ("dgx", "intel-xe", "roce-bond-elsewhere", "roce-zero-gids", "roce-gid-less-beside-ib",
+                             "roce-macvlan-pod") if name.endswith("-" + m)), None)
 
 
 def node_env(name, venv=None, **extra):
@@ -300,6 +301,35 @@ def roce(t):
     block("roce-error")
     t.skip("UCX failing uct_iface_open itself", "needs a RoCE device whose net device is in another network namespace; "
            "none is here")
+
+
+@case("rc_gda on a ConnectX RoCE port without a usable GID: ^ib written alone, named beside working ports")
+def rc_gda(t):
+    for name in ("rcgda-check-roce-zero-gids", "rcgda-beside-roce-gid-less-beside-ib"):
+        transcript_of(t, name, {}, node_env(name))
+    block("rcgda-error")
+    t.skip("UCX's worker failing on rc_gda", "needs UCX 1.21+ with rc_gda, a CUDA GPU and a ConnectX; none is here")
+
+
+@case("no active messages transport: doctor names a UCX_NET_DEVICES of RDMA ports alone")
+def no_am(t):
+    if not have("ucx_info"):
+        t.skip("doctor's UCX_NET_DEVICES line", "no ucx_info in PATH (apt-get install ucx-utils)")
+    else:
+        transcript_of(t, "noam-check-dgx", {}, node_env("noam-check-dgx"))
+    block("noam-error")
+    t.skip("NIXL's self endpoint failing", "needs NIXL over a UCX with RDMA ports to pin; none is here")
+
+
+@case("failed to select lane, network device not available, ibv_create_ah: explain's checks and fixes")
+def lanes_and_gids(t):
+    for name in ("lane-check-dgx", "netdev-check-roce-macvlan-pod", "netdev-fix-roce-macvlan-pod",
+                 "ah-check-roce-bond-elsewhere"):
+        transcript_of(t, name, {}, node_env(name))
+    for name in ("lane-error", "netdev-error", "ah-error", "rocm-efault-error"):
+        block(name)
+    t.skip("UCX printing them", "needs NIXL EP on GB200, a pod's macvlan on a shared RoCE port, a RoCE GID "
+           "elsewhere, AMD GPUs with a ConnectX; none is here (cli_node_findings checks doctor's ROCm line)")
 
 
 @case("software emulation on AMD GPUs: UCX 1.22's RMA_PPLN_ENABLE default", tags=("wheels",))

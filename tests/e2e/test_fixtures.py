@@ -92,8 +92,21 @@ ROWS = [
     # RoCE ports by their GIDs (UCX's GID selection: shim/probe_rdma.cc check_roce)
     ("roce-connectx", {}, UNSET),                               # GIDs on its net device, here: rc runs
     ("roce-connectx", {**ALWAYS}, C),
-    ("roce-zero-gids", {}, ALL),                                # GID 0 zero: UCX does not list the port
-    ("roce-zero-gids", {**ALWAYS}, ALL),
+    ("roce-zero-gids", {}, "^ib"),                              # no GID: rc_gda (UCX 1.21+, in all) fails there
+    ("roce-zero-gids", {**ALWAYS}, "^ib"),
+    ("roce-zero-gids", {"UCXTLS_ACCEL": "rocm"}, ALL),          # rc_gda lists CUDA GPUs alone
+    ("roce-gid-less-beside-ib", {}, UNSET),                     # rc runs: nothing written, explain names mlx5_4
+    # UCX_IB_GID_INDEX names the GID UCX's port check tests (0 for auto): a pod's macvlan GIDs are 4-7
+    ("roce-macvlan-pod", {}, ALL),                              # auto: GID 0 zero, not listed; rc_gda finds 4-7
+    ("roce-macvlan-pod", {"UCX_IB_GID_INDEX": "auto"}, ALL),
+    ("roce-macvlan-pod", {"UCX_IB_GID_INDEX": "AUTO"}, ALL),
+    ("roce-macvlan-pod", {"UCX_IB_GID_INDEX": "5"}, UNSET),     # net1's GID: rc runs
+    ("roce-macvlan-pod", {"UCX_IB_GID_INDEX": "7", **ALWAYS}, C),
+    ("roce-macvlan-pod", {"UCX_IB_GID_INDEX": "3"}, "^ib"),     # zero: not listed, and rc_gda fails on it
+    ("roce-macvlan-pod", {"UCX_IB_GID_INDEX": "300"}, "^ib"),   # past the table
+    ("roce-macvlan-pod", {"UCX_IB_GID_INDEX": "x"}, UNSET),     # could not tell which GID: nothing written
+    ("roce-connectx", {"UCX_IB_GID_INDEX": "3"}, UNSET),
+    ("roce-connectx", {"UCX_IB_GID_INDEX": "9"}, "^ib"),
     ("roce-bond-elsewhere", {}, "^ib"),                         # bond0 not here: UCX cannot open the port
     ("roce-bond-elsewhere", {**ALWAYS}, "^ib"),
     ("roce-bond-elsewhere", {"UCXTLS_ACCEL": "rocm"}, ALL),     # AMD and Intel: the default reads no network
@@ -445,6 +458,37 @@ def ucx_conf_links(t):
             t.check("./ucx.conf -> %s: never opened (strace: O_PATH only), the value still written" % target,
                     p.returncode == 0 and looked and not opened and sh_value(env_for("dgx", **ALWAYS), cwd=cwd)[0] == C,
                     "\n".join(looked))
+
+
+# UCX_IB_GID_INDEX in a ucx.conf, read as UCX reads it: the environment first, then the files in
+# UCX's order, a later one overriding an earlier one; a value in a [section] cannot be told.
+def gid_index_conf(t, label, files, env, want, words):
+    with tempfile.TemporaryDirectory() as d:
+        home = os.path.join(d, "home")
+        os.makedirs(home)
+        root = os.path.join(d, "root")
+        shutil.copytree(fixture("roce-macvlan-pod"), root, symlinks=True)
+        os.makedirs(os.path.join(root, "etc/ucx"))
+        for where, text in files:
+            with open(os.path.join(root, "etc/ucx/ucx.conf") if where == "etc" else os.path.join(home, "ucx.conf"), "w") as f:
+                f.write(text)
+        tls, _, err = sh_value(env_for(None, UCXTLS_SYSROOT=root, HOME=home, UCXTLS_DEBUG="1", **env), cwd=d)
+        t.equal(label, tls, want, err)
+        t.check(label + ": the debug line says %r" % words, words in err, err)
+
+
+for _label, _files, _env, _want, _words in [
+        ("/etc/ucx/ucx.conf UCX_IB_GID_INDEX=5: rc runs", [("etc", "UCX_IB_GID_INDEX = 5\n")], {}, UNSET, "NVIDIA GPUs and an rc device"),
+        ("$HOME/ucx.conf overrides /etc/ucx/ucx.conf", [("etc", "UCX_IB_GID_INDEX=5\n"), ("home", "UCX_IB_GID_INDEX=3\n")], {},
+         "^ib", 'GID 3 (UCX_IB_GID_INDEX="3" of ' ),
+        ("the environment overrides the files", [("etc", "UCX_IB_GID_INDEX=3\n")], {"UCX_IB_GID_INDEX": "5"}, UNSET,
+         "NVIDIA GPUs and an rc device"),
+        ("a value in a [section]: could not tell", [("etc", "[Grace]\nCPU model=Grace\nUCX_IB_GID_INDEX=5\n")], {}, UNSET,
+         "could not tell which GID UCX tests"),
+        ("the environment's value that is not a number: could not tell", [], {"UCX_IB_GID_INDEX": "x"}, UNSET,
+         'could not tell which GID UCX tests: UCX_IB_GID_INDEX="x" is not a number or auto'),
+]:
+    add_case("UCX_IB_GID_INDEX: " + _label, gid_index_conf, _label, _files, _env, _want, _words)
 
 
 @case("machines.py --list: each machine's whole description on its line")

@@ -508,6 +508,32 @@ TEST_CASE("ucx.conf: the library's answer is the same under continuation lines a
   }
 }
 
+TEST_CASE("ucx.conf: whether the last assignment is in a [section] (UCX applies one only where its filters match)") {
+  struct Row {
+    const char *text;
+    bool in_section;
+  } rows[] = {
+      {"UCX_IB_GID_INDEX=3\n", false},
+      {"UCX_IB_GID_INDEX=3\n[Grace]\nCPU vendor=nvidia\n", false},      // the section follows it
+      {"[Grace]\nCPU vendor=nvidia\nUCX_IB_GID_INDEX=3\n", true},
+      {"UCX_IB_GID_INDEX=1\n[x]\nUCX_IB_GID_INDEX=3\n", true},         // the last one wins
+      {"[x]\nUCX_IB_GID_INDEX=3\n#[y]\n", true},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.text);
+    for (size_t cut = 0; cut <= strlen(r.text); cut++) {
+      char buf[16];
+      ConfScan scan;
+      scan.key = "UCX_IB_GID_INDEX", scan.value = buf, scan.value_cap = sizeof buf;
+      scan.feed(r.text, cut);
+      scan.feed(r.text + cut, strlen(r.text) - cut);
+      scan.finish();
+      CHECK(scan.found);
+      CHECK(scan.value_in_section == r.in_section);
+    }
+  }
+}
+
 TEST_CASE("NVIDIA information, KFD properties and sysfs hex parsers") {
   const char info[] =
       "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 0\nGPU UUID: \t GPU-5c3f4c00-1a2b\n"

@@ -4,6 +4,8 @@
 // every GPU node; a user's template is composed whatever UCXTLS_WRITE says.
 #include <doctest/doctest.h>
 
+#include <stdio.h>
+
 #include <string>
 #include <vector>
 
@@ -15,13 +17,19 @@ using namespace ucxtls;
 namespace {
 
 // unopenable: no rc, and a RoCE port UCX lists but cannot open (its GIDs' net device is elsewhere).
-enum class Net { mlx5, rc_only, none, failed, unopenable };
+// gda: no rc, and a ConnectX RoCE port with no usable GID, which UCX 1.21+'s rc_gda opens.
+// mlx5_gda: a ConnectX runs rc, and another one's port has no usable GID.
+enum class Net { mlx5, rc_only, none, failed, unopenable, gda, mlx5_gda };
 
 Facts node(Family fam, Net net) {
   Facts f = node_of(fam);
-  f.rdma.value = net == Net::none || net == Net::unopenable ? Tri::no : net == Net::failed ? Tri::unknown : Tri::yes;
-  f.rdma_mlx5 = net == Net::mlx5;
+  f.rdma.value = net == Net::none || net == Net::unopenable || net == Net::gda ? Tri::no
+                 : net == Net::failed                                         ? Tri::unknown
+                                                                              : Tri::yes;
+  f.rdma_mlx5 = net == Net::mlx5 || net == Net::mlx5_gda;
   f.rdma_unopenable = net == Net::unopenable;
+  f.rdma_gda_fails = net == Net::gda || net == Net::mlx5_gda;
+  if (f.rdma_gda_fails) snprintf(f.rdma_gda_port, sizeof f.rdma_gda_port, "mlx5_11:1");
   if (net == Net::failed) f.rdma.error = -24;  // EMFILE: a probe that could not finish
   return f;
 }
@@ -85,16 +93,21 @@ TEST_CASE("step 7: each family x network x UCXTLS_WRITE x template") {
       {Family::cuda, Net::none, "all", "all", "tcp,cuda_copy", "tcp,cuda_copy"},
       {Family::cuda, Net::failed, "?", "?", "?", "?"},
       {Family::cuda, Net::unopenable, "^ib", "^ib", "tcp,cuda_copy", "tcp,cuda_copy"},  // all fails there too
+      {Family::cuda, Net::gda, "^ib", "^ib", "tcp,cuda_copy", "tcp,cuda_copy"},  // rc_gda, in all, fails there
+      {Family::cuda, Net::mlx5_gda, "unset", "rc_x,rc,dc_x,dc,cuda_copy", "rc_x,rc,dc_x,dc,tcp,cuda_copy",
+       "rc_x,rc,dc_x,dc,tcp,cuda_copy"},  // beside an rc device nothing is written: explain names the port
       {Family::rocm, Net::mlx5, "all", "rc_x,rc,dc_x,dc,rocm_copy", "rc_x,rc,dc_x,dc,tcp,rocm_copy", "rc_x,rc,dc_x,dc,tcp,rocm_copy"},
       {Family::rocm, Net::rc_only, "all", "rc,rocm_copy", "rc,tcp,rocm_copy", "rc,tcp,rocm_copy"},
       {Family::rocm, Net::none, "all", "all", "tcp,rocm_copy", "tcp,rocm_copy"},
       {Family::rocm, Net::failed, "all", "?", "?", "?"},  // the default needs no network fact here
       {Family::rocm, Net::unopenable, "all", "^ib", "tcp,rocm_copy", "tcp,rocm_copy"},  // ... nor here
+      {Family::rocm, Net::gda, "all", "all", "tcp,rocm_copy", "tcp,rocm_copy"},  // rc_gda lists CUDA GPUs alone
       {Family::ze, Net::mlx5, "all", "rc_x,rc,dc_x,dc,ze_copy", "rc_x,rc,dc_x,dc,tcp,ze_copy", "rc_x,rc,dc_x,dc,tcp,ze_copy"},
       {Family::ze, Net::rc_only, "all", "rc,ze_copy", "rc,tcp,ze_copy", "rc,tcp,ze_copy"},
       {Family::ze, Net::none, "all", "all", "tcp,ze_copy", "tcp,ze_copy"},
       {Family::ze, Net::failed, "all", "?", "?", "?"},
       {Family::ze, Net::unopenable, "all", "^ib", "tcp,ze_copy", "tcp,ze_copy"},
+      {Family::ze, Net::gda, "all", "all", "tcp,ze_copy", "tcp,ze_copy"},
       {Family::none, Net::mlx5, "unset", "unset", "rc_x,rc,dc_x,dc,tcp", "rc_x,rc,dc_x,dc,tcp"},
       {Family::none, Net::rc_only, "unset", "unset", "rc,tcp", "rc,tcp"},
       {Family::none, Net::none, "unset", "unset", "tcp", "tcp"},
@@ -167,6 +180,9 @@ TEST_CASE("step 7: the words say what a process runs with and why") {
       {Family::cuda, Net::unopenable, {}, "ucxtls: set UCX_TLS=^ib: ",
        "^ib: UCX lists a RoCE port it cannot open here (so all would fail \"Address not valid\") and no other device "
        "runs rc: UCX's default without its verbs transports\n"},
+      {Family::cuda, Net::gda, {}, "ucxtls: set UCX_TLS=^ib: ",
+       "^ib: ConnectX RoCE port mlx5_11:1 has no usable GID, and UCX 1.21+'s rc_gda (in all) opens it and fails the "
+       "worker; no device runs rc: UCX's default without its verbs transports\n"},
       {Family::cuda, Net::mlx5, {{kWrite, "always"}}, "ucxtls: set UCX_TLS=rc_x,rc,dc_x,dc,cuda_copy: ",
        "UCXTLS_WRITE=always (the default template on every GPU node)"},
   };

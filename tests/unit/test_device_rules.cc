@@ -95,9 +95,28 @@ TEST_CASE("RDMA: a RoCE port's link layer, GIDs and net device names, as sysfs p
     CHECK(net_device_name(r.file, strlen(r.file)) == r.len);
   }
   CHECK(roce_port_problem(RocePort::usable) == nullptr);
-  CHECK(text(roce_port_problem(RocePort::no_gid0)) == "GID 0 is zero: UCX does not list it");
+  CHECK(text(roce_port_problem(RocePort::no_gid0)) == "is zero: UCX does not list the port");
+  CHECK(text(roce_port_problem(RocePort::no_gid)).find("rc_gda (UCX 1.21+, in all and ib) fails the worker") !=
+        std::string::npos);
   CHECK(text(roce_port_problem(RocePort::no_ndev_here)) ==
         "not in this network namespace: UCX lists the port and cannot open it");
+}
+
+TEST_CASE("RDMA: UCX_IB_GID_INDEX as UCX's ulunits parser reads it") {
+  struct Row {
+    const char *value;
+    long index;
+  } rows[] = {
+      {"auto", kGidAuto}, {"AUTO", kGidAuto}, {"Auto", kGidAuto},  // strcasecmp
+      {"0", 0}, {"3", 3}, {"+3", 3}, {" 3", 3}, {"3 ", 3}, {"3x", 3},  // sscanf "%lu": blanks, sign, a tail
+      {"255", 255}, {"1023", 1023}, {"1024", kGidMax}, {"99999999999999999999", kGidMax},
+      {"inf", kGidMax}, {"INF", kGidMax},  // past any table: no entry answers
+      {"", kGidUnknown}, {"x", kGidUnknown}, {"-1", kGidUnknown}, {" auto", kGidUnknown}, {"0x3", 0},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.value);
+    CHECK(parse_gid_index(r.value) == r.index);
+  }
 }
 
 TEST_CASE("RDMA: node_type") {
