@@ -38,9 +38,9 @@ MUTANTS = [
     # GIDs, doctor's reading (cli/, test_doctor_reading.cc) and the node hook's mounts.
     ("shim/driver_cache.cc", "f.mtime_ns > cache_mtime_ns", "f.mtime_ns >= cache_mtime_ns",
      "driver tier: a device node with the same mtime as the saved answer is not stale"),
-    ("shim/probe_rdma.cc", "if (k == 0) verdict = RocePort::no_gid0;", "",
+    ("shim/probe_rdma.cc", "out->gda_fails = verdict == RocePort::no_gid && mlx5 && out->port == 1;", "out->gda_fails = false;",
      "decide on a replayed node: a RoCE port whose GIDs are all zero"),
-    ("shim/probe_rdma.cc", "if (r == 0) return;  // usable", "if (r == 0 || absent(r)) return;  // usable",
+    ("shim/probe_rdma.cc", "return r == 0 ? 1 : absent(r) ? 0 : r;", "return r == 0 || absent(r) ? 1 : r;",
      "decide on a replayed node: a RoCE port whose GIDs are all zero"),
     ("shim/device_rules.cc", "if (digits++ >= 16 && c != '0')", "if (digits++ >= 24 && c != '0')",
      "RDMA: a RoCE port's link layer, GIDs and net device names"),

@@ -271,7 +271,8 @@ std::pair<Action, std::string> decided_on(Sysroot &m) {
 // Decision rows for the RoCE GID rule (shim/probe_rdma.cc check_roce: a RoCE port counts only
 // with a GID UCX can select, GID 0 valid and a valid GID on a net device of this namespace), on
 // the default template for an NVIDIA node: a usable rc device leaves UCX_TLS unset; none gives
-// `all`; a ConnectX port UCX lists but cannot open gives `^ib`. An InfiniBand port needs no GID.
+// `all`; a ConnectX port UCX lists but cannot open, or one with no usable GID at all (rc_gda opens
+// it without UCX's port check), gives `^ib`. An InfiniBand port needs no GID.
 TEST_CASE("decide on a replayed node: a RoCE port whose GIDs are all zero, or whose net device is not here, does not count") {
   struct Row {
     const char *name, *link_layer;
@@ -280,7 +281,8 @@ TEST_CASE("decide on a replayed node: a RoCE port whose GIDs are all zero, or wh
     const char *value;
   } rows[] = {
       {"RoCE, GIDs on bond0, bond0 here: rc runs, unset", "Ethernet", Gids::here, Action::skip, ""},
-      {"RoCE, every GID zero: UCX does not list the port, all", "Ethernet", Gids::zero, Action::set, "all"},
+      {"RoCE, every GID zero: UCX does not list the port, and rc_gda (in all since 1.21) fails on it: ^ib", "Ethernet",
+       Gids::zero, Action::set, "^ib"},
       {"RoCE, GID 0 zero, GIDs 1-4 on bond0 here: UCX's port check reads GID 0, not listed, all", "Ethernet",
        Gids::zero_then_here, Action::set, "all"},
       {"RoCE, GIDs on bond0, bond0 not in this namespace: listed, cannot open, ^ib", "Ethernet", Gids::elsewhere,
