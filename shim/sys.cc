@@ -93,6 +93,21 @@ void close_fd(int fd) {
 }
 
 ssize_t read_small(const Path &p, char *buf, size_t cap) {
+  // A regular file only (every sysfs and procfs attribute is one), as read_chunks: a FIFO, device
+  // or socket where one belongs (a link under a user's UCXTLS_SYSROOT) is never opened, since a
+  // device's open alone acts (a watchdog arms, a tape rewinds at close), and counts as absent.
+  // Checked before the open, by path: one call, where read_chunks's O_PATH check costs three. The
+  // path can be pointed elsewhere in between only by who may write its directories: the process's
+  // own user (a library's reads have that user's rights), and doctor --pid reads in the process's
+  // place with its credentials (cli/process_view.h). O_NONBLOCK still keeps such a FIFO from hanging.
+  // Under a sysroot, also only a file everyone may read, as every attribute the probe reads is on
+  // a real kernel and in a recording: a link to /proc/kmsg (a regular file whose read takes the
+  // kernel log from its reader) or another root-only file is refused even to root: cannot tell.
+  FileFacts st;
+  const int s = stat_path(p, &st);
+  if (s < 0) return s;
+  if ((st.mode & S_IFMT) != S_IFREG) return -ENOENT;
+  if (p.rooted && !(st.mode & S_IROTH)) return -EACCES;
   int fd = open_ro(p);
   if (fd < 0) return fd;
   // Sysfs and procfs attributes arrive whole in one read; a longer file is cut at cap.
