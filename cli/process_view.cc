@@ -148,9 +148,9 @@ void keep_only(int null, int out, int root, int cwd) {
 
 // Whether doctor's root is already the process's (the same directory, the same mount namespace):
 // then a doctor without CAP_SYS_CHROOT reads its own process's files in place.
-bool same_root(int proc) {
+bool same_root(int proc, int root) {
   struct stat mine, theirs, ns_mine, ns_theirs;
-  return fstat(4, &theirs) == 0 && stat("/", &mine) == 0 && mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino &&
+  return fstat(root, &theirs) == 0 && stat("/", &mine) == 0 && mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino &&
          stat("/proc/self/ns/mnt", &ns_mine) == 0 && fstatat(proc, "ns/mnt", &ns_theirs, 0) == 0 &&
          ns_mine.st_ino == ns_theirs.st_ino && ns_mine.st_dev == ns_theirs.st_dev;
 }
@@ -203,13 +203,14 @@ void take_credentials(int out, const FileCreds &c) {
   const int root = openat(proc_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) give_up(out, "cannot open " + proc + "/root");
   const int cwd = openat(proc_fd, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);  // none: a process that is exiting
+  const bool in_place = same_root(proc_fd, root);
   keep_only(null, out, root, cwd);
   out = 3;
   // Its root: absolute links and ".." resolve inside it, and each mount of its namespace is seen
   // below it (its own /dev, its network namespace's sysfs). Without CAP_SYS_CHROOT only where the
   // root is already doctor's own.
   if (fchdir(4) != 0) give_up(out, "cannot enter " + proc + "/root");
-  if (chroot(".") != 0 && !(errno == EPERM && same_root(proc_fd)))
+  if (chroot(".") != 0 && !(errno == EPERM && in_place))
     give_up(out, "cannot take the root of process " + std::to_string(pid) + " (chroot; doctor --pid runs as root)");
   // Its working directory (./ucx.conf): the process's, even where that is outside its root.
   if (fchdir(cwd >= 0 ? 5 : 4) != 0) give_up(out, "cannot enter its working directory");

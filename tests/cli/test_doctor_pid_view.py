@@ -83,9 +83,10 @@ def python_below(pid):
     return pid
 
 
-def judged(argv, env, cwd=None, before_doctor=None):
-    """Holds argv (its library's debug line on stderr), runs root's doctor --pid on it; gives
-    (doctor's exit, stdout, stderr, doctor's library line, the process's own line)."""
+def judged(argv, env, cwd=None, before_doctor=None, doctor=(CLI,)):
+    """Holds argv (its library's debug line on stderr), runs `doctor` (root's, unless a prefix
+    says otherwise) --pid on it; gives (doctor's exit, stdout, stderr, doctor's library line, the
+    process's own line)."""
     p = subprocess.Popen(argv, env=env, cwd=cwd or WORK, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         ready = p.stdout.readline()
@@ -94,7 +95,7 @@ def judged(argv, env, cwd=None, before_doctor=None):
             return None, "", (ready + p.stderr.read()).decode(errors="replace"), None, None
         if before_doctor:
             before_doctor()
-        q = run([CLI, "doctor", "--pid", str(python_below(p.pid))], env_for(None, preload=False), timeout=30)
+        q = run(list(doctor) + ["doctor", "--pid", str(python_below(p.pid))], env_for(None, preload=False, HOME=HOME), timeout=30)
     finally:
         if not p.stdin.closed:
             p.stdin.close()
@@ -185,6 +186,19 @@ def ucx_conf_places(t):
         got = judged(NOBODY + PRELOADED, env, cwd=d if place == "cwd" else WORK)
         text = same_decision(t, place, got)
         t.check("%s: not 'UCX takes it from' the file nobody may read" % place, "UCX takes it from" not in text, text)
+
+
+@case("nobody's doctor --pid of its own process, in the same root: decided in place (no chroot needed)")
+def as_its_user(t):
+    if not needs_root(t):
+        return
+    cli = os.path.join(WORK, "ucxtls")  # where nobody may run it
+    shutil.copy(CLI, cli)
+    os.chmod(cli, 0o755)
+    env = env_for(None, preload=False, UCXTLS_SYSROOT=machine("dgx", "own-dgx"), UCXTLS_DEBUG="1", HOME=HOME)
+    got = judged(NOBODY + PRELOADED, env, doctor=NOBODY + [cli])
+    same_decision(t, "nobody's own process", got)
+    t.check("exit 0", got[0] == 0, got[1] + got[2])
 
 
 # The node doctor runs on, made in a mount namespace of its own: /dev a tmpfs holding the real
