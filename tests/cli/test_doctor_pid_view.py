@@ -132,6 +132,20 @@ def sysroot_secret(t):
     text = same_decision(t, "root-only ibdev", got)
     t.check("the root-only file's bytes are nowhere in doctor's output", word not in text, text)
     t.check("... and its library could not read it either (EACCES: cannot tell)", "EACCES" in (got[4] or ""), got[4] or "")
+    # The same link to /proc/self/environ: in doctor, that names doctor's own environment.
+    root = machine("container-one-of-eight", "environ")
+    os.symlink("/proc/self/environ", the_ibdev(root))
+    mark = "doctorsecret" * 3  # doctor's whole environment: under 64 bytes, no '/' (an IB device name's rules)
+    p = subprocess.Popen(NOBODY + PRELOADED, env=env_for(None, preload=False, UCXTLS_SYSROOT=root, HOME=HOME),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        p.stdout.readline()
+        q = run([CLI, "doctor", "--pid", str(p.pid)], {"UCXTLSTEST_MARK": mark})
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+    text = (q.stdout + q.stderr).decode(errors="replace")
+    t.check("ibdev -> /proc/self/environ: doctor's own environment is nowhere in its output", "doctorsecret" not in text, text)
 
 
 @case("a FIFO and a device linked where a sysfs attribute belongs: no hang, nothing read, the library's own answer")
