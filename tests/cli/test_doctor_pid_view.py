@@ -132,6 +132,11 @@ def sysroot_secret(t):
     text = same_decision(t, "root-only ibdev", got)
     t.check("the root-only file's bytes are nowhere in doctor's output", word not in text, text)
     t.check("... and its library could not read it either (EACCES: cannot tell)", "EACCES" in (got[4] or ""), got[4] or "")
+    # A root process under that sysroot: its library reads no file that not everyone may read there.
+    got = judged(PRELOADED, env)
+    text = same_decision(t, "root-only ibdev, a root process", got)
+    t.check("a root process's library did not read it (EACCES under a sysroot)", word not in text + (got[4] or "") and
+            "EACCES" in (got[4] or ""), got[4] or "")
     # The same link to /proc/self/environ: in doctor, that names doctor's own environment.
     root = machine("container-one-of-eight", "environ")
     os.symlink("/proc/self/environ", the_ibdev(root))
