@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <set>
@@ -131,4 +132,38 @@ TEST_CASE("read_chunks opens regular files only, and leaves a stream's data to i
   CHECK(fed == 10);
   unlink(link.c_str());
   unlink(name);
+}
+
+TEST_CASE("read_small opens regular files only; under a sysroot only those everyone may read") {
+  // A FIFO, a device or a stream linked where a sysfs attribute belongs: never opened, absent.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  REQUIRE(write(fds[1], "mlx5_0\n", 7) == 7);
+  char buf[64];
+  const std::string pipe_path = "/proc/self/fd/" + std::to_string(fds[0]);
+  for (const char *p : {pipe_path.c_str(), "/dev/null", "/dev/zero", "/dev/ptmx"}) {
+    CAPTURE(p);
+    CHECK(read_small(Path(nullptr, p), buf, sizeof buf) == -ENOENT);
+  }
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  CHECK(read(fds[0], buf, sizeof buf) == 7);  // the stream's data is still its reader's
+  close(fds[0]);
+  close(fds[1]);
+  // A procfs file (size 0) and a sysfs-like file are read.
+  CHECK(read_small(Path(nullptr, "/proc/self/stat"), buf, sizeof buf) > 0);
+  char dir[] = "/tmp/ucxtls-small-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  const std::string file = std::string(dir) + "/ibdev";
+  FILE *f = fopen(file.c_str(), "w");
+  REQUIRE(f);
+  fputs("mlx5_0\n", f);
+  fclose(f);
+  chmod(file.c_str(), 0644);
+  CHECK(read_small(Path(dir, "/ibdev"), buf, sizeof buf) == 7);
+  // Under the sysroot, a file not everyone may read is refused, to root too: cannot tell.
+  chmod(file.c_str(), 0600);
+  CHECK(read_small(Path(dir, "/ibdev"), buf, sizeof buf) == -EACCES);
+  CHECK(read_small(Path(nullptr, file.c_str()), buf, sizeof buf) == (geteuid() == 0 ? 7 : -EACCES));
+  unlink(file.c_str());
+  rmdir(dir);
 }
