@@ -21,6 +21,7 @@
 #include "doctor_findings.h"
 #include "exit.h"
 #include "bounded_child.h"
+#include "process_view.h"
 #include "repair.h"
 #include "report.h"
 #include "util.h"
@@ -316,17 +317,9 @@ int doctor_checks(int argc, char **argv) {
                                "/environ: the value that process started with is unknown; name one with --value");
     if (proc->env_read) {
       r->env.assign(proc->env);
-      // Its ucx.conf places are read in a child of doctor, bounded (bounded_child.h reads_in_child).
+      // Its files are read in its place, in a bounded child of doctor (process_view.h).
       std::string err;
-      if (!reads_in_child(deadline, timeout_ms, "process " + std::to_string(pid), &err))
-        return fail(kUsage, "doctor: " + err);
-      // From its working directory, as the library in it read ./ucx.conf (not doctor's).
-      const int here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-      const bool moved = chdir(("/proc/" + std::to_string(pid) + "/cwd").c_str()) == 0;
-      evaluate_loaded(r.get(), proc->secure, tmpl);
-      if (moved && (here < 0 || fchdir(here) != 0)) return fail(kUsage, "doctor: cannot return to its working directory");
-      if (here >= 0) close(here);
-      reads_done();
+      if (!evaluate_as_process(r.get(), pid_t(pid), proc->secure, tmpl, left_ms(), &err)) return fail(kUsage, "doctor: " + err);
     } else {
       evaluate(r.get(), tmpl);
     }

@@ -29,13 +29,17 @@ void evaluate(Report *r, const char *tmpl) {
   evaluate_loaded(r, getauxval(AT_SECURE) != 0, tmpl);
 }
 
-void evaluate_loaded(Report *r, bool secure, const char *tmpl) {
+void load_report(Report *r, bool secure, const char *tmpl) {
   if (secure) {
     char *none[] = {nullptr};  // as that process's library: secure execution reads nothing
     load(none, true, &r->in, &r->s, tmpl);
   } else {
     load(r->env.envp(), false, &r->in, &r->s, tmpl);  // as the library: secure execution reads nothing
   }
+}
+
+void evaluate_loaded(Report *r, bool secure, const char *tmpl) {
+  load_report(r, secure, tmpl);
   // The library's probe options (docs/design.md, "One decision"): its enumeration bounds stop as
   // soon as the answer is known, and a file it never reads cannot change its answer, so neither
   // may it change the command's. Evidence on: the words are what the debug line prints.
@@ -106,6 +110,7 @@ std::string gpu_mismatch_warning(const char *value, Family family) {
 }
 
 std::string library_line(const Report &r) {
+  if (!r.decided_line.empty()) return r.decided_line;  // made where the facts were read (process_view.h)
   // Decided again exactly as the constructor decides: its probes stop at the first visible GPU,
   // so the line carries the library's own counts ("1+"), not explain's full listing. The decision
   // is the same; only the evidence differs.

@@ -25,6 +25,7 @@ struct Report {
   Decision d;
   Family family = Family::none;  // see family_decided
   bool family_decided = false;   // true: the decision chose it; false: shown for information
+  std::string decided_line;      // library_line's answer, when it was made elsewhere (doctor --pid: process_view.h)
 };
 
 // Reads the environment (this process's at exec), decides exactly as the library would, with its
@@ -36,6 +37,9 @@ void evaluate(Report *r, const char *tmpl = nullptr);
 // The same for an environment already in r->env (`doctor --pid`: the process's start environment);
 // secure: that process ran with secure execution (AT_SECURE), so its library read no variable.
 void evaluate_loaded(Report *r, bool secure, const char *tmpl = nullptr);
+
+// Its first step alone, which reads no file: r->in and r->s from r->env (none when secure).
+void load_report(Report *r, bool secure, const char *tmpl = nullptr);
 
 // The case ucxtls exists for: a UCX_TLS value naming another family's GPU transports and none of
 // the GPUs this process can use (an Intel node given the CUDA list; repair.h gpu_mismatch), in

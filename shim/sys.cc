@@ -93,6 +93,21 @@ void close_fd(int fd) {
 }
 
 ssize_t read_small(const Path &p, char *buf, size_t cap) {
+  // Under a sysroot, a regular file that everyone may read only, checked before the open: every
+  // sysfs and procfs attribute the probe reads is one, on a real kernel and in a recording. A
+  // FIFO, device or socket there (a link under a user's UCXTLS_SYSROOT) is never opened, since a
+  // device's open alone acts (a watchdog arms, a tape rewinds at close), and counts as absent; a
+  // link to /proc/kmsg or another root-only file is refused even to root: cannot tell. Without a
+  // sysroot the paths are the kernel's own attributes, so the check would cost a call per read for
+  // nothing; doctor --pid reads in the process's place with its credentials (cli/process_view.h),
+  // and O_NONBLOCK keeps a FIFO from hanging in any case.
+  if (p.rooted) {
+    FileFacts st;
+    const int s = stat_path(p, &st);
+    if (s < 0) return s;
+    if ((st.mode & S_IFMT) != S_IFREG) return -ENOENT;
+    if (!(st.mode & S_IROTH)) return -EACCES;
+  }
   int fd = open_ro(p);
   if (fd < 0) return fd;
   // Sysfs and procfs attributes arrive whole in one read; a longer file is cut at cap.

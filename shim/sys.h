@@ -70,7 +70,8 @@ bool absent(long err);                                      // -ENOENT, -ENOTDIR
 bool sysroot_answered();
 bool path_exists(const Path &p);                            // access(F_OK) == 0
 int path_access(const Path &p, int mode);                   // 0 or -errno
-ssize_t read_small(const Path &p, char *buf, size_t cap);   // one read: bytes, or -errno
+// One read of a regular file: bytes, or -errno (-ENOENT for anything else: a FIFO, a device).
+ssize_t read_small(const Path &p, char *buf, size_t cap);
 ssize_t read_link(const Path &p, char *buf, size_t cap);    // NUL-terminated: length, or -errno
 const char *errno_name(long err);                           // "EMFILE" for -EMFILE (or EMFILE)
 

@@ -35,14 +35,19 @@ OPTIMISED = os.environ.get("UCXTLSTEST_BUILD_TYPE", "RelWithDebInfo") not in ("D
 # network) and UCXTLS_WRITE=always (the template composed on every GPU node, the default before
 # 0.2.0: every fact read) are measured on the same busy nodes.
 BUSY = "busy node, UCXTLS_WRITE=always: derive and set"
-# An ACTIVE port's link_layer (3 calls: open, read, close): InfiniBand needs nothing more; RoCE
-# needs a GID UCX can use (shim/probe_rdma.cc check_roce). Added to each row that reads a port.
-PORT = 3
-# A RoCE port whose GID 0 names a net device of this namespace: gids/0, ndevs/0 (3 each) and the
-# net device's access. One UCX cannot open reads its whole GID table (256 entries here, as a
-# ConnectX's): 3 per entry, 4 more for each valid one.
-ROCE_OK = 7
-ROCE_TABLE = 3 * 256 + 4 * 4
+# One small file read (shim/sys.cc read_small): stat (a regular file only), open, read, close.
+READ = 4
+# An ACTIVE port's link_layer (one read): InfiniBand needs nothing more; RoCE needs a GID UCX can
+# use (shim/probe_rdma.cc check_roce). Added to each row that reads a port.
+PORT = READ
+# A RoCE port whose GID 0 names a net device of this namespace: gids/0, ndevs/0 (a read each) and
+# the net device's access. One UCX cannot open reads its whole GID table (256 entries here, as a
+# ConnectX's): a read per entry, a read and an access more for each valid one.
+ROCE_OK = 2 * READ + 1
+ROCE_TABLE = READ * 256 + (READ + 1) * 4
+# A RoCE port also reads UCX_IB_GID_INDEX's places (step 6's ucx.conf files, read again for that
+# name: one failed open each where none exists).
+GID_CONF = 3
 SYSCALL_ROWS = [
     ("busy node, the default: unset (the CUDA list fits)", "dgx", {}, UNSET, 24 + PORT),
     (BUSY, "dgx", ALWAYS, C, 24 + PORT),
@@ -65,18 +70,18 @@ SYSCALL_ROWS = [
     ("nothing at all (no GPU, no RDMA): unset", "empty", {}, UNSET, 4),
     # Node size: 32 EFA devices, each ruled out by its driver link (see per_device below).
     ("AWS p5 (8 GPUs, 32 EFA): all", "aws-p5", {}, "all", 24 + 31 + 2),
-    ("64 RoCE functions, every port DOWN: all", "roce-down", {}, "all", 540),
+    ("64 RoCE functions, every port DOWN: all", "roce-down", {}, "all", 64 * (2 * READ + 2) + 28),
     # No uverbs0: /dev/infiniband is listed to find uverbs3 (4 calls more than a full node).
     ("container given one GPU and one HCA (uverbs3), UCXTLS_WRITE=always", "container-one-of-eight", ALWAYS, C, 28 + PORT),
     ("container given one GPU and one HCA (uverbs3), the default: unset", "container-one-of-eight", {}, UNSET, 28 + PORT),
     # RoCE: a ConnectX whose GID 0 is on its own net device; one whose table is empty (UCX does
-    # not list it, and rc_gda fails on it: its whole table is read, 3 calls an entry, to find
+    # not list it, and rc_gda fails on it: its whole table is read, READ calls an entry, to find
     # that no GID is usable); a container given the host's bond without the bond. A RoCE port
     # also reads UCX_IB_GID_INDEX's places (the ucx.conf files of step 6, one failed open each).
-    ("RoCE ConnectX, GIDs on its net device: unset", "roce-connectx", {}, UNSET, 24 + PORT + ROCE_OK),
-    ("RoCE ConnectX, an empty GID table: ^ib", "roce-zero-gids", {}, "^ib", 24 + PORT + 3 * 256 + 8),
+    ("RoCE ConnectX, GIDs on its net device: unset", "roce-connectx", {}, UNSET, 24 + PORT + ROCE_OK + GID_CONF),
+    ("RoCE ConnectX, an empty GID table: ^ib", "roce-zero-gids", {}, "^ib", 24 + PORT + READ * 256 + 8 + GID_CONF),
     ("container given the host's mlx5_bond_0, not its bond: ^ib", "roce-bond-elsewhere", {}, "^ib",
-     24 + PORT + ROCE_TABLE + 4),
+     24 + PORT + ROCE_TABLE + 4 + GID_CONF),
 ]
 
 # The default reads no network on AMD and Intel nodes: fewer syscalls than UCXTLS_WRITE=always there.
@@ -129,7 +134,7 @@ HEAP_ROWS = [
 # kind (tests/fixtures/machines.py SCALED), small, big, budget per further device
 PER_DEVICE_ROWS = [
     ("efa", 8, 32, 1),        # its driver link alone
-    ("roce-down", 8, 64, 8),  # driver link, ibdev, port 1's state, port 2 absent
+    ("roce-down", 8, 64, 2 * READ + 2),  # driver link, ibdev, port 1's state, port 2 absent
 ]
 
 _scratch = tempfile.mkdtemp(prefix="ucxtls-perf-")

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <set>
@@ -131,4 +132,43 @@ TEST_CASE("read_chunks opens regular files only, and leaves a stream's data to i
   CHECK(fed == 10);
   unlink(link.c_str());
   unlink(name);
+}
+
+TEST_CASE("read_small under a sysroot opens regular files everyone may read only") {
+  // A FIFO, a device or a stream linked where a sysfs attribute belongs, under a user's
+  // UCXTLS_SYSROOT: never opened, absent.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  REQUIRE(write(fds[1], "mlx5_0\n", 7) == 7);
+  char buf[64];
+  char dir[] = "/tmp/ucxtls-small-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  const std::string pipe_path = "/proc/self/fd/" + std::to_string(fds[0]);
+  const char *const names[] = {"/fifo", "/null", "/zero", "/ptmx"};
+  const char *const targets[] = {pipe_path.c_str(), "/dev/null", "/dev/zero", "/dev/ptmx"};
+  for (int i = 0; i < 4; i++) {
+    CAPTURE(targets[i]);
+    REQUIRE(symlink(targets[i], (std::string(dir) + names[i]).c_str()) == 0);
+    CHECK(read_small(Path(dir, names[i]), buf, sizeof buf) == -ENOENT);
+    unlink((std::string(dir) + names[i]).c_str());
+  }
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  CHECK(read(fds[0], buf, sizeof buf) == 7);  // the stream's data is still its reader's
+  close(fds[0]);
+  close(fds[1]);
+  // Without a sysroot the kernel's own attributes are read as they are (a procfs file of size 0).
+  CHECK(read_small(Path(nullptr, "/proc/self/stat"), buf, sizeof buf) > 0);
+  const std::string file = std::string(dir) + "/ibdev";
+  FILE *f = fopen(file.c_str(), "w");
+  REQUIRE(f);
+  fputs("mlx5_0\n", f);
+  fclose(f);
+  chmod(file.c_str(), 0644);
+  CHECK(read_small(Path(dir, "/ibdev"), buf, sizeof buf) == 7);
+  // Under the sysroot, a file not everyone may read is refused, to root too: cannot tell.
+  chmod(file.c_str(), 0600);
+  CHECK(read_small(Path(dir, "/ibdev"), buf, sizeof buf) == -EACCES);
+  CHECK(read_small(Path(nullptr, file.c_str()), buf, sizeof buf) == (geteuid() == 0 ? 7 : -EACCES));
+  unlink(file.c_str());
+  rmdir(dir);
 }

@@ -1,0 +1,297 @@
+// The decision doctor --pid shows, made in the process's place (see process_view.h).
+#include "process_view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "bounded_child.h"
+#include "load.h"
+#include "util.h"
+
+namespace ucxtls {
+namespace cli {
+namespace {
+
+// What the kernel checks when a process opens a file (credentials(7)): its filesystem ids, its
+// supplementary groups, and of its effective capabilities the two that bypass file permissions.
+struct FileCreds {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  unsigned long long caps = 0;  // CapEff & (CAP_DAC_OVERRIDE | CAP_DAC_READ_SEARCH)
+};
+constexpr unsigned long long kFileCaps = (1ull << CAP_DAC_OVERRIDE) | (1ull << CAP_DAC_READ_SEARCH);
+
+std::string proc_file(const std::string &path, int dirfd = AT_FDCWD) {
+  std::string out;
+  const int fd = openat(dirfd, path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  if (!read_all(fd, &out)) out.clear();
+  close(fd);
+  return out;
+}
+
+// The words of text, blanks of any length between them (util.h split keeps empty items).
+std::vector<std::string> words(const std::string &text, const char *blanks) {
+  std::vector<std::string> out = split(text.c_str(), blanks);
+  out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
+  return out;
+}
+
+// The words of /proc/PID/status's line "Name:\t..." (proc(5)).
+std::vector<std::string> status_words(const std::string &status, const char *name) {
+  const std::string key = std::string("\n") + name + ":";
+  const size_t at = ("\n" + status).find(key);
+  if (at == std::string::npos) return {};
+  const size_t from = at + key.size() - 1, end = status.find('\n', from);
+  return words(status.substr(from, end == std::string::npos ? std::string::npos : end - from), " \t");
+}
+
+// Its capabilities count only in doctor's own user namespace: a container's root has them over
+// its namespace's files alone (user_namespaces(7)), and in doctor's they would reach every file
+// (a host file bind-mounted into a rootless container).
+bool same_user_ns(int proc) {
+  struct stat mine, theirs;
+  return stat("/proc/self/ns/user", &mine) == 0 && fstatat(proc, "ns/user", &theirs, 0) == 0 &&
+         mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+}
+
+bool file_creds(int proc, FileCreds *c) {
+  const std::string status = proc_file("status", proc);
+  const std::vector<std::string> uid = status_words(status, "Uid"), gid = status_words(status, "Gid"),
+                                 cap = status_words(status, "CapEff");
+  if (uid.size() != 4 || gid.size() != 4 || cap.size() != 1) return false;
+  c->uid = uid_t(strtoul(uid[3].c_str(), nullptr, 10));  // the fourth: the filesystem id
+  c->gid = gid_t(strtoul(gid[3].c_str(), nullptr, 10));
+  for (const std::string &g : status_words(status, "Groups")) c->groups.push_back(gid_t(strtoul(g.c_str(), nullptr, 10)));
+  c->caps = same_user_ns(proc) ? strtoull(cap[0].c_str(), nullptr, 16) & kFileCaps : 0;
+  return true;
+}
+
+// What comes back over the pipe. Copied as bytes: the child is a fork of this process, so the one
+// kind of pointer in it (Decision::invalid_why, static text) names the same bytes here.
+struct Answer {
+  Facts f, shown;
+  Decision d;
+  Family family;
+  bool family_decided;
+};
+static_assert(std::is_trivially_copyable<Answer>::value, "the answer crosses the pipe as bytes");
+
+void put(std::string *out, const std::string &s) {
+  const uint32_t n = uint32_t(s.size());
+  out->append(reinterpret_cast<const char *>(&n), sizeof n).append(s);
+}
+
+bool take(const std::string &in, size_t *at, std::string *s) {
+  uint32_t n;
+  if (in.size() - *at < sizeof n) return false;
+  memcpy(&n, in.data() + *at, sizeof n);
+  *at += sizeof n;
+  if (in.size() - *at < n) return false;
+  *s = in.substr(*at, n);
+  *at += n;
+  return true;
+}
+
+// In the child: says why it could not take the process's place, and ends.
+[[noreturn]] void give_up(int out, const std::string &why) {
+  const std::string msg = "E" + why + ": " + strerror(errno);
+  if (write(out, msg.data(), msg.size()) < 0) {
+  }
+  _exit(1);
+}
+
+// Doctor's own environment, wiped from this child's memory: the kernel shows it as
+// /proc/self/environ, which a process may always read, so that a user's link to it (where a sysfs
+// attribute belongs) would read root's variables. The area is the one proc(5) names in
+// /proc/self/stat (fields 50 and 51, env_start and env_end).
+void wipe_own_environment() {
+  const std::string stat = proc_file("/proc/self/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return;
+  const std::vector<std::string> f = words(stat.substr(paren + 1), " \n");  // f[0] is field 3
+  if (f.size() < 49) return;
+  const unsigned long start = strtoul(f[47].c_str(), nullptr, 10), end = strtoul(f[48].c_str(), nullptr, 10);
+  if (start && end > start) memset(reinterpret_cast<void *>(start), 0, end - start);
+}
+
+// 0-2 /dev/null, 3 the answer's pipe, 4 the process's root, 5 its working directory (when it has
+// one): nothing else of doctor's stays open (a link to /proc/self/fd/N would reach it).
+void keep_only(int null, int out, int root, int cwd) {
+  const int moved[] = {fcntl(null, F_DUPFD_CLOEXEC, 6), fcntl(out, F_DUPFD_CLOEXEC, 6), fcntl(root, F_DUPFD_CLOEXEC, 6),
+                       cwd >= 0 ? fcntl(cwd, F_DUPFD_CLOEXEC, 6) : -1};
+  if (moved[0] < 0 || moved[1] < 0 || moved[2] < 0 || dup2(moved[0], 0) < 0 || dup2(moved[0], 1) < 0 ||
+      dup2(moved[0], 2) < 0 || dup3(moved[1], 3, O_CLOEXEC) < 0 || dup3(moved[2], 4, O_CLOEXEC) < 0 ||
+      (moved[3] >= 0 && dup3(moved[3], 5, O_CLOEXEC) < 0))
+    give_up(out, "cannot arrange its descriptors");
+  if (moved[3] < 0) close(5);
+  if (syscall(SYS_close_range, 6u, ~0u, 0u) != 0)  // Linux before 5.9
+    for (int fd = 6; fd < 65536; fd++) close(fd);
+}
+
+// Whether doctor's root is already the process's (the same directory, the same mount namespace):
+// then a doctor without CAP_SYS_CHROOT reads its own process's files in place.
+bool same_root(int proc, int root) {
+  struct stat mine, theirs, ns_mine, ns_theirs;
+  return fstat(root, &theirs) == 0 && stat("/", &mine) == 0 && mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino &&
+         stat("/proc/self/ns/mnt", &ns_mine) == 0 && fstatat(proc, "ns/mnt", &ns_theirs, 0) == 0 &&
+         ns_mine.st_ino == ns_theirs.st_ino && ns_mine.st_dev == ns_theirs.st_dev;
+}
+
+bool same_ids(const FileCreds &c) {
+  uid_t ru, eu, su;
+  gid_t rg, eg, sg;
+  if (getresuid(&ru, &eu, &su) != 0 || getresgid(&rg, &eg, &sg) != 0) return false;
+  std::vector<gid_t> mine(size_t(std::max(getgroups(0, nullptr), 0)));
+  if (getgroups(int(mine.size()), mine.data()) != int(mine.size())) return false;
+  std::vector<gid_t> theirs = c.groups;
+  std::sort(mine.begin(), mine.end());
+  std::sort(theirs.begin(), theirs.end());
+  return ru == c.uid && eu == c.uid && su == c.uid && rg == c.gid && eg == c.gid && sg == c.gid && mine == theirs;
+}
+
+// Its file credentials become this child's, all of them (real, effective, saved, filesystem), and
+// of the capabilities only those it has to open files; nothing can be regained (no_new_privs,
+// nothing executed) and the process's user cannot ptrace the child (not dumpable).
+void take_credentials(int out, const FileCreds &c) {
+  if (!same_ids(c)) {
+    if (prctl(PR_SET_KEEPCAPS, 1) != 0) give_up(out, "cannot keep its capabilities across the change of ids");
+    if (setgroups(c.groups.size(), c.groups.data()) != 0) give_up(out, "cannot take its supplementary groups");
+    if (setresgid(c.gid, c.gid, c.gid) != 0) give_up(out, "cannot take its group id " + std::to_string(c.gid));
+    if (setresuid(c.uid, c.uid, c.uid) != 0) give_up(out, "cannot take its user id " + std::to_string(c.uid));
+    prctl(PR_SET_KEEPCAPS, 0);
+  }
+  __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[2] = {};
+  if (syscall(SYS_capget, &head, caps) != 0) give_up(out, "cannot read its own capabilities");
+  const unsigned long long have = caps[0].permitted | (unsigned long long)caps[1].permitted << 32, keep = have & c.caps;
+  caps[0].effective = caps[0].permitted = uint32_t(keep), caps[1].effective = caps[1].permitted = uint32_t(keep >> 32);
+  caps[0].inheritable = caps[1].inheritable = 0;
+  if (syscall(SYS_capset, &head, caps) != 0) give_up(out, "cannot drop its capabilities");
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) give_up(out, "cannot set no_new_privs");
+  prctl(PR_SET_DUMPABLE, 0);
+}
+
+// The child: takes the process's place, decides there, writes the answer on fd 3, ends.
+// proc: /proc/PID, opened once, so that every file read of it is of the same process (a process
+// id reused meanwhile makes each open fail).
+[[noreturn]] void decide_there(Report *r, pid_t pid, int proc_fd, pid_t parent, const FileCreds &c, bool secure, const char *tmpl,
+                               int out) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(126);
+  const std::string proc = "/proc/" + std::to_string(pid);
+  wipe_own_environment();
+  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) give_up(out, "cannot open /dev/null");
+  const int root = openat(proc_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) give_up(out, "cannot open " + proc + "/root");
+  const int cwd = openat(proc_fd, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);  // none: a process that is exiting
+  const bool in_place = same_root(proc_fd, root);
+  keep_only(null, out, root, cwd);
+  out = 3;
+  // Its root: absolute links and ".." resolve inside it, and each mount of its namespace is seen
+  // below it (its own /dev, its network namespace's sysfs). Without CAP_SYS_CHROOT only where the
+  // root is already doctor's own.
+  if (fchdir(4) != 0) give_up(out, "cannot enter " + proc + "/root");
+  if (chroot(".") != 0 && !(errno == EPERM && in_place))
+    give_up(out, "cannot take the root of process " + std::to_string(pid) + " (chroot; doctor --pid runs as root)");
+  // Its working directory (./ucx.conf): the process's, even where that is outside its root.
+  if (fchdir(cwd >= 0 ? 5 : 4) != 0) give_up(out, "cannot enter its working directory");
+  close(4), close(5);
+  take_credentials(out, c);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of credentials clears it
+  if (getppid() != parent) _exit(126);
+  evaluate_loaded(r, secure, tmpl);
+  std::string msg = "A";
+  Answer a{r->f, r->shown, r->d, r->family, r->family_decided};
+  msg.append(reinterpret_cast<const char *>(&a), sizeof a);
+  put(&msg, r->listing_differs);
+  put(&msg, library_line(*r));
+  for (size_t at = 0; at < msg.size();) {
+    const ssize_t n = write(out, msg.data() + at, msg.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(1);
+    at += size_t(n);
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err) {
+  const std::string who = "process " + std::to_string(pid), proc = "/proc/" + std::to_string(pid);
+  FileCreds creds;
+  const int proc_fd = open(proc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (proc_fd < 0 || !file_creds(proc_fd, &creds)) {
+    if (proc_fd >= 0) close(proc_fd);
+    return *err = "cannot read the credentials of " + who + " (" + proc + "/status)", false;
+  }
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return close(proc_fd), *err = std::string("pipe2: ") + strerror(errno), false;
+  fflush(stdout);
+  fflush(stderr);
+  const long long deadline = monotonic_ms() + timeout_ms;
+  const pid_t parent = getpid(), child = fork();
+  if (child < 0) return close(p[0]), close(p[1]), close(proc_fd), *err = std::string("fork: ") + strerror(errno), false;
+  if (child == 0) {
+    close(p[0]);
+    decide_there(r, pid, proc_fd, parent, creds, secure, tmpl, p[1]);
+  }
+  close(p[1]);
+  close(proc_fd);
+  std::string got;
+  bool eof = false;
+  char buf[8192];
+  while (!eof) {
+    const long long left = deadline - monotonic_ms();
+    pollfd pfd = {p[0], POLLIN, 0};
+    const int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;  // the deadline
+    const ssize_t n = read(p[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) eof = true;
+    else got.append(buf, size_t(n));
+  }
+  close(p[0]);
+  // Reaped when it has ended; otherwise killed (killable even in a FUSE wait) and left.
+  int status = 0;
+  bool reaped = false;
+  for (long long until = std::min(deadline, monotonic_ms() + 1000); eof && !reaped && monotonic_ms() < until;)
+    if (waitpid(child, &status, WNOHANG) == child) reaped = true;
+    else usleep(1000);
+  if (!reaped) kill(child, SIGKILL), waitpid(child, &status, WNOHANG);
+  if (!eof)
+    return *err = "reading the devices, sysfs and ucx.conf places of " + who + " gave no answer within " +
+                  std::to_string(timeout_ms) + " ms (a mount that does not answer?): stopped; --timeout-ms sets the bound",
+           false;
+  if (!got.empty() && got[0] == 'E') return *err = "cannot read the files of " + who + " in its place: " + got.substr(1), false;
+  Answer a;
+  size_t at = 1 + sizeof a;
+  if (got.size() < at || got[0] != 'A' || !take(got, &at, &r->listing_differs) || !take(got, &at, &r->decided_line) || at != got.size())
+    return *err = "the decision made in the place of " + who + " did not come back whole", false;
+  memcpy(&a, got.data() + 1, sizeof a);
+  load_report(r, secure, tmpl);  // pure: the inputs and settings, as the child had them
+  r->f = a.f, r->shown = a.shown, r->d = a.d, r->family = a.family, r->family_decided = a.family_decided;
+  return true;
+}
+
+}  // namespace cli
+}  // namespace ucxtls

@@ -1,0 +1,29 @@
+// The decision `doctor --pid` shows, made from the process's own view (docs/design.md, "Doctor
+// judges the node"): its environment, and every file the library's probe reads (/dev, /sys,
+// /proc, ucx.conf in /etc, $UCX_CONFIG_DIR, $HOME and its working directory, under its own
+// UCXTLS_SYSROOT when it set one) read inside its root, with its file credentials. Never the
+// host's files with the process's variables.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "report.h"
+
+namespace ucxtls {
+namespace cli {
+
+// r->env holds the process's start environment. Decides as the library in process pid decided
+// (report.h evaluate_loaded, and its line, library_line) in a child of doctor that first takes
+// the process's place: its root (chroot to /proc/PID/root: absolute links resolve inside it, and
+// /dev, /sys and /proc are what its mount namespace shows), its working directory, its file
+// credentials from /proc/PID/status (fsuid, fsgid, groups; of its effective capabilities only the
+// two that open files), no_new_privs, no descriptor of doctor's and none of doctor's environment
+// (a link to /proc/self/environ would read it). The facts, the decision and the line come back
+// over a pipe. False with *err (one line) when the child gave no answer within timeout_ms or
+// could not take the process's place.
+bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err);
+
+}  // namespace cli
+}  // namespace ucxtls
