@@ -317,9 +317,13 @@ int doctor_checks(int argc, char **argv) {
                                "/environ: the value that process started with is unknown; name one with --value");
     if (proc->env_read) {
       r->env.assign(proc->env);
-      // Its files are read in its place, in a bounded child of doctor (process_view.h).
+      // From here on doctor goes on in a child of its own, bounded by the deadline: a mount of the
+      // process's that never answers (FUSE, hard NFS) stops that child, never doctor
+      // (bounded_child.h reads_in_child). Its decision is made in its place (process_view.h).
       std::string err;
+      if (!reads_in_child(deadline, timeout_ms, "process " + std::to_string(pid), &err)) return fail(kUsage, "doctor: " + err);
       if (!evaluate_as_process(r.get(), pid_t(pid), proc->secure, tmpl, left_ms(), &err)) return fail(kUsage, "doctor: " + err);
+      reads_done();
     } else {
       evaluate(r.get(), tmpl);
     }
