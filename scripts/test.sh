@@ -39,7 +39,8 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #   python3-setuptools-whl           the isolated build (`pip install .`) with these wheels as its index,
 #   python3-wheel-whl                in place of a registry
 #   bubblewrap python3-yaml          container-like namespaces for docs/containers.md's image layer, pod
-#                                    specs (parsed as YAML) and Apptainer lines (tests/launchers)
+#                                    specs (parsed as YAML) and Apptainer lines (tests/launchers);
+#                                    bubblewrap also gives each layout of tests/differential its root
 #   podman runc                      a real container runtime for the node's OCI hook (tests/launchers/
 #                                    test_oci_hook.py): Podman's hooks.d and CDI, runc (crun refuses
 #                                    these sandboxes' cgroup layout); images made by `podman import`
@@ -52,7 +53,7 @@ PACKAGES=("${BUILD_PACKAGES[@]}" python3 binutils doctest-dev ucx-utils libucx-d
           gcc-multilib g++-multilib rpm dpkg-dev lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
-          podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
+          podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel; tests/differential relinks its fake builds
           nlohmann-json3-dev)    # nlohmann-json3-dev: the JSON library the node hook (helper/) reads the runtime's input with
 
 missing=()

@@ -1,0 +1,228 @@
+"""Two independent generators of layouts (layout.py) for the differential test. Each takes a
+random.Random and returns a Layout; the same seed and index give the same layout.
+  grid:    every choice drawn on its own (where each object is, how each is found, each setting).
+  heldout: a site's scenario first (a wheel, an environment module, a distribution package, an
+           optimized copy under hwcaps, a build split over two directories), then a few of the
+           changes users and sites make to one. Written apart from grid, to check that agreement
+           on grid's layouts is not agreement with grid's own habits."""
+import os
+
+from layout import DEPS, Layout
+
+POOL = ("ib", "cuda", "ze", "rocm", "cma")
+VERSIONS = {13: ("1.13.1", "1.14.1", "1.15.0", "1.16.0"), 17: ("1.17.0", "1.18.1", "1.19.0", "1.20.0", "1.21.0"), 22: ("1.22.0",)}
+MODULES_VALUES = ("all", "^cuda", "ib,cuda", "all,ib", "", "c*", "^", "ib,all", "^ib,ze", "cuda", "i?")
+HWCAPS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
+LEGACY = ("x86_64", "tls", "tls/x86_64", "x86_64/x86_64", "haswell", "avx512_1")
+
+
+def origin(path_dir, from_dir):
+    return "$ORIGIN/" + os.path.relpath(path_dir, from_dir)
+
+
+def ldlp(rng, L, dirs):
+    """LD_LIBRARY_PATH of these directories, with the separators and empty entries users write."""
+    sep = ";" if rng.random() < 0.2 else ":"
+    entries = list(dirs)
+    if rng.random() < 0.3:
+        entries.insert(rng.randrange(len(entries) + 1), "")  # the working directory (_dl_init_paths)
+        L.tags.add("ldlp-empty-entry")
+    if rng.random() < 0.3:
+        entries.insert(rng.randrange(len(entries) + 1), "/nonexistent/lib")
+    if sep == ";":
+        L.tags.add("ldlp-semicolon")
+    L.env["LD_LIBRARY_PATH"] = sep.join(entries)
+
+
+def conf_text(rng, L, key, value):
+    """A ucx.conf assignment of key=value in one of the forms UCX's inih reads."""
+    form = rng.choice(("plain", "plain", "colon", "comment", "continuation", "section"))
+    if form == "colon":
+        return "%s: %s\n" % (key, value)
+    if form == "comment":
+        L.tags.add("conf-inline-comment")
+        return "# set by the site\n%s = %s ; inline comment\n" % (key, value)
+    if form == "continuation":  # inih INI_ALLOW_MULTILINE: the indented line is the value
+        L.tags.add("conf-continuation")
+        return "%s = first\n    %s\n" % (key, value)
+    if form == "section":  # 1.17's filters; this machine's vendor decides
+        vendor = rng.choice(("AMD", "Intel", "*", "amd"))
+        L.tags.add("conf-section-filter")
+        return "[Site %s]\nCPU vendor = %s\n%s = %s\n" % (vendor, vendor, key, value)
+    return "%s = %s\n" % (key, value)
+
+
+def conf_place(rng, L, ucs_dir):
+    """One of the files ucs_config_parse_config_files reads (and 1.16's name, and 1.17's)."""
+    etc = os.path.dirname(ucs_dir) + "/etc"
+    p = rng.choice(("/etc/ucx/ucx.conf", etc + "/ucx.conf", etc + "/ucx/ucx.conf", L.env["HOME"] + "/ucx.conf",
+                    "/opt/conf/ucx.conf", L.cwd + "/ucx.conf"))
+    if p.startswith("/opt/conf"):
+        L.env["UCX_CONFIG_DIR"] = "/opt/conf"
+    if p == etc + "/ucx.conf":
+        L.tags.add("conf-libdir-1.16-name")
+    if p == etc + "/ucx/ucx.conf":
+        L.tags.add("conf-libdir-1.17-name")
+    return p
+
+
+def setting(rng, L, ucs_dir, key, value, in_env):
+    if in_env:
+        L.env[key] = value
+    else:
+        L.texts.append((conf_place(rng, L, ucs_dir), conf_text(rng, L, key, value)))
+
+
+def place_modules(rng, L, names, dirs, ext, ucs_dir, dep_where):
+    """Module files of these names in these directories, each needing 0-2 of DEPS."""
+    other = ".so" if ext != ".so" else ".so.0"
+    for name in names:
+        d = rng.choice(dirs)
+        e = ext
+        if rng.random() < 0.1:
+            e = other
+            L.tags.add("module-ext-mismatch")
+        needs = rng.sample(DEPS, rng.choice((0, 0, 1, 1, 2)))
+        files = [("libuct_%s%s" % (name, e), name)]
+        if name == "ib" and rng.random() < 0.5:
+            files.append(("libuct_ib_mlx5%s" % e, "mlx5"))
+            L.tags.add("ib-framework")
+        for fname, content in files:
+            kw = {}
+            if any(dep_where[n] == "moddir" for n in needs) or rng.random() < 0.2:
+                kw["rpath" if rng.random() < 0.3 else "runpath"] = "$ORIGIN"
+            L.obj("mod:" + content, d + "/" + fname, add=needs, **kw)
+        for n in needs:
+            w = dep_where[n]
+            if w == "moddir":
+                L.obj("dep:" + n, d + "/" + n)
+            elif w == "ucsdir":
+                L.obj("dep:" + n, ucs_dir + "/" + n)
+                L.tags.add("dep-only-beside-libucs")
+        if rng.random() < 0.08:  # the same module in a second directory too
+            L.obj("mod:" + name, rng.choice(dirs) + "/libuct_%s%s" % (name, e))
+            L.tags.add("module-twice")
+
+
+def place_deps(rng, L, dep_where):
+    """The dependencies that live elsewhere than the module or libucs: LD_LIBRARY_PATH, the cache,
+    the program's RPATH, or nowhere; a file that is not ELF may come first."""
+    extra_ldlp = []
+    for n, w in dep_where.items():
+        if w == "ldlp":
+            L.obj("dep:" + n, "/opt/deps/" + n)
+            extra_ldlp.append("/opt/deps")
+        elif w == "cache":
+            L.obj("dep:" + n, "/opt/cachedeps/" + n)
+            if "/opt/cachedeps" not in L.cache:
+                L.cache.append("/opt/cachedeps")
+        elif w == "cwd":
+            L.obj("dep:" + n, L.cwd + "/" + n)
+        if w in ("ldlp", "cache") and rng.random() < 0.15:
+            L.texts.append(("/opt/decoy/" + n, "not an ELF object\n"))
+            extra_ldlp.insert(0, "/opt/decoy")
+            L.tags.add("non-elf-first")
+    return sorted(set(extra_ldlp), key=extra_ldlp.index)
+
+
+def grid(rng):
+    style = rng.choice((13, 17, 22))
+    L = Layout(style, rng.choice(VERSIONS[style]))
+    prefix = rng.choice(("/opt/ucx", "/sw/ucx/" + L.version, "/home/u/.local/ucx"))
+    libdir = prefix + "/lib"
+    ucs_dir = libdir if rng.random() < 0.8 else prefix + "/lib/core"
+    if ucs_dir != libdir:
+        L.tags.add("ucs-split")
+    ucs_so = "libucs.so.0"
+    if rng.random() < 0.12:
+        ucs_so = "libucs.so"
+        L.tags.add("ucs-unversioned-name")
+    ucp_dir = libdir
+    sub = rng.random()
+    if sub < 0.12:
+        ucp_dir = libdir + "/glibc-hwcaps/" + rng.choice(HWCAPS)
+        L.tags.add("hwcaps")
+    elif sub < 0.22:
+        ucp_dir = libdir + "/" + rng.choice(LEGACY)
+        L.tags.add("legacy-hwcap")
+    if ucp_dir != libdir:  # the plain copy ld.so takes where the subdirectory is not searched
+        L.obj("ucp", libdir + "/libucp.so.0", runpath=origin(ucs_dir, libdir), replace=[("libucs.so.0", ucs_so)],
+              version=L.version + "-generic")
+    app_dir = rng.choice(("/opt/app/bin", prefix + "/bin"))
+    mech = rng.choice(("runpath", "rpath", "origin-runpath", "origin-rpath", "ldlp", "cache"))
+    L.tags.add("app-" + mech)
+    app = {"runpath": {"runpath": libdir}, "rpath": {"rpath": libdir}, "origin-runpath": {"runpath": origin(libdir, app_dir)},
+           "origin-rpath": {"rpath": origin(libdir, app_dir)}}.get(mech, {})
+    ldlp_dirs = [libdir] if mech == "ldlp" else []
+    if mech == "cache":
+        L.cache.append(libdir)
+    # libucp's own path to libucs and libuct, or none (then the program's RPATH, LD_LIBRARY_PATH, the cache).
+    own = rng.choice((None, "runpath-origin", "rpath-origin", "runpath-abs"))
+    kw = {}
+    if own:
+        L.tags.add("ucp-" + own)
+        path = origin(ucs_dir, ucp_dir) if own.endswith("origin") else ucs_dir
+        kw = {"rpath": path} if own.startswith("rpath") else {"runpath": path}
+    elif ucs_dir != libdir or mech not in ("rpath", "origin-rpath", "ldlp", "cache"):
+        if rng.random() < 0.5:
+            ldlp_dirs.append(ucs_dir)
+        else:
+            L.cache.append(ucs_dir)
+    L.obj("ucp", ucp_dir + "/libucp.so.0", replace=[("libucs.so.0", ucs_so)], **kw)
+    L.obj("uct", ucs_dir + "/libuct.so.0", replace=[("libucs.so.0", ucs_so)], **kw)
+    # libucs, maybe under another name that a link gives it (module.c takes the name ld.so opened).
+    compiled = rng.choice((ucs_dir + "/ucx", "/build/ucx/install/lib/ucx", prefix + "/lib/ucx-extra"))
+    listed = rng.sample(POOL, rng.randint(1, len(POOL)))
+    ucs_kw = {"soname": ucs_so, "module_dir": compiled, "uct_modules": ":".join(listed)}
+    if rng.random() < 0.12:
+        L.obj("ucs", prefix + "/lib64/libucs.so.0.0.0", **ucs_kw)
+        L.links.append((ucs_dir + "/" + ucs_so, os.path.relpath(prefix + "/lib64/libucs.so.0.0.0", ucs_dir)))
+        L.tags.add("ucs-link")
+    else:
+        L.obj("ucs", ucs_dir + "/" + ucs_so, **ucs_kw)
+    ext = ucs_so[ucs_so.index("."):]
+    mod_dirs = [ucs_dir + "/ucx"]
+    if not compiled.startswith("/build"):
+        mod_dirs.append(compiled)
+    r = rng.random()
+    if r < 0.2:
+        setting(rng, L, ucs_dir, "UCX_MODULE_DIR", "/opt/mods", rng.random() < 0.6)
+        mod_dirs.append("/opt/mods")
+        L.tags.add("module-dir-set")
+    elif r < 0.27:
+        setting(rng, L, ucs_dir, "UCX_MODULE_DIR", "", rng.random() < 0.7)
+        L.tags.add("module-dir-empty")
+    if rng.random() < 0.25:
+        value = rng.choice(("/opt/plugins", "/opt/plugins::/nonexistent"))
+        setting(rng, L, ucs_dir, "UCX_PLUGIN_PATH", value, rng.random() < 0.7)
+        mod_dirs.append("/opt/plugins")
+        L.tags.add("plugin-path" if style >= 22 else "plugin-path-ignored")
+    if rng.random() < 0.45:
+        value = rng.choice(MODULES_VALUES)
+        setting(rng, L, ucs_dir, "UCX_MODULES", value, rng.random() < 0.6)
+        L.tags.add({"all,ib": "modules-all-comma", "": "modules-empty"}.get(value, "modules-set"))
+    present = rng.sample(POOL + ("knem",), rng.randint(1, 4))
+    if style < 22 and any(n not in listed for n in present):
+        L.tags.add("module-not-in-list")
+    dep_where = {n: rng.choice(("moddir", "ucsdir", "ldlp", "cache", "none", "apprpath", "cwd")) for n in DEPS}
+    if "apprpath" in dep_where.values():
+        for n, w in dep_where.items():
+            if w == "apprpath":
+                L.obj("dep:" + n, "/opt/apprpath/" + n)
+        app["rpath"] = (app.get("rpath", "") + ":/opt/apprpath").lstrip(":")
+        if "runpath" in app:  # DT_RUNPATH wins over DT_RPATH: keep one
+            app["rpath"] = app.pop("runpath") + ":/opt/apprpath"
+        L.tags.add("dep-in-program-rpath")
+    if "cwd" in dep_where.values():
+        L.tags.add("dep-in-cwd")
+        ldlp_dirs.append("")
+    place_modules(rng, L, present, mod_dirs, ext, ucs_dir, dep_where)
+    ldlp_dirs = place_deps(rng, L, dep_where) + ldlp_dirs
+    L.obj("app", app_dir + "/ucx_info", **app)
+    if ldlp_dirs:
+        ldlp(rng, L, ldlp_dirs)
+    elif rng.random() < 0.1:
+        L.env["LD_LIBRARY_PATH"] = ""  # set and empty: no directory (_dl_init_paths)
+        L.obj("dep:" + DEPS[0], L.cwd + "/" + DEPS[0])
+        L.tags.add("ldlp-set-empty")
+    return L

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Differential test: `ucxtls doctor` against the real glibc loader and a fake UCX that follows
+UCX's own module and configuration rules (fake_libucs.c), on seeded random layouts.
+
+Each layout (generators.py) is laid out in a private root with its own /etc and ld.so.cache
+(layout.py); the program (ucx_info, needing libucp) starts in it under bubblewrap, where the real
+ld.so loads the build and the fake libucs loads its modules with dlopen and reports what loaded,
+the dlerror of each module file that did not, and the transports registered. Then doctor judges
+the same build in its three modes: --pid of the waiting process (from outside the root),
+--ucx DIR and plain (its ucx_info on PATH), both inside the root with the program's environment.
+Compared: libucp (its file), version, transports, the modules that load, and each failing
+module's missing library. Nothing under this machine's /etc is touched.
+
+Environment (docs/testing.md):
+  UCXTLSTEST_DIFF_SEED       seed (default 48)
+  UCXTLSTEST_DIFF_COUNT      layouts (default 200)
+  UCXTLSTEST_DIFF_GENERATOR  grid (default) or heldout
+  UCXTLSTEST_DIFF_ONLY       comma-separated indices to run alone (reproduce a disagreement)
+  UCXTLSTEST_DIFF_KEEP       1: keep each layout's root and print where
+  UCXTLSTEST_CLI             the ucxtls to judge
+Exit: 0 every layout agrees, 1 not, 77 SKIP (not root, no bwrap, patchelf, ldconfig or cc)."""
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import generators  # noqa: E402
+import generators_heldout  # noqa: E402
+from layout import build_parts, materialize  # noqa: E402
+
+BUILD_DIR = os.environ.get("UCXTLSTEST_BUILD_DIR", os.path.join(os.path.dirname(os.path.dirname(HERE)), "build"))
+CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(BUILD_DIR, "ucxtls"))
+FIELDS = ("libucp", "version", "transports", "loads", "fails")
+# The generators' tags that exercise one known difference between doctor and the loaders: the
+# summary counts the disagreeing layouts that have only one of them (a first sorting, not proof).
+RULE_TAGS = {"dep-only-beside-libucs": "dlopen has no loader chain", "module-not-in-list": "<= 1.21 loads its list only",
+             "plugin-path": "UCX_PLUGIN_PATH", "ucs-link": "libucs's name as ld.so opened it",
+             "modules-all-comma": "UCX_MODULES=all,x", "conf-continuation": "ucx.conf continuation line",
+             "module-dir-empty": "UCX_MODULE_DIR set empty", "conf-section-filter": "ucx.conf CPU vendor sections",
+             "conf-libdir-1.16-name": "<= 1.16's ../etc/ucx.conf", "legacy-hwcap": "legacy hwcap directories",
+             "non-elf-first": "a file not ELF ends the search", "ldlp-set-empty": "LD_LIBRARY_PATH set empty",
+             "dep-in-program-rpath": "--ucx without the program's RPATH", "module-ext-mismatch": "module extension",
+             "hwcaps": "glibc-hwcaps", "module-twice": "a module in two directories"}
+MODES = ("pid", "ucx", "plain")
+IN_ROOT_CLI = "/.ucxtls/ucxtls"
+
+
+def skip(why):
+    print("SKIP: %s" % why)
+    sys.exit(77)
+
+
+def system_files():
+    """The files the program and doctor need from this machine (glibc, the C++ runtime), bound
+    read-only into each root at their paths: nothing else of the machine, no UCX of its own."""
+    out = subprocess.run(["ldd", CLI], stdout=subprocess.PIPE, check=True).stdout.decode()
+    files = set(re.findall(r"=> (/\S+)", out)) | {os.path.realpath("/lib64/ld-linux-x86-64.so.2")}
+    binds = []
+    for f in sorted(files):
+        real = os.path.realpath(f)
+        binds += ["--ro-bind", real, "/usr/lib/x86_64-linux-gnu/" + os.path.basename(f)]
+    return binds + ["--ro-bind", os.path.realpath("/lib64/ld-linux-x86-64.so.2"), "/lib64/ld-linux-x86-64.so.2"]
+
+
+def bwrap(root, layout, argv, binds):
+    env = dict(layout.env)
+    env["PATH"] = os.path.dirname(app_path(layout))
+    cmd = ["bwrap", "--bind", root, "/", "--proc", "/proc", "--dev", "/dev", "--ro-bind", "/sys", "/sys",
+           "--ro-bind", CLI, IN_ROOT_CLI, "--chdir", layout.cwd, "--die-with-parent", "--clearenv"] + binds
+    for k, v in sorted(env.items()):
+        cmd += ["--setenv", k, v]
+    return cmd + ["--"] + argv
+
+
+def app_path(layout):
+    return next(o.path for o in layout.objs if o.src == "app")
+
+
+def missing_lib(why):
+    """The library a load error names ("libdepa.so.1: cannot open ..." -> libdepa.so.1); "other" else."""
+    m = re.search(r"([^ :/]+): cannot open shared object file", why or "")
+    return m.group(1) if m else "other"
+
+
+class Rooted:
+    """Paths inside a root, resolved as the root sees them (its links relative), for comparison."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def real(self, p):
+        if not p:
+            return p
+        p = re.sub(r"^/proc/\d+/root(?=/)", "", p)
+        r = os.path.realpath(os.path.join(self.root, p.lstrip("/")))
+        return r[len(self.root):] if r.startswith(self.root) else p
+
+
+def oracle(lines, rooted):
+    """What loading found, from the program's report."""
+    o = {"libucp": None, "version": None, "transports": set(), "loads": set(), "fails": {}}
+    for line in lines:
+        w = line.split("\t")
+        if w[0] == "libucp":
+            o["libucp"] = rooted.real(w[1])
+        elif w[0] == "version":
+            o["version"] = w[1]
+        elif w[0] == "tl":
+            o["transports"].add(w[1])
+        elif w[0] == "load":
+            o["loads"].add(rooted.real(w[1]))
+        elif w[0] == "fail":
+            o["fails"][rooted.real(w[1])] = missing_lib(w[2] if len(w) > 2 else "")
+    return o
+
+
+def doctor_reading(stdout, rooted):
+    """What doctor --json read of the build; None and why when it read none."""
+    try:
+        j = json.loads(stdout)
+    except ValueError:
+        return None, "no JSON: %r" % stdout[-200:]
+    if not j.get("ucx"):
+        return None, "no build read: %s" % "; ".join(j.get("messages", []))[:300]
+    u = j["ucx"][0]
+    d = {"status": j.get("status"), "libucp": rooted.real(u["libucp"]), "version": u["version"], "transports": set(u["transports"]), "loads": set(), "fails": {}}
+    for m in u["modules"]:
+        if m["loads"]:
+            d["loads"].add(rooted.real(m["path"]))
+        elif not (m["why"] or "").startswith("UCX_MODULES="):  # left out by UCX_MODULES: not tried
+            d["fails"][rooted.real(m["path"])] = missing_lib(m["why"])
+    return d, None
+
+
+def run_layout(layout, parts, binds, keep):
+    """{mode: (reading or None, why)} and the oracle; (None, why) where the program did not start."""
+    root = tempfile.mkdtemp(prefix="ucxtls-diff-")
+    os.chmod(root, 0o755)
+    try:
+        materialize(layout, parts, root)
+        rooted = Rooted(root)
+        p = subprocess.Popen(bwrap(root, layout, [app_path(layout)], binds), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        lines = []
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            line = p.stdout.readline().decode(errors="replace").rstrip("\n")
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("ready\t"):
+                break
+        if not lines or not lines[-1].startswith("ready\t"):
+            p.kill()
+            err = p.communicate(timeout=10)[1].decode(errors="replace").strip()
+            return None, "the program did not start: %s" % err[-300:], root
+        pid = lines[-1].split("\t")[1]
+        truth = oracle(lines, rooted)
+        dir_of_libucp = os.path.dirname(truth["libucp"] or "/")
+        argvs = {"pid": [CLI, "doctor", "--json", "--value", "tcp", "--pid", pid],
+                 "ucx": bwrap(root, layout, [IN_ROOT_CLI, "doctor", "--json", "--value", "tcp", "--ucx", dir_of_libucp], binds),
+                 "plain": bwrap(root, layout, [IN_ROOT_CLI, "doctor", "--json", "--value", "tcp"], binds)}
+        readings = {}
+        for mode, argv in argvs.items():
+            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=60)
+            readings[mode] = doctor_reading(r.stdout.decode(errors="replace"), rooted)
+        p.stdin.close()
+        p.wait(timeout=10)
+        return truth, readings, root
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def differ(truth, reading, mode):
+    """What differs; [] where they agree or where --ucx says it could not tell (exit 2): that mode
+    judges a build without the program, whose RPATH and environment may be what finds its parts."""
+    d, why = reading
+    if d is None:
+        return ["read nothing (%s)" % why]
+    if mode == "ucx" and d["status"] == 2:
+        return []
+    out = []
+    for f in FIELDS:
+        if d[f] != truth[f]:
+            show = (lambda v: sorted(v.items()) if isinstance(v, dict) else sorted(v) if isinstance(v, set) else v)
+            out.append("%s: doctor %r, loading %r" % (f, show(d[f]), show(truth[f])))
+    return out
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("not root (bubblewrap binds a private root; doctor --pid reads another root)")
+    for tool in ("bwrap", "patchelf", "ldconfig", "cc", "ldd"):
+        if not shutil.which(tool):
+            skip("no %s (Debian: bubblewrap, patchelf, libc-bin, gcc)" % tool)
+    if not os.access(CLI, os.X_OK):
+        print("FAIL: no ucxtls at %s (UCXTLSTEST_CLI)" % CLI)
+        return 1
+    seed = os.environ.get("UCXTLSTEST_DIFF_SEED", "48")
+    count = int(os.environ.get("UCXTLSTEST_DIFF_COUNT", "200"))
+    gen_name = os.environ.get("UCXTLSTEST_DIFF_GENERATOR", "grid")
+    gen = {"grid": generators.grid, "heldout": generators_heldout.heldout}[gen_name]
+    only = [int(i) for i in os.environ.get("UCXTLSTEST_DIFF_ONLY", "").split(",") if i.strip()]
+    keep = os.environ.get("UCXTLSTEST_DIFF_KEEP") == "1"
+    work = tempfile.mkdtemp(prefix="ucxtls-diff-parts-")
+    try:
+        parts = build_parts(work)
+        binds = system_files()
+        return compare_all(gen, gen_name, seed, only or range(count), parts, binds, keep)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def compare_all(gen, gen_name, seed, indices, parts, binds, keep):
+    start = time.time()
+    agree, total, no_start, cannot_tell = 0, 0, 0, 0
+    per_mode = {m: 0 for m in MODES}
+    by_tag, by_field, by_rule = {}, {}, {}
+    for i in indices:
+        layout = gen(random.Random("%s:%s:%d" % (gen_name, seed, i)))
+        truth, readings, root = run_layout(layout, parts, binds, keep)
+        name = "layout %s seed %s index %d" % (gen_name, seed, i)
+        if truth is None:  # the program itself could not start: nothing to compare
+            no_start += 1
+            print("%s: not compared: %s\n%s" % (name, readings, layout.describe()))
+            continue
+        total += 1
+        diffs = {m: differ(truth, readings[m], m) for m in MODES}
+        for m in MODES:
+            per_mode[m] += not diffs[m]
+            cannot_tell += m == "ucx" and readings[m][0] is not None and readings[m][0]["status"] == 2
+        bad = any(diffs.values())
+        agree += not bad
+        for t in layout.tags:
+            n = by_tag.setdefault(t, [0, 0])
+            n[0] += 1
+            n[1] += bad
+        if bad:
+            known = sorted(t for t in layout.tags if t in RULE_TAGS)
+            key = RULE_TAGS[known[0]] if len(known) == 1 else "several known" if known else "none known"
+            by_rule[key] = by_rule.get(key, 0) + 1
+            print("DISAGREE %s%s\n%s" % (name, " (root kept: %s)" % root if keep else "", layout.describe()))
+            for m in MODES:
+                for d in diffs[m]:
+                    print("  --%s %s" % (m, d))
+                    key = "%s %s" % (m, d.split(":")[0])
+                    by_field[key] = by_field.get(key, 0) + 1
+    print("\nby mode: " + ", ".join("--%s agrees on %d of %d" % (m, per_mode[m], total) for m in MODES))
+    print("by field (mode field: layouts differing): " + ", ".join("%s: %d" % kv for kv in sorted(by_field.items())))
+    print("by known difference (disagreeing layouts with only its tag): " +
+          ", ".join("%s: %d" % kv for kv in sorted(by_rule.items(), key=lambda kv: -kv[1])))
+    print("by tag (tag: disagreeing of layouts): " + ", ".join("%s: %d of %d" % (t, n[1], n[0]) for t, n in sorted(by_tag.items())))
+    print("--ucx could not tell (exit 2, counted as agreeing) on %d" % cannot_tell)
+    if no_start:
+        print("%d layouts not compared: their program did not start" % no_start)
+    print("agree %d of %d (generator %s, seed %s, %.0f s)" % (agree, total, gen_name, seed, time.time() - start))
+    return 0 if agree == total and total else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
