@@ -15,6 +15,8 @@ Environment (docs/testing.md):
   UCXTLSTEST_DIFF_SEED       seed (default 48)
   UCXTLSTEST_DIFF_COUNT      layouts (default 200)
   UCXTLSTEST_DIFF_GENERATOR  grid (default) or heldout
+  UCXTLSTEST_DIFF_FEATURE    grid only: layouts with this one feature (generators.FEATURES), or
+                             none: with none of them
   UCXTLSTEST_DIFF_ONLY       comma-separated indices to run alone (reproduce a disagreement)
   UCXTLSTEST_DIFF_KEEP       1: keep each layout's root and print where
   UCXTLSTEST_CLI             the ucxtls to judge
@@ -38,16 +40,6 @@ from layout import build_parts, materialize  # noqa: E402
 BUILD_DIR = os.environ.get("UCXTLSTEST_BUILD_DIR", os.path.join(os.path.dirname(os.path.dirname(HERE)), "build"))
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(BUILD_DIR, "ucxtls"))
 FIELDS = ("libucp", "version", "transports", "loads", "fails")
-# The generators' tags that exercise one known difference between doctor and the loaders: the
-# summary counts the disagreeing layouts that have only one of them (a first sorting, not proof).
-RULE_TAGS = {"dep-only-beside-libucs": "dlopen has no loader chain", "module-not-in-list": "<= 1.21 loads its list only",
-             "plugin-path": "UCX_PLUGIN_PATH", "ucs-link": "libucs's name as ld.so opened it",
-             "modules-all-comma": "UCX_MODULES=all,x", "conf-continuation": "ucx.conf continuation line",
-             "module-dir-empty": "UCX_MODULE_DIR set empty", "conf-section-filter": "ucx.conf CPU vendor sections",
-             "conf-libdir-1.16-name": "<= 1.16's ../etc/ucx.conf", "legacy-hwcap": "legacy hwcap directories",
-             "non-elf-first": "a file not ELF ends the search", "ldlp-set-empty": "LD_LIBRARY_PATH set empty",
-             "dep-in-program-rpath": "--ucx without the program's RPATH", "module-ext-mismatch": "module extension",
-             "hwcaps": "glibc-hwcaps", "module-twice": "a module in two directories"}
 MODES = ("pid", "ucx", "plain")
 IN_ROOT_CLI = "/.ucxtls/ucxtls"
 
@@ -223,7 +215,7 @@ def compare_all(gen, gen_name, seed, indices, parts, binds, keep):
     start = time.time()
     agree, total, no_start, cannot_tell = 0, 0, 0, 0
     per_mode = {m: 0 for m in MODES}
-    by_tag, by_field, by_rule = {}, {}, {}
+    by_tag, by_field = {}, {}
     for i in indices:
         layout = gen(random.Random("%s:%s:%d" % (gen_name, seed, i)))
         truth, readings, root = run_layout(layout, parts, binds, keep)
@@ -244,9 +236,6 @@ def compare_all(gen, gen_name, seed, indices, parts, binds, keep):
             n[0] += 1
             n[1] += bad
         if bad:
-            known = sorted(t for t in layout.tags if t in RULE_TAGS)
-            key = RULE_TAGS[known[0]] if len(known) == 1 else "several known" if known else "none known"
-            by_rule[key] = by_rule.get(key, 0) + 1
             print("DISAGREE %s%s\n%s" % (name, " (root kept: %s)" % root if keep else "", layout.describe()))
             for m in MODES:
                 for d in diffs[m]:
@@ -255,8 +244,6 @@ def compare_all(gen, gen_name, seed, indices, parts, binds, keep):
                     by_field[key] = by_field.get(key, 0) + 1
     print("\nby mode: " + ", ".join("--%s agrees on %d of %d" % (m, per_mode[m], total) for m in MODES))
     print("by field (mode field: layouts differing): " + ", ".join("%s: %d" % kv for kv in sorted(by_field.items())))
-    print("by known difference (disagreeing layouts with only its tag): " +
-          ", ".join("%s: %d" % kv for kv in sorted(by_rule.items(), key=lambda kv: -kv[1])))
     print("by tag (tag: disagreeing of layouts): " + ", ".join("%s: %d of %d" % (t, n[1], n[0]) for t, n in sorted(by_tag.items())))
     print("--ucx could not tell (exit 2, counted as agreeing) on %d" % cannot_tell)
     if no_start:
