@@ -106,7 +106,8 @@ def place_modules(rng, L, names, dirs, ext, ucs_dir, dep_where):
         e = ext
         if chance(rng, L, "module-ext-mismatch", 0.1):
             e = other
-        needs = rng.sample(DEPS, rng.choice((0, 0, 1, 1, 2)))
+        k = rng.choice((0, 0, 1, 1, 2))
+        needs = rng.sample(DEPS, max(k, 1) if FEATURE and FEATURE.startswith("dep-") else k)
         files = [("libuct_%s%s" % (name, e), name)]
         if name == "ib" and chance(rng, L, "ib-framework", 0.5):
             files.append(("libuct_ib_mlx5%s" % e, "mlx5"))
@@ -218,6 +219,8 @@ def grid(rng):
     ucs.uct_modules = ":".join(listed)
     where = allowed(("moddir", "dep-only-beside-libucs", "ldlp", "cache", "none", "dep-in-program-rpath", "dep-in-cwd"))
     dep_where = {n: rng.choice(where) for n in DEPS}
+    if FEATURE and FEATURE.startswith("dep-"):  # every library a module needs is placed that way
+        dep_where = dict.fromkeys(DEPS, FEATURE)
     for w in set(dep_where.values()):
         if w.startswith("dep-"):
             L.tags.add(w)
@@ -232,6 +235,8 @@ def grid(rng):
         ldlp_dirs.append("")
     place_modules(rng, L, present, mod_dirs, ext, ucs_dir, dep_where)
     ldlp_dirs = place_deps(rng, L, dep_where) + ldlp_dirs
+    if ldlp_dirs == [""]:  # an empty entry is the working directory only in a value with another
+        ldlp_dirs.insert(0, "/nonexistent/lib")
     L.obj("app", app_dir + "/ucx_info", **app)
     if ldlp_dirs:
         ldlp(rng, L, ldlp_dirs)
