@@ -217,6 +217,8 @@ def grid(rng):
     elif FEATURE:
         listed = list(POOL) + ["knem"]
     ucs.uct_modules = ":".join(listed)
+    if style < 22 and any(n not in listed for n in present):
+        L.tags.add("module-not-in-list")
     where = allowed(("moddir", "dep-only-beside-libucs", "ldlp", "cache", "none", "dep-in-program-rpath", "dep-in-cwd"))
     dep_where = {n: rng.choice(where) for n in DEPS}
     if FEATURE and FEATURE.startswith("dep-"):  # every library a module needs is placed that way
