@@ -14,8 +14,9 @@
  *     of 1.17 (ucs_config_parse_check_filter), ucs_config_apply_config_vars (getenv first; a
  *     value that does not parse leaves the default), ucs_config_sscanf_allow_list.
  *   src/ucs/config/ini.c (inih): comments, sections, continuation lines, inline ';' comments.
- * The transports' frameworks: a loaded "ib" module loads framework uct_ib (UCS_MODULE_FRAMEWORK_LOAD
- * in src/uct/ib/base/ib_md.c); here libucs does it after uct, with the list UCT_IB_MODULES.
+ * As in UCX, each framework's list is in the object that loads it (UCS_MODULE_FRAMEWORK_LOAD passes
+ * <framework>_MODULES, configure's ":name:name" string): libuct for uct, the ib module for uct_ib
+ * (src/uct/ib/base/ib_md.c); they call ucs_load_modules (fake_parts.c).
  * Reports (stdout): "libucs\t<dli_fname>", "load\t<path>", "fail\t<path>\t<dlerror>" for a module
  * file that exists and does not load. Placeholders (@@...@@) are overwritten per layout. */
 #define _GNU_SOURCE
@@ -32,12 +33,9 @@
 #define EXPORT __attribute__((visibility("default")))
 EXPORT const char *ucs_status_string(int status) { return status ? "error" : "Success"; }
 
-/* The compiled defaults, as configure writes them (UCX_MODULE_DIR from Makefile.am; the uct
- * modules list uct_MODULES), placeholders overwritten per layout: not const, so that the compiler
- * cannot fold the placeholder's text into the code that reads it. */
+/* The compiled default (UCX_MODULE_DIR from Makefile.am), a placeholder overwritten per layout:
+ * not const, so that the compiler cannot fold the placeholder's text into the code that reads it. */
 static char module_dir_default[256] = "@@FAKEUCX_MODULE_DIR@@";
-__attribute__((used)) static char uct_modules[256] = "@@FAKEUCX_UCT_MODULES@@";
-#define UCT_IB_MODULES "mlx5"
 
 /* UCX's global options table (src/ucs/config/global_opts.c): {name, default, doc, offset, parser};
  * doctor finds the compiled module directory as the default after the name "MODULE_DIR". */
@@ -213,7 +211,7 @@ static void load_from_dir(const char *dir, const char *framework) {  /* ucs_modu
 }
 #endif
 
-static void load_modules(const char *framework, const char *list) {  /* ucs_load_modules */
+EXPORT void ucs_load_modules(const char *framework, const char *list) {
   char path[4096], buf[256], *save = NULL;
 #if STYLE >= 22
   (void)list, (void)path, (void)buf, (void)save;
@@ -233,7 +231,8 @@ static void load_modules(const char *framework, const char *list) {  /* ucs_load
 #endif
 }
 
-__attribute__((constructor)) static void load_at_start(void) {
+/* ucs_module_loader_init_paths and the configuration, before libuct's constructor loads its modules. */
+__attribute__((constructor)) static void init_at_start(void) {
   Dl_info info;
   static char libdir[4096], dl_dir[4096], module_dir[4096], plugin[4096];
   if (!dladdr((void *)ucs_status_string, &info) || !info.dli_fname) return;
@@ -265,10 +264,4 @@ __attribute__((constructor)) static void load_at_start(void) {
 #endif
   dirs[ndirs++] = dl_dir;
   dirs[ndirs++] = module_dir;
-  load_modules("uct", uct_modules);
-  for (int i = 0; i < nloaded; i++)
-    if (!strcmp(loaded[i], "libuct_ib")) {
-      load_modules("uct_ib", UCT_IB_MODULES);
-      break;
-    }
 }

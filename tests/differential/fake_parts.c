@@ -6,6 +6,9 @@
  *   ROLE_UCT:    libuct, ROLE_MODULE: a uct module: the transport definitions of UCX's
  *                UCT_TL_DEFINE (uct/base/uct_iface.h), a global uct_<name>_tl whose first field is
  *                the name, registered by a constructor as UCX's are; ours reports the name.
+ *                FRAMEWORK: the framework whose modules this object loads (libuct: uct, the ib
+ *                module: uct_ib) with UCS_MODULE_FRAMEWORK_LOAD's list, a ":name:name" string
+ *                (configure's <framework>_MODULES); libuct's is a placeholder.
  *   ROLE_DEP:    a library a module needs (nothing but its SONAME matters).
  *   ROLE_APP:    the program (named ucx_info in a layout): needs libucp, reports which libucp
  *                ld.so gave it, then waits (stdin) so that doctor --pid can read it.
@@ -37,7 +40,21 @@ EXPORT void ucp_cleanup(void *context) { report("cleanup", context ? "context" :
 TLS
 #undef TL
 #define TL(name) report("tl", #name);
-__attribute__((constructor)) static void register_transports(void) { TLS }
+#ifdef FRAMEWORK
+EXPORT void ucs_load_modules(const char *framework, const char *modules);  /* fake_libucs.c */
+/* After a NUL, as a literal among others would be, so that a reader finds the list's start. */
+static char framework_modules[260] = "\0" FRAMEWORK_MODULES;
+#endif
+__attribute__((constructor)) static void register_transports(void) {
+  TLS
+#ifdef FRAMEWORK
+  ucs_load_modules(FRAMEWORK, framework_modules + 1);
+#endif
+}
+#endif
+
+#ifdef ROLE_UCT
+EXPORT int uct_query_components(void **components, unsigned *n) { return *components = NULL, *n = 0, 0; }
 #endif
 
 #ifdef ROLE_DEP

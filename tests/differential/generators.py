@@ -182,16 +182,16 @@ def grid(rng):
         else:
             L.cache.append(ucs_dir)
     L.obj("ucp", ucp_dir + "/libucp.so.0", replace=[("libucs.so.0", ucs_so)], **kw)
-    L.obj("uct", ucs_dir + "/libuct.so.0", replace=[("libucs.so.0", ucs_so)], **kw)
+    uct = L.obj("uct", ucs_dir + "/libuct.so.0", replace=[("libucs.so.0", ucs_so)], **kw)
     # libucs, maybe under another name that a link gives it (module.c takes the name ld.so opened).
     compiled = rng.choice((ucs_dir + "/ucx", "/build/ucx/install/lib/ucx", prefix + "/lib/ucx-extra"))
     listed = rng.sample(POOL, rng.randint(1, len(POOL)))
     ucs_kw = {"soname": ucs_so, "module_dir": compiled}
     if chance(rng, L, "ucs-link", 0.12):
-        ucs = L.obj("ucs", prefix + "/lib64/libucs.so.0.0.0", **ucs_kw)
+        L.obj("ucs", prefix + "/lib64/libucs.so.0.0.0", **ucs_kw)
         L.links.append((ucs_dir + "/" + ucs_so, os.path.relpath(prefix + "/lib64/libucs.so.0.0.0", ucs_dir)))
     else:
-        ucs = L.obj("ucs", ucs_dir + "/" + ucs_so, **ucs_kw)
+        L.obj("ucs", ucs_dir + "/" + ucs_so, **ucs_kw)
     ext = ucs_so[ucs_so.index("."):]
     mod_dirs = [ucs_dir + "/ucx"]
     if not compiled.startswith("/build"):
@@ -216,7 +216,7 @@ def grid(rng):
         listed = [n for n in listed if n not in present[:1]]
     elif FEATURE:
         listed = list(POOL) + ["knem"]
-    ucs.uct_modules = ":".join(listed)
+    uct.uct_modules = ":".join(listed)
     if style < 22 and any(n not in listed for n in present):
         L.tags.add("module-not-in-list")
     where = allowed(("moddir", "dep-only-beside-libucs", "ldlp", "cache", "none", "dep-in-program-rpath", "dep-in-cwd"))

@@ -25,9 +25,9 @@ def _build(rng, L, lib, ucs_lib=None, ucp_dir=None, ucp_path=None, modules=None,
     ucs_lib = ucs_lib or lib
     ucp_dir = ucp_dir or lib
     L.obj("ucp", ucp_dir + "/libucp.so.0", **({"runpath": ucp_path} if ucp_path else {}))
-    L.obj("uct", ucs_lib + "/libuct.so.0", runpath="$ORIGIN")
     listed = [n for n in NAMES[:5] if rng.random() < 0.7] or ["cuda"]
-    L.obj("ucs", ucs_lib + "/libucs.so.0", module_dir=compiled or ucs_lib + "/ucx", uct_modules=":".join(listed))
+    L.obj("uct", ucs_lib + "/libuct.so.0", runpath="$ORIGIN", uct_modules=":".join(listed))
+    L.obj("ucs", ucs_lib + "/libucs.so.0", module_dir=compiled or ucs_lib + "/ucx")
     for name, needs in (modules or {}).items():
         L.obj("mod:" + name, ucs_lib + "/ucx/libuct_%s.so.0" % name, add=needs, runpath="$ORIGIN/..")
     return ucs_lib

@@ -73,14 +73,16 @@ def build_parts(out):
         os.makedirs(os.path.join(out, "ucs%d" % s), exist_ok=True)
         run("ucs%d" % s, cc + ["-DSTYLE=%d" % s, "-Wl,-soname,libucs.so.0", "-o", os.path.join(out, "ucs%d" % s, "libucs.so.0"), ucs, "-ldl"])
     lib13 = os.path.join(out, "ucs13")
-    run("uct", cc + ["-DROLE_UCT", "-DTLS=TL(self) TL(tcp) TL(sysv) TL(posix)", "-Wl,-soname,libuct.so.0", "-o",
+    run("uct", cc + ["-DROLE_UCT", "-DTLS=TL(self) TL(tcp) TL(sysv) TL(posix)", "-DFRAMEWORK=\"uct\"",
+                     '-DFRAMEWORK_MODULES="@@FAKEUCX_UCT_MODULES@@"', "-Wl,-soname,libuct.so.0", "-o",
                      os.path.join(lib13, "libuct.so.0"), parts, "-Wl,--no-as-needed", "-L" + lib13, "-l:libucs.so.0"])
     run("ucp", cc + ["-DROLE_UCP", "-Wl,-soname,libucp.so.0", "-o", os.path.join(lib13, "libucp.so.0"), parts,
                      "-Wl,--no-as-needed", "-L" + lib13, "-l:libuct.so.0", "-l:libucs.so.0"])
     run("app", ["cc", "-O2", "-DROLE_APP", "-o", os.path.join(out, "ucx_info"), parts, "-Wl,--no-as-needed", "-L" + lib13,
                 "-l:libucp.so.0"])
-    for name, tl in MODULE_TLS.items():
-        run("mod:" + name, cc + ["-DROLE_MODULE", "-DTLS=TL(%s)" % tl, "-o", os.path.join(out, "mod-%s.so" % name), parts])
+    for name, tl in MODULE_TLS.items():  # the ib module loads its own framework, uct_ib
+        sub = ['-DFRAMEWORK="uct_ib"', '-DFRAMEWORK_MODULES=":mlx5"'] if name == "ib" else []
+        run("mod:" + name, cc + ["-DROLE_MODULE", "-DTLS=TL(%s)" % tl, "-o", os.path.join(out, "mod-%s.so" % name), parts] + sub)
     for d in DEPS:
         run("dep:" + d, cc + ["-DROLE_DEP", "-Wl,-soname," + d, "-o", os.path.join(out, d), parts])
     return built
@@ -110,7 +112,8 @@ def materialize(layout, parts, root):
             patch_placeholder(dest, "@@FAKEUCX_VERSION@@", o.version or layout.version)
         if o.src == "ucs":
             patch_placeholder(dest, "@@FAKEUCX_MODULE_DIR@@", o.module_dir or "")
-            patch_placeholder(dest, "@@FAKEUCX_UCT_MODULES@@", o.uct_modules or "")
+        if o.src == "uct":
+            patch_placeholder(dest, "@@FAKEUCX_UCT_MODULES@@", "".join(":" + m for m in (o.uct_modules or "").split(":") if m))
         # One patchelf call per change: patchelf 0.14 (Debian 12) given several at once can write
         # one's string into another's entry (a RUNPATH of "libucs.so").
         cmds = [["--set-soname", o.soname]] if o.soname else []

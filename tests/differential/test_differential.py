@@ -42,6 +42,10 @@ BUILD_DIR = os.environ.get("UCXTLSTEST_BUILD_DIR", os.path.join(os.path.dirname(
 CLI = os.environ.get("UCXTLSTEST_CLI", os.path.join(BUILD_DIR, "ucxtls"))
 FIELDS = ("libucp", "version", "transports", "loads", "fails")
 MODES = ("pid", "ucx", "plain")
+# doctor --json has no module state: a module that does not load for an error names it in ld.so's
+# or the file's words (or says doctor could not tell); one that UCX does not try says why not.
+LOAD_ERROR = re.compile(r"cannot open shared object|ELF|not a regular file|could not tell|no such file|permission denied|"
+                        r"invalid|too short|error", re.I)
 IN_ROOT_CLI = "/.ucxtls/ucxtls"
 
 
@@ -127,7 +131,7 @@ def doctor_reading(stdout, rooted):
     for m in u["modules"]:
         if m["loads"]:
             d["loads"].add(rooted.real(m["path"]))
-        elif not (m["why"] or "").startswith("UCX_MODULES="):  # left out by UCX_MODULES: not tried
+        elif LOAD_ERROR.search(m["why"] or ""):  # else a module UCX does not try (UCX_MODULES, its list)
             d["fails"][rooted.real(m["path"])] = missing_lib(m["why"])
     return d, None
 
