@@ -57,7 +57,7 @@ def scenario(rng, L):
         lib = "/apps/ucx/%s/lib" % L.version
         _build(rng, L, lib, modules=mods)
         _build(rng, L, "/opt/sysucx/lib", ucp_path="$ORIGIN")  # an older UCX in the cache
-        L.objs[-3].version = "1.12.1"
+        L.objs[-3].version = L.version + "-system"  # the same release's rules: its libucs is of that style
         L.cache.append("/opt/sysucx/lib")
         L.obj("app", "/apps/tools/bin/ucx_info")
         L.env["LD_LIBRARY_PATH"] = rng.choice((lib, lib + ":/apps/cuda/lib64", "/apps/cuda/lib64;" + lib, ":" + lib))
@@ -79,7 +79,7 @@ def scenario(rng, L):
         L.tags.add("hwcaps" if sub.startswith("glibc") else "legacy-hwcap")
         _build(rng, L, lib, ucp_dir=lib + "/" + sub, ucp_path=os.path.relpath(lib, lib + "/" + sub).join(("$ORIGIN/", "")),
                modules=mods)
-        L.obj("ucp", lib + "/libucp.so.0", runpath="$ORIGIN", version="1.0.0-generic")
+        L.obj("ucp", lib + "/libucp.so.0", runpath="$ORIGIN", version=L.version + "-generic")
         how = rng.choice(("cache", "runpath", "ldlp"))
         if how == "cache":
             L.cache.append(lib)
