@@ -15,8 +15,8 @@
  *     value that does not parse leaves the default), ucs_config_sscanf_allow_list.
  *   src/ucs/config/ini.c (inih): comments, sections, continuation lines, inline ';' comments.
  * As in UCX, each framework's list is in the object that loads it (UCS_MODULE_FRAMEWORK_LOAD passes
- * <framework>_MODULES, configure's ":name:name" string): libuct for uct, the ib module for uct_ib
- * (src/uct/ib/base/ib_md.c); they call ucs_load_modules (fake_parts.c).
+ * <framework>_MODULES, configure's ":name:name" string): libuct for uct, which calls
+ * ucs_load_modules, and the ib module for uct_ib (src/uct/ib/base/ib_md.c), loaded here.
  * Reports (stdout): "libucs\t<dli_fname>", "load\t<path>", "fail\t<path>\t<dlerror>" for a module
  * file that exists and does not load. Placeholders (@@...@@) are overwritten per layout. */
 #define _GNU_SOURCE
@@ -180,9 +180,18 @@ static int ndirs;
 static char loaded[64][256];
 static int nloaded;
 
+EXPORT void ucs_load_modules(const char *framework, const char *list);
+
 static int try_load(const char *path) {  /* dlopen as UCS_MODULE_FRAMEWORK_LOAD(uct, 0) does */
   (void)dlerror();
-  if (dlopen(path, RTLD_LAZY | RTLD_LOCAL)) return report("load", path, NULL), 1;
+  void *dl = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+  if (dl) {
+    report("load", path, NULL);
+    /* A module with a framework of its own (uct_ib in the ib module) loads it: fake_parts.c. */
+    const char **fw = (const char **)dlsym(dl, "fake_module_framework");
+    if (fw) ucs_load_modules(fw[0], fw[1]);
+    return 1;
+  }
   const char *err = dlerror();
   if (access(path, F_OK) == 0) report("fail", path, err ? err : "Unknown error");
   return 0;

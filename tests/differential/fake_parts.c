@@ -8,10 +8,14 @@
  *                the name, registered by a constructor as UCX's are; ours reports the name.
  *                FRAMEWORK: the framework whose modules this object loads (libuct: uct, the ib
  *                module: uct_ib) with UCS_MODULE_FRAMEWORK_LOAD's list, a ":name:name" string
- *                (configure's <framework>_MODULES); libuct's is a placeholder.
+ *                (configure's <framework>_MODULES); libuct's is a placeholder. The module's is
+ *                loaded by libucs: a module does not need libucs here, so it cannot call it.
  *   ROLE_DEP:    a library a module needs (nothing but its SONAME matters).
  *   ROLE_APP:    the program (named ucx_info in a layout): needs libucp, reports which libucp
  *                ld.so gave it, then waits (stdin) so that doctor --pid can read it.
+ *   ROLE_OPENER: what `doctor --ucx PATH` stands for, a build loaded by its path with no program
+ *                of its own around it (as Python's libucx does): dlopen(argv[1]) from a program
+ *                with no RPATH or RUNPATH; reports as ROLE_APP, or "error\t<dlerror>".
  * Reports go to stdout, one "<what>\t<value>" line each, written whole with write(2). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -41,16 +45,21 @@ TLS
 #undef TL
 #define TL(name) report("tl", #name);
 #ifdef FRAMEWORK
-EXPORT void ucs_load_modules(const char *framework, const char *modules);  /* fake_libucs.c */
 /* After a NUL, as a literal among others would be, so that a reader finds the list's start. */
 static char framework_modules[260] = "\0" FRAMEWORK_MODULES;
 #endif
+#ifdef ROLE_UCT  /* libuct loads its framework (it needs libucs, as UCX's does) */
+EXPORT void ucs_load_modules(const char *framework, const char *modules);  /* fake_libucs.c */
 __attribute__((constructor)) static void register_transports(void) {
   TLS
-#ifdef FRAMEWORK
   ucs_load_modules(FRAMEWORK, framework_modules + 1);
-#endif
 }
+#else
+__attribute__((constructor)) static void register_transports(void) { TLS }
+#ifdef FRAMEWORK  /* the module's framework, which libucs loads once the module is (fake_libucs.c) */
+EXPORT const char *fake_module_framework[2] = {FRAMEWORK, framework_modules + 1};
+#endif
+#endif
 #endif
 
 #ifdef ROLE_UCT
@@ -71,6 +80,23 @@ int main(void) {
   snprintf(pid, sizeof pid, "%d", (int)getpid());
   report("ready", pid);
   while (read(0, buf, sizeof buf) > 0) {}  /* until the harness closes stdin */
+  return 0;
+}
+#endif
+
+#ifdef ROLE_OPENER
+int main(int argc, char **argv) {
+  Dl_info info;
+  void *ucp = argc > 1 ? dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL) : NULL;
+  const char *(*version)(void) = ucp ? (const char *(*)(void))dlsym(ucp, "ucp_get_version_string") : NULL;
+  if (!version) {
+    const char *err = dlerror();
+    report("error", err ? err : "no ucp_get_version_string");
+    return 1;
+  }
+  if (dladdr((void *)version, &info) && info.dli_fname) report("libucp", info.dli_fname);
+  report("version", version());
+  report("ready", "opened");
   return 0;
 }
 #endif

@@ -78,6 +78,7 @@ def build_parts(out):
                      os.path.join(lib13, "libuct.so.0"), parts, "-Wl,--no-as-needed", "-L" + lib13, "-l:libucs.so.0"])
     run("ucp", cc + ["-DROLE_UCP", "-Wl,-soname,libucp.so.0", "-o", os.path.join(lib13, "libucp.so.0"), parts,
                      "-Wl,--no-as-needed", "-L" + lib13, "-l:libuct.so.0", "-l:libucs.so.0"])
+    run("opener", ["cc", "-O2", "-DROLE_OPENER", "-o", os.path.join(out, "opener"), parts, "-ldl"])
     run("app", ["cc", "-O2", "-DROLE_APP", "-o", os.path.join(out, "ucx_info"), parts, "-Wl,--no-as-needed", "-L" + lib13,
                 "-l:libucp.so.0"])
     for name, tl in MODULE_TLS.items():  # the ib module loads its own framework, uct_ib

@@ -47,6 +47,7 @@ MODES = ("pid", "ucx", "plain")
 LOAD_ERROR = re.compile(r"cannot open shared object|ELF|not a regular file|could not tell|no such file|permission denied|"
                         r"invalid|too short|error", re.I)
 IN_ROOT_CLI = "/.ucxtls/ucxtls"
+IN_ROOT_OPENER = "/.ucxtls/opener"
 
 
 def skip(why):
@@ -102,11 +103,11 @@ class Rooted:
 
 def oracle(lines, rooted):
     """What loading found, from the program's report."""
-    o = {"libucp": None, "version": None, "transports": set(), "loads": set(), "fails": {}}
+    o = {"name": "", "libucp": None, "version": None, "transports": set(), "loads": set(), "fails": {}}
     for line in lines:
         w = line.split("\t")
         if w[0] == "libucp":
-            o["libucp"] = rooted.real(w[1])
+            o["libucp"], o["name"] = rooted.real(w[1]), w[1]
         elif w[0] == "version":
             o["version"] = w[1]
         elif w[0] == "tl":
@@ -127,7 +128,7 @@ def doctor_reading(stdout, rooted):
     if not j.get("ucx"):
         return None, "no build read: %s" % "; ".join(j.get("messages", []))[:300]
     u = j["ucx"][0]
-    d = {"status": j.get("status"), "libucp": rooted.real(u["libucp"]), "version": u["version"], "transports": set(u["transports"]), "loads": set(), "fails": {}}
+    d = {"said": stdout, "libucp": rooted.real(u["libucp"]), "version": u["version"], "transports": set(u["transports"]), "loads": set(), "fails": {}}
     for m in u["modules"]:
         if m["loads"]:
             d["loads"].add(rooted.real(m["path"]))
@@ -149,7 +150,9 @@ def read_report(fd, deadline):
 
 
 def run_layout(layout, parts, binds, keep):
-    """{mode: (reading or None, why)} and the oracle; (None, why) where the program did not start."""
+    """({mode: what loading found}, {mode: (reading or None, why)}); (None, why) where the program
+    did not start. --pid and plain stand for the program; --ucx for the build opened by its path."""
+    opener_bind = ["--ro-bind", parts["opener"], IN_ROOT_OPENER]
     root = tempfile.mkdtemp(prefix="ucxtls-diff-")
     os.chmod(root, 0o755)
     try:
@@ -164,6 +167,12 @@ def run_layout(layout, parts, binds, keep):
             return None, "the program did not start: %s" % err[-300:], root
         pid = lines[-1].split("\t")[1]
         truth = oracle(lines, rooted)
+        opener = subprocess.run(bwrap(root, layout, [IN_ROOT_OPENER, truth["name"]], binds + opener_bind), stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=60).stdout.decode(errors="replace")
+        errors = [line.split("\t", 1)[1] for line in opener.splitlines() if line.startswith("error\t")]
+        # The library dlopen names first: the one it could not find, or the file it could not take.
+        failed = {"error": os.path.basename(errors[0].split(":")[0])} if errors else None
+        truths = {"pid": truth, "plain": truth, "ucx": failed or oracle(opener.splitlines(), rooted)}
         dir_of_libucp = os.path.dirname(truth["libucp"] or "/")
         argvs = {"pid": [CLI, "doctor", "--json", "--value", "tcp", "--pid", pid],
                  "ucx": bwrap(root, layout, [IN_ROOT_CLI, "doctor", "--json", "--value", "tcp", "--ucx", dir_of_libucp], binds),
@@ -174,20 +183,21 @@ def run_layout(layout, parts, binds, keep):
             readings[mode] = doctor_reading(r.stdout.decode(errors="replace"), rooted)
         p.stdin.close()
         p.wait(timeout=10)
-        return truth, readings, root
+        return truths, readings, root
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def differ(truth, reading, mode):
-    """What differs; [] where they agree or where --ucx says it could not tell (exit 2): that mode
-    judges a build without the program, whose RPATH and environment may be what finds its parts."""
+def differ(truth, reading):
+    """What differs between doctor's reading and loading; [] where they agree. Where loading failed
+    (truth "error": the library it could not find), doctor must name that library."""
     d, why = reading
+    if "error" in truth:
+        said = why if d is None else d["said"]
+        return [] if truth["error"] in said else ["loading fails for want of %s; doctor never names it" % truth["error"]]
     if d is None:
         return ["read nothing (%s)" % why]
-    if mode == "ucx" and d["status"] == 2:
-        return []
     out = []
     for f in FIELDS:
         if d[f] != truth[f]:
@@ -225,7 +235,7 @@ def main():
 
 def compare_all(gen, gen_name, seed, indices, parts, binds, keep):
     start = time.time()
-    agree, total, no_start, cannot_tell = 0, 0, 0, 0
+    agree, total, no_start, not_opened = 0, 0, 0, 0
     per_mode = {m: 0 for m in MODES}
     by_tag, by_field = {}, {}
     for i in indices:
@@ -237,10 +247,10 @@ def compare_all(gen, gen_name, seed, indices, parts, binds, keep):
             print("%s: not compared: %s\n%s" % (name, readings, layout.describe()))
             continue
         total += 1
-        diffs = {m: differ(truth, readings[m], m) for m in MODES}
+        diffs = {m: differ(truth[m], readings[m]) for m in MODES}
         for m in MODES:
             per_mode[m] += not diffs[m]
-            cannot_tell += m == "ucx" and readings[m][0] is not None and readings[m][0]["status"] == 2
+            not_opened += m == "ucx" and "error" in truth[m]
         bad = any(diffs.values())
         agree += not bad
         for t in layout.tags:
@@ -257,7 +267,7 @@ def compare_all(gen, gen_name, seed, indices, parts, binds, keep):
     print("\nby mode: " + ", ".join("--%s agrees on %d of %d" % (m, per_mode[m], total) for m in MODES))
     print("by field (mode field: layouts differing): " + ", ".join("%s: %d" % kv for kv in sorted(by_field.items())))
     print("by tag (tag: disagreeing of layouts): " + ", ".join("%s: %d of %d" % (t, n[1], n[0]) for t, n in sorted(by_tag.items())))
-    print("--ucx could not tell (exit 2, counted as agreeing) on %d" % cannot_tell)
+    print("--ucx: the build opened by its path failed to load in %d layouts (doctor must name the library)" % not_opened)
     if no_start:
         print("%d layouts not compared: their program did not start" % no_start)
     print("agree %d of %d (generator %s, seed %s, %.0f s)" % (agree, total, gen_name, seed, time.time() - start))
