@@ -8,8 +8,10 @@ ld.so loads the build and the fake libucs loads its modules with dlopen and repo
 the dlerror of each module file that did not, and the transports registered. Then doctor judges
 the same build in its three modes: --pid of the waiting process (from outside the root),
 --ucx DIR and plain (its ucx_info on PATH), both inside the root with the program's environment.
-Compared: libucp (its file), version, transports, the modules that load, and each failing
-module's missing library. Nothing under this machine's /etc is touched.
+--pid and plain are compared with the program's loading; --ucx, which names a build and no
+program, with that libucp opened by its path from a program without RPATH (fake_parts.c's
+opener). Compared: libucp (its file), version, transports, the modules that load, and each
+failing module's missing library. Nothing under this machine's /etc is touched.
 
 Environment (docs/testing.md):
   UCXTLSTEST_DIFF_SEED       seed (default 48)
