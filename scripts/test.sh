@@ -42,6 +42,7 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #   bubblewrap python3-yaml          container-like namespaces for docs/containers.md's image layer, pod
 #                                    specs (parsed as YAML) and Apptainer lines (tests/launchers);
 #                                    doctor --pid of a process in a private root (tests/cli)
+#                                    bubblewrap also gives each layout of tests/differential its root
 #   podman runc                      a real container runtime for the node's OCI hook (tests/launchers/
 #                                    test_oci_hook.py): Podman's hooks.d and CDI, runc (crun refuses
 #                                    these sandboxes' cgroup layout); images made by `podman import`
@@ -54,7 +55,7 @@ PACKAGES=("${BUILD_PACKAGES[@]}" python3 binutils doctest-dev ucx-utils libucx-d
           gcc-multilib g++-multilib rpm dpkg-dev file lmod zsh mksh ksh busybox slurm-wlm munge
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
-          podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel
+          podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel; tests/differential relinks its fake builds
           lld qemu-user          # tests/cli/test_doctor_hwcaps.py, test_doctor_aarch64.py: aarch64 and i386 fakes, arm64 ld.so
           nlohmann-json3-dev)    # nlohmann-json3-dev: the JSON library the node hook (helper/) reads the runtime's input with
 
