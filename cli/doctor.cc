@@ -192,18 +192,21 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
   found.missing.insert(found.missing.end(), missing.begin(), missing.end());
   found.problems.insert(found.problems.end(), problems.begin(), problems.end());
   if (empty) return empty_value(source);
-  if (gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
+  // A fact beyond doctor's reading (b.open, its `could not` lines: a library libucp needs, the
+  // version the rules rest on) leaves the build open: what it seems to lack may be in what was not
+  // read, so its names and problems are not judged, and the answer is never "ok" nor "MISSING".
+  const bool open = !b.open.empty() || !b.untold.empty();
+  if (!open && gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
   // The value cannot carry this node's GPU memory (repair.h copy_verdict), whoever set it: its
   // line first, the build's (which no value can fix) last.
   int status = 0;
   if (!nothing && copy_verdict(value.c_str(), r.family) != Copy::carries)
     status = fail(kFailed, "doctor: " + gpu_mismatch_warning(value.c_str(), r.family));
+  if (open && !status)
+    return fail(kUsage, "doctor: could not tell " + (b.open.empty() ? b.untold : b.open[0]) + ": the build could not be checked");
+  if (open) return status;
   if (!missing.empty()) return missing_status(missing);
   if (serious) return fail(kFailed, "doctor: " + problems[0]);
-  // A fact beyond doctor's reading (b.open, its `could not` lines; the version, on which the
-  // rules rest) leaves the answer open: never "ok".
-  if (!status && !b.open.empty()) return fail(kUsage, "doctor: could not tell " + b.open[0] + ": the build could not be checked");
-  if (!status && !b.untold.empty()) return fail(kUsage, "doctor: could not tell " + b.untold);
   return status;
 }
 

@@ -307,7 +307,7 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
         UcxModule m;
         m.path = root.shown + d + "/" + n;
         // The module and what it needs are appended to what is loaded already (which counts as
-        // found), and taken off again after: never a copy of the whole load per module name.
+        // found), and taken off again if it fails: never a copy of the whole load per module name.
         const size_t before = have.size();
         LoadedObject o;
         o.name = o.path = d + "/" + n, o.parent = fw.loader, o.dlopened = true;
@@ -318,8 +318,16 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
         } else if (o.elf.is64 != objs[0].elf.is64 || o.elf.machine != objs[0].elf.machine) {
           m.state = "error", m.why = "it is an ELF object of another class or machine";
         } else {
+          // --pid: a module the process maps has loaded, and what it needs is what it maps; one it
+          // does not map has not, and what it needs is what ld.so finds from what was loaded
+          // before it (a library another module loaded later must not count).
+          bool module_mapped = ld.mapped.empty();
+          for (const auto &mp : ld.mapped) module_mapped = module_mapped || mp.second == o.path;
+          std::vector<std::pair<std::string, std::string>> unmapped;
+          if (!module_mapped) unmapped.swap(ld.mapped);
           have.push_back(std::move(o));
           const std::string miss = ld.load_closure(&have, int(before), true);
+          if (!module_mapped) unmapped.swap(ld.mapped);
           m.state = miss.empty() ? "loaded" : "error", m.why = miss;
         }
         if (root.out_of_bounds()) m.state = "error", m.why = "could not tell: doctor's bound on reading was reached: " + root.reached;
@@ -330,7 +338,8 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
         }
         loaded.push_back(base);
         for (size_t i = before; i < have.size(); i++) add_transports(root, have[i], out);
-        have.resize(before + 1);  // the module itself: its own framework is loaded from it
+        // The module and what it needed stay loaded (dlopen keeps them): a later module finds them
+        // by name, as ld.so does. Its own framework is loaded from it.
         frameworks.push_back({fw.name + "_" + name, int(before), int(before)});
       }
     }

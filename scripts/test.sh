@@ -41,8 +41,8 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #   python3-wheel-whl                in place of a registry
 #   bubblewrap python3-yaml          container-like namespaces for docs/containers.md's image layer, pod
 #                                    specs (parsed as YAML) and Apptainer lines (tests/launchers);
-#                                    doctor --pid of a process in a private root (tests/cli)
-#                                    bubblewrap also gives each layout of tests/differential its root
+#                                    doctor --pid of a process in a private root (tests/cli); the root of
+#                                    each layout of tests/differential
 #   podman runc                      a real container runtime for the node's OCI hook (tests/launchers/
 #                                    test_oci_hook.py): Podman's hooks.d and CDI, runc (crun refuses
 #                                    these sandboxes' cgroup layout); images made by `podman import`
