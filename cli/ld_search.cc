@@ -92,7 +92,9 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
   // subdirectories (glibc before 2.37): all of them, which may find a library ld.so would pass over.
   subdirs_.clear();
   if (is64 && machine == EM_X86_64) {
-#if defined(__clang__) && __clang_major__ < 16  // no level names (the fuzz build): the features that make each level
+#if !defined(__x86_64__) && !defined(__i386__)  // another CPU's compiler has no x86 feature names
+    const bool v2 = false, v3 = false, v4 = false;
+#elif defined(__clang__) && __clang_major__ < 16  // no level names (the fuzz build): the features that make each level
     const bool v2 = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("ssse3");
     const bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma");
     const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
