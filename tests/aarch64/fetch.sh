@@ -6,8 +6,8 @@
 #   UCXTLSTEST_AARCH64_UCX      Debian's arm64 libucx0 unpacked with the libraries it needs
 #   UCXTLSTEST_AARCH64_WHEELS   PyPI's aarch64 libucx-cu12 and nixl-cu12 unpacked
 #                               (tests/wheels/aarch64-requirements.txt: pinned, hash-checked)
-#   UCXTLSTEST_AARCH64_KERNEL   (--kernel) Debian's arm64 kernel image (vmlinuz) and busybox-static
-#                               beside it, for tests/aarch64/test_kernel_aarch64.py
+#   UCXTLSTEST_AARCH64_KERNEL   (--kernel) Debian's arm64 kernel image (vmlinuz), with busybox-static
+#                               and dash (a dynamic shell) beside it, for test_kernel_aarch64.py
 # Exit status as scripts/aarch64-sysroot.sh's: 0 done; 2 cannot be attempted here; 1 failed.
 set -euo pipefail
 say() { printf 'fetch.sh: %s\n' "$*" >&2; }
@@ -75,7 +75,7 @@ if [ "${1:-}" = --kernel ]; then
   meta=$(debs linux-image-arm64)
   image=$(dpkg-deb -f "$meta" Depends | sed 's/[ ,(].*//')
   kdir=$cache/kernel
-  mapfile -t kdebs < <(debs "$image" busybox-static)
+  mapfile -t kdebs < <(debs "$image" busybox-static dash)
   want=$(basename -a "${kdebs[@]}")
   if [ "$(cat "$kdir/.done" 2>/dev/null)" != "$want" ]; then
     rm -rf "$kdir"; mkdir -p "$kdir/x"
@@ -87,6 +87,7 @@ if [ "${1:-}" = --kernel ]; then
     done
     mv "$kdir"/x/boot/vmlinuz-* "$kdir/vmlinuz"
     mv "$kdir/x/bin/busybox" "$kdir/busybox"
+    mv "$kdir/x/bin/dash" "$kdir/dash"
     rm -rf "$kdir/x"
     printf '%s\n' "$want" >"$kdir/.done"
   fi
