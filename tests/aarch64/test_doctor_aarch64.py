@@ -51,6 +51,25 @@ def neutral(text, places):
     return re.sub(r"-[0-9a-f]{8}(\.so)", r"-<hash>\1", text)
 
 
+def bwrap_with(libdir):
+    """bubblewrap's arguments for this machine's root with libdir at /usr/lib/aarch64-linux-gnu:
+    / and /usr/lib rebuilt on tmpfs from binds of their entries, so that the mount point is made
+    there and never in this machine's own /usr/lib."""
+    args = ["bwrap", "--tmpfs", "/"]
+    for parent in ("/", "/usr", "/usr/lib"):
+        if parent != "/":
+            args += ["--dir", parent]
+        for name in sorted(os.listdir(parent)):
+            path = os.path.join(parent, name)
+            if path in ("/usr", "/usr/lib", ARM64_LIBDIR) or name in ("proc", "dev"):
+                continue
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            else:
+                args += ["--dev-bind", path, path]
+    return args + ["--proc", "/proc", "--dev-bind", "/dev", "/dev", "--ro-bind", libdir, ARM64_LIBDIR]
+
+
 def doctors(args):
     """(aarch64 doctor, x86_64 doctor) run with args[0] and args[1] added to `doctor --ucx`."""
     top = tempfile.mkdtemp(prefix="ucxtls-doctor-aarch64-")
@@ -58,7 +77,7 @@ def doctors(args):
         libdir = arm64_libdir(top)
         ld_so = os.path.join(ARM64_LIBDIR, "ld-linux-aarch64.so.1")
         env = dict(BASE_ENV, HOME=EMPTY_HOME)
-        a = run(["bwrap", "--dev-bind", "/", "/", "--ro-bind", libdir, ARM64_LIBDIR, EMULATOR[0], ld_so,
+        a = run(bwrap_with(libdir) + [EMULATOR[0], ld_so,
                  CLI, "doctor", "--ucx"] + args[0], env, timeout=120)
         x = run([HOST_CLI, "doctor", "--ucx"] + args[1], env, timeout=120)
     finally:
