@@ -6,7 +6,8 @@
 #   scripts/aarch64-sysroot.sh --download PKG...   fetch arm64 .debs into the cache, print their paths
 #
 # The sysroot is the arm64 glibc, libgcc, libstdc++ and kernel headers (and the two header-only
-# libraries the tests and the hook build with) unpacked with dpkg-deb -x: what clang
+# libraries the tests and the hook build with) unpacked with dpkg-deb -x, with a dpkg database of
+# its runtime libraries for dpkg-shlibdeps: what clang
 # --target=aarch64-linux-gnu links against, and what qemu-aarch64 -L loads programs with. Installing
 # libc6-dev:arm64 instead would upgrade the host's own libc6 and a dozen others to the same
 # version, and g++-aarch64-linux-gnu conflicts with gcc-multilib: neither is needed this way.
@@ -100,7 +101,7 @@ if [ "${1:-}" = --download ]; then
   exit 0
 fi
 
-if [ -f "$sysroot/.done" ]; then printf '%s\n' "$sysroot"; exit 0; fi
+if [ -f "$sysroot/.done" ] && [ -f "$sysroot/var/lib/dpkg/status" ]; then printf '%s\n' "$sysroot"; exit 0; fi
 say "making the arm64 sysroot in $sysroot (about 9 MB from the Debian archive)"
 mapfile -t files < <(download "${SYSROOT_PACKAGES[@]}")
 rm -rf "$sysroot"
@@ -115,6 +116,24 @@ done
 # made relative, they stay inside the sysroot.
 find "$sysroot" -type l -lname '/*' -print0 | while IFS= read -r -d '' l; do
   ln -sfn "$(realpath -m --relative-to="$(dirname "$l")" "$sysroot$(readlink "$l")")" "$l"
+done
+# A dpkg database of the runtime libraries (var/lib/dpkg: status, and each package's file list,
+# symbols and shlibs files from its control archive), the list naming the files where the sysroot
+# has them: dpkg-shlibdeps reads a cross build's Depends from it (DPKG_ADMINDIR; CMakeLists.txt).
+admin=$sysroot/var/lib/dpkg
+mkdir -p "$admin/info" "$admin/updates"
+echo 1 >"$admin/info/format"  # arch-qualified names: libc6:arm64.list
+: >"$admin/status"
+for f in "${files[@]}"; do
+  pkg=$(dpkg-deb -f "$f" Package)
+  case $pkg in libc6|libgcc-s1|libstdc++6) ;; *) continue ;; esac
+  ctl=$(mktemp -d)
+  dpkg-deb -e "$f" "$ctl"
+  for x in symbols shlibs; do [ -f "$ctl/$x" ] && cp "$ctl/$x" "$admin/info/$pkg:arm64.$x"; done
+  rm -rf "$ctl"
+  dpkg-deb -c "$f" | awk '{print $6}' | sed 's#^\./#/#; s#/$##' | grep -v '^$' |
+    while IFS= read -r p; do realpath -m "$sysroot$p"; done >"$admin/info/$pkg:arm64.list"
+  { dpkg-deb -f "$f"; echo "Status: install ok installed"; echo; } >>"$admin/status"
 done
 basename -a "${files[@]}" >"$sysroot/.done"
 printf '%s\n' "$sysroot"

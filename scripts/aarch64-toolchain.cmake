@@ -35,6 +35,9 @@ endforeach()
 # clang's LTO objects are LLVM bitcode: archived by llvm-ar, indexed by llvm-ranlib.
 find_program(CMAKE_AR NAMES llvm-ar llvm-ar-14)
 find_program(CMAKE_RANLIB NAMES llvm-ranlib llvm-ranlib-14)
+# `cmake --install --strip` and CPack's stripping: llvm-strip reads any target (binutils' strip
+# here reads x86 files alone).
+find_program(CMAKE_STRIP NAMES llvm-strip llvm-strip-14)
 
 find_program(UCXTLS_QEMU_AARCH64 NAMES qemu-aarch64 qemu-aarch64-static REQUIRED)
 # -L: the arm64 ld.so and libraries a program loads come from the sysroot.
