@@ -96,17 +96,29 @@ def compare(t, label, arm_ucx, x86_ucx, places_arm, places_x86):
     xb, ab = (xj.get("ucx") or [{}])[0], (aj.get("ucx") or [{}])[0]
     t.check("%s: the x86_64 doctor reads its version (%s)" % (label, xb.get("version")), bool(xb.get("version")))
     t.equal("%s: version as the x86_64 doctor reads it" % label, ab.get("version"), xb.get("version"))
-    t.equal("%s: transports as the x86_64 doctor reads them" % label, ab.get("transports"), xb.get("transports"))
-    t.equal("%s: modules (what loads, and why not) as x86_64's" % label, ab.get("modules"), xb.get("modules"))
+    # (in any order: doctor lists them as the directory reads, which differs between file systems)
+    t.equal("%s: transports as the x86_64 doctor reads them" % label, sorted(ab.get("transports") or []),
+            sorted(xb.get("transports") or []))
+    key = lambda m: m.get("path") or ""
+    t.equal("%s: modules (what loads, and why not) as x86_64's" % label, sorted(ab.get("modules") or [], key=key),
+            sorted(xb.get("modules") or [], key=key))
     for k in ("messages", "problems", "missing", "status"):
         t.equal("%s: %s as x86_64's" % (label, k), aj.get(k), xj.get(k))
     # The report in words also names the module directories (the one compiled into libucs included).
     a, x = doctors(([arm_ucx], [x86_ucx]))
-    al = neutral(a.stdout.decode(), places_arm).splitlines()
-    xl = neutral(x.stdout.decode(), places_x86).splitlines()
+    al, xl = lines(a.stdout.decode(), places_arm), lines(x.stdout.decode(), places_x86)
     t.equal("%s: the module directories doctor names, as x86_64's" % label,
             [l for l in al if l.startswith("this UCX")], [l for l in xl if l.startswith("this UCX")])
     t.equal("%s: doctor's report, line for line, as x86_64's" % label, al, xl)
+
+
+def lines(text, places):
+    """The report's lines, neutral, sorted, the transports of 'this UCX' too (directory order)."""
+    out = []
+    for l in neutral(text, places).splitlines():
+        m = re.match(r"^(this UCX +)(.*?)( \(registered .*)$", l)
+        out.append(m.group(1) + ", ".join(sorted(m.group(2).split(", "))) + m.group(3) if m else l)
+    return sorted(out)
 
 
 def needs(t, *variables):

@@ -8,7 +8,9 @@
   name, version, licence and URL, Requires naming every library symbol version the files import;
 - the wheel (setup.py with the toolchain in CMAKE_ARGS): tagged py3-none-manylinux_2_N_aarch64,
   N what its ELF files need (packaging/wheel_tag.py, auditwheel's rule), every ELF file aarch64.
-The files themselves run in the other aarch64 tests; these are about the packages.
+The files themselves run in the other aarch64 tests; these are about the packages. The RPM and the
+wheel are two more builds of the project (about two minutes on 2 cores): tagged package_builds,
+they run when UCXTLSTEST_AARCH64_PACKAGES=1 and SKIP otherwise, to keep CI's time.
 """
 import glob
 import os
@@ -85,7 +87,16 @@ def deb(t):
     depends_cover(t, "the .deb", depends, root)
 
 
+def on_request(t, what):
+    if os.environ.get("UCXTLSTEST_AARCH64_PACKAGES") != "1":
+        t.skip(what, "a build of its own, run on request: UCXTLSTEST_AARCH64_PACKAGES=1")
+        return False
+    return True
+
+
 def rpm(t):
+    if not on_request(t, "the aarch64 RPM"):
+        return
     why = missing_inputs()
     if why or not have("rpmbuild"):
         return t.skip("RPM", why or "rpmbuild not installed (Debian rpm)")
@@ -126,6 +137,8 @@ def rpm(t):
 
 
 def wheel(t):
+    if not on_request(t, "the aarch64 wheel"):
+        return
     why = missing_inputs()
     if why:
         return t.skip("wheel", why)
@@ -156,8 +169,8 @@ def wheel(t):
 
 
 add_case("the .deb of the cross build: arm64, its files and Depends", deb)
-add_case("the RPM of a cross build with lib64: aarch64, its files and Requires", rpm)
-add_case("the wheel of a cross build: manylinux aarch64 tag, what its files need", wheel)
+add_case("the RPM of a cross build with lib64: aarch64, its files and Requires", rpm, tags=("package_builds",))
+add_case("the wheel of a cross build: manylinux aarch64 tag, what its files need", wheel, tags=("package_builds",))
 
 
 if __name__ == "__main__":
