@@ -103,7 +103,8 @@ fi
 
 if [ -f "$sysroot/.done" ] && [ -f "$sysroot/var/lib/dpkg/status" ]; then printf '%s\n' "$sysroot"; exit 0; fi
 say "making the arm64 sysroot in $sysroot (about 9 MB from the Debian archive)"
-mapfile -t files < <(download "${SYSROOT_PACKAGES[@]}")
+list=$(download "${SYSROOT_PACKAGES[@]}")  # (a failure exits here: set -e)
+mapfile -t files <<<"$list"
 rm -rf "$sysroot"
 mkdir -p "$sysroot"
 for f in "${files[@]}"; do dpkg-deb -x "$f" "$sysroot"; done

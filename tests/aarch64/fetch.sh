@@ -33,7 +33,8 @@ echo "UCXTLSTEST_AARCH64_SYSROOT=$sysroot"
 
 # Debian's UCX 1.13 for arm64 and the libraries its modules need (libucx0's Depends), so that
 # doctor finds them as ld.so would: through LD_LIBRARY_PATH=<dir>/usr/lib/aarch64-linux-gnu.
-mapfile -t ucx_debs < <(debs libucx0 libibverbs1 librdmacm1 libnuma1 ibverbs-providers libnl-3-200 libnl-route-3-200)
+list=$(debs libucx0 libibverbs1 librdmacm1 libnuma1 ibverbs-providers libnl-3-200 libnl-route-3-200)
+mapfile -t ucx_debs <<<"$list"
 unpack "$cache/ucx-debian" "${ucx_debs[@]}"
 echo "UCXTLSTEST_AARCH64_UCX=$cache/ucx-debian"
 
@@ -75,7 +76,8 @@ if [ "${1:-}" = --kernel ]; then
   meta=$(debs linux-image-arm64)
   image=$(dpkg-deb -f "$meta" Depends | sed 's/[ ,(].*//')
   kdir=$cache/kernel
-  mapfile -t kdebs < <(debs "$image" busybox-static dash)
+  list=$(debs "$image" busybox-static dash)
+  mapfile -t kdebs <<<"$list"
   want=$(basename -a "${kdebs[@]}")
   if [ "$(cat "$kdir/.done" 2>/dev/null)" != "$want" ]; then
     rm -rf "$kdir"; mkdir -p "$kdir/x"
