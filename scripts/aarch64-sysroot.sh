@@ -101,7 +101,7 @@ if [ "${1:-}" = --download ]; then
   exit 0
 fi
 
-if [ -f "$sysroot/.done" ] && [ -f "$sysroot/var/lib/dpkg/status" ]; then printf '%s\n' "$sysroot"; exit 0; fi
+if [ -f "$sysroot/.done" ] && [ -f "$sysroot/var/lib/dpkg/status" ] && [ -L "$sysroot/include" ]; then printf '%s\n' "$sysroot"; exit 0; fi
 say "making the arm64 sysroot in $sysroot (about 9 MB from the Debian archive)"
 list=$(download "${SYSROOT_PACKAGES[@]}")  # (a failure exits here: set -e)
 mapfile -t files <<<"$list"
@@ -113,6 +113,9 @@ for d in lib; do
   if [ -d "$sysroot/$d" ] && [ ! -L "$sysroot/$d" ]; then cp -a "$sysroot/$d/." "$sysroot/usr/$d/" && rm -rf "${sysroot:?}/$d"; fi
   ln -sfn "usr/$d" "$sysroot/$d"
 done
+# clang finds GCC's files through lib/gcc/...: the headers' paths in its dependency files then read
+# <sysroot>/include/c++/12/..., which must exist as written, or make rebuilds every object each time.
+ln -sfn usr/include "$sysroot/include"
 # Absolute symlinks (libm.so -> /lib/aarch64-linux-gnu/libm.so.6) would name the host's files:
 # made relative, they stay inside the sysroot.
 find "$sysroot" -type l -lname '/*' -print0 | while IFS= read -r -d '' l; do
