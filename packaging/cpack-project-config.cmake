@@ -5,6 +5,13 @@ if(CPACK_GENERATOR STREQUAL "DEB")
   if(POLICY CMP0109)
     cmake_policy(SET CMP0109 NEW)  # a program is a file one may execute
   endif()
+  # A cross build (scripts/aarch64-toolchain.cmake): dpkg-shlibdeps reads the target's libraries
+  # and the packages they come from in the sysroot's dpkg database (scripts/aarch64-sysroot.sh).
+  if(CPACK_UCXTLS_DPKG_SYSROOT)
+    set(ENV{DEB_HOST_ARCH} "${CPACK_DEBIAN_PACKAGE_ARCHITECTURE}")
+    set(ENV{DPKG_ADMINDIR} "${CPACK_UCXTLS_DPKG_SYSROOT}/var/lib/dpkg")
+    set(ENV{LD_LIBRARY_PATH} "${CPACK_UCXTLS_DPKG_SYSROOT}/usr/lib/${CPACK_UCXTLS_MULTIARCH}")
+  endif()
   find_program(SHLIBDEPS_EXECUTABLE dpkg-shlibdeps)
   if(NOT SHLIBDEPS_EXECUTABLE)
     message(FATAL_ERROR

@@ -6,7 +6,9 @@
 # Environment: BUILD_DIR (default build), JOBS (default: the CPUs, at most 8: a shared machine stays
 # usable), UCXTLSTEST_NO_INSTALL=1, UCXTLSTEST_WHEEL_CACHE (where the registry wheels' venv is
 # kept; default ${XDG_CACHE_HOME:-$HOME/.cache}/ucxtls-test), UCXTLSTEST_UCX_ZE (a UCX prefix
-# built with Level Zero, for the ze data path: no registry serves one; SKIP without it).
+# built with Level Zero, for the ze data path: no registry serves one; SKIP without it),
+# AARCH64_BUILD_DIR (default build-aarch64) and UCXTLSTEST_NO_AARCH64=1 (the aarch64 lane, below).
+# It never removes an installed package: an install that would stops, naming what and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -47,6 +49,10 @@ JOBS=${JOBS:-$(( cpus < 8 ? cpus : 8 ))}
 #                                    test_oci_hook.py): Podman's hooks.d and CDI, runc (crun refuses
 #                                    these sandboxes' cgroup layout); images made by `podman import`
 #   hyperfine                        (benchmark only)
+#   lld llvm qemu-user               the aarch64 lane: clang --target=aarch64-linux-gnu links with lld and
+#   qemu-system-arm                  archives with llvm-ar; its programs run under qemu-aarch64, and
+#                                    tests/aarch64/test_kernel_aarch64.py boots an arm64 kernel in
+#                                    qemu-system-aarch64. The arm64 libraries are not installed: see below.
 # Not installed here: python3-torch (about 1 GB) for the opt-in torchrun recipe test
 # (UCXTLSTEST_TORCH=1; it SKIPs and says so otherwise).
 . scripts/build-packages.sh  # the build's own: cmake g++ make
@@ -56,8 +62,8 @@ PACKAGES=("${BUILD_PACKAGES[@]}" python3 binutils doctest-dev ucx-utils libucx-d
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
           podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel; tests/differential relinks its fake builds
-          lld qemu-user          # tests/cli/test_doctor_hwcaps.py, test_doctor_aarch64.py: aarch64 and i386 fakes, arm64 ld.so
-          nlohmann-json3-dev)    # nlohmann-json3-dev: the JSON library the node hook (helper/) reads the runtime's input with
+          nlohmann-json3-dev     # nlohmann-json3-dev: the JSON library the node hook (helper/) reads the runtime's input with
+          lld llvm qemu-user qemu-system-arm)  # the aarch64 lane; lld, qemu-user also tests/cli/test_doctor_hwcaps.py, test_doctor_aarch64.py
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -68,6 +74,24 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q >&2
+    # Never remove an installed package (Debian's gcc-multilib and g++-aarch64-linux-gnu conflict,
+    # and `apt-get install -y` would remove one for the other): simulated first, and stopped with
+    # the names when anything would go.
+    sim=$(apt-get install -s -q --no-install-recommends "${missing[@]}" 2>&1) || { printf '%s\n' "$sim" >&2; exit 1; }
+    removed=$(printf '%s\n' "$sim" | sed -n 's/^Remv \([^ ]*\).*/\1/p' | tr '\n' ' ')
+    if [ -n "$removed" ]; then
+      inst=$(printf '%s\n' "$sim" | sed -n 's/^Inst \([^ ]*\).*/\1/p' | tr '\n' ' ')
+      # Why: the Conflicts and Breaks between what would be installed and what would go.
+      # shellcheck disable=SC2086
+      why=$(apt-cache depends $inst $removed 2>/dev/null | awk -v inst=" $inst " -v rem=" $removed " '
+        /^[^ <]/ { pkg = $1; sub(/:.*/, "", pkg); next }
+        /^ *[|]?(Conflicts|Breaks):/ { x = $2; gsub(/[<>]/, "", x); sub(/:.*/, "", x)
+          if (index(inst, " " pkg " ") && index(rem, " " x " ")) print pkg " conflicts with " x
+          else if (index(rem, " " pkg " ") && index(inst, " " x " ")) print x " conflicts with " pkg }' |
+        sort -u | paste -sd, - | sed 's/,/, /g')
+      echo "test.sh: stopped: installing ${missing[*]} would remove ${removed% } (${why:-see apt-get install -s}); nothing was installed or removed" >&2
+      exit 1
+    fi
     apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
   else
     echo "test.sh: missing packages (tests that need them will SKIP): ${missing[*]}" >&2
@@ -99,11 +123,36 @@ else
   wheels_failed=1
 fi
 
-cd "$BUILD_DIR"
 status=0
-ctest --output-on-failure -j "$JOBS" "$@" || status=$?
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" "$@") || status=$?
 if [ -n "$wheels_failed" ]; then
-  echo "test.sh: FAILED: the wheels' install failed; the tests that need it were skipped (see $(pwd)/wheels.log)" >&2
+  echo "test.sh: FAILED: the wheels' install failed; the tests that need it were skipped (see $(cd "$BUILD_DIR" && pwd)/wheels.log)" >&2
   [ "$status" != 0 ] || status=1
+fi
+
+# The aarch64 lane (docs/testing.md): the same source cross-built for aarch64 in its own build
+# directory (AARCH64_BUILD_DIR, default build-aarch64; scripts/aarch64-toolchain.cmake), then its
+# tests (tests/aarch64) under qemu-user and on an arm64 kernel in qemu-system-aarch64, against this
+# build. Its inputs come from the registries, cached outside the clone (tests/aarch64/fetch.sh:
+# the arm64 sysroot, Debian's arm64 UCX and kernel, PyPI's aarch64 UCX wheels; about 190 MB once).
+# UCXTLSTEST_NO_AARCH64=1 leaves it out; inputs that cannot be fetched here make it say so and skip.
+if [ -z "${UCXTLSTEST_NO_AARCH64:-}" ]; then
+  A_DIR=${AARCH64_BUILD_DIR:-build-aarch64}
+  set +e
+  inputs=$(tests/aarch64/fetch.sh --kernel)
+  rc=$?
+  set -e
+  if [ "$rc" = 0 ]; then
+    while IFS= read -r line; do export "${line?}"; done <<<"$inputs"
+    cmake -S . -B "$A_DIR" -DUCXTLS_TESTS=ON -DCMAKE_TOOLCHAIN_FILE=scripts/aarch64-toolchain.cmake \
+      -DUCXTLS_AARCH64_SYSROOT="$UCXTLSTEST_AARCH64_SYSROOT" -DUCXTLS_HOST_BUILD_DIR="$(cd "$BUILD_DIR" && pwd)" >&2
+    cmake --build "$A_DIR" -j "$JOBS" >&2
+    (cd "$A_DIR" && ctest --output-on-failure -j "$JOBS" "$@") || status=$?
+  elif [ "$rc" = 2 ]; then
+    echo "test.sh: SKIP the aarch64 lane: its inputs cannot be fetched here (above)" >&2
+  else
+    echo "test.sh: FAILED: the aarch64 lane's inputs (tests/aarch64/fetch.sh, above)" >&2
+    status=1
+  fi
 fi
 exit "$status"

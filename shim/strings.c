@@ -65,6 +65,9 @@ LOCAL int memcmp(const void *a, const void *b, size_t n) {
   return 0;
 }
 
+/* clang calls bcmp for a memcmp whose result is only compared with zero (LLVM's SimplifyLibCalls). */
+LOCAL int bcmp(const void *a, const void *b, size_t n) { return memcmp(a, b, n); }
+
 /* A word at a time while 8 bytes remain (a word holding c has a zero byte after the xor), never
  * reading past s + n; then the bytes of the word that holds it, or of the tail. */
 LOCAL void *memchr(const void *s, int c, size_t n) {

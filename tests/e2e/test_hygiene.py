@@ -20,7 +20,7 @@ def version_key(v):
     return tuple(int(x) for x in v.split("."))
 
 
-@case("build rules of the built file")
+@case("build rules of the built file", tags=("built_file",))
 def build_rules(t):
     dyn = tool(["readelf", "-d", "-W", LIB])
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", dyn)
