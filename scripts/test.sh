@@ -62,7 +62,7 @@ PACKAGES=("${BUILD_PACKAGES[@]}" python3 binutils doctest-dev ucx-utils libucx-d
           man-db groff-base golang-go python3-pip python3-setuptools python3-wheel python3-venv
           python3-setuptools-whl python3-wheel-whl bubblewrap python3-yaml
           podman runc patchelf   # patchelf: tests/cli/test_doctor_ucx.py lays a copy of Debian's UCX out like NIXL's wheel; tests/differential relinks its fake builds
-          nlohmann-json3-dev     # nlohmann-json3-dev: the JSON library the node hook (helper/) reads the runtime's input with
+          nlohmann-json3-dev     # nlohmann-json3-dev: the JSON library the node hook in helper/ reads the runtime's input with
           lld llvm qemu-user qemu-system-arm)  # the aarch64 lane; lld, qemu-user also tests/cli/test_doctor_hwcaps.py, test_doctor_aarch64.py
 
 missing=()
