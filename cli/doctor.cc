@@ -325,7 +325,7 @@ int doctor_checks(int argc, char **argv) {
       // (bounded_child.h reads_in_child). Its decision is made in its place (process_view.h).
       std::string err;
       if (!reads_in_child(deadline, timeout_ms, "process " + std::to_string(pid), &err)) return fail(kUsage, "doctor: " + err);
-      if (!evaluate_as_process(r.get(), pid_t(pid), proc->secure, tmpl, left_ms(), &err)) return fail(kUsage, "doctor: " + err);
+      if (!evaluate_as_process(r.get(), pid_t(pid), proc->secure, tmpl, timeout_ms, &err)) return fail(kUsage, "doctor: " + err);
       reads_done();
     } else {
       evaluate(r.get(), tmpl);
