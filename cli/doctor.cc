@@ -248,7 +248,7 @@ int doctor_checks(int argc, char **argv) {
   }
   // A replayed machine has no UCX of its own to read (as `ucxtls probe` says of its drivers).
   if (!r->in.secure && (explicit_value ? getenv(kOptions[kSysroot].name) : r->in.get(kSysroot)))
-    fail(0, "doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info's) is this machine's, not the replayed machine's");
+    finding_lines({{"sysroot", "UCXTLS_SYSROOT is set: the UCX checked (ucx_info's) is this machine's, not the replayed machine's"}});
   // The build ucx_info belongs to, judged as --ucx judges one: the libucp ld.so would give it,
   // worked out from its files (ld_search.h), never by running it.
   const std::string ucx_info = ucx_info_path(caller);

@@ -154,6 +154,12 @@ int empty_value(const std::string &source, int status) {
 
 namespace {
 
+// A failure whose words a row above already shows: the text shows them once (doctor_json.cc).
+int failed_in_row(const std::string &msg) {
+  doctor_findings().in_rows.push_back(msg);
+  return fail(kFailed, msg);
+}
+
 // The names a value gives UCX to match (for the build problems): aux and \ marks dropped.
 std::vector<std::string> value_names(const std::string &value) {
   std::vector<std::string> names;
@@ -187,12 +193,12 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
   // line first, the build's (which no value can fix) last.
   int status = 0;
   if (!nothing && copy_verdict(value.c_str(), r.family) != Copy::carries)
-    status = fail(kFailed, "doctor: " + gpu_mismatch_warning(value.c_str(), r.family));
+    status = failed_in_row("doctor: " + gpu_mismatch_warning(value.c_str(), r.family));  // mismatch_line's `warning`
   if (open && !status)
     return fail(kUsage, "doctor: could not tell " + (b.open.empty() ? b.untold : b.open[0]) + ": the build could not be checked");
   if (open) return status;
   if (!missing.empty()) return missing_status(missing);
-  if (serious) return fail(kFailed, "doctor: " + problems[0]);
+  if (serious) return failed_in_row("doctor: " + problems[0]);  // its `build` line above
   return status;
 }
 
