@@ -27,6 +27,7 @@ struct DoctorFindings {
   std::vector<Ucx> ucx;
   std::vector<std::string> missing, problems, messages;
   std::vector<std::string> findings;  // about the node and the environment (node_findings.h): "tag: text"
+  std::vector<std::string> in_rows;   // the messages whose words a row already shows (a `warning`, a `build` line)
 };
 
 // The findings of this run of the command (doctor.cc records into it).

@@ -19,8 +19,10 @@ int fail(int status, const std::string &msg);
 
 // While lines is set, each message fail prints (without "ucxtls: ") is also appended there, in
 // order (doctor --json carries them in its object), and its status to statuses when given (doctor's
-// verdict line names the first message that failed); nullptr: no longer.
-void record_failures(std::vector<std::string> *lines, std::vector<int> *statuses = nullptr);
+// verdict line names the first message that failed); nullptr: no longer. quiet_after: once more
+// than that many lines are on stdout (util.h lines_printed), a message is only recorded, not
+// printed: doctor shows it on stdout, among its rows, and stderr keeps what came before any row.
+void record_failures(std::vector<std::string> *lines, std::vector<int> *statuses = nullptr, size_t quiet_after = size_t(-1));
 
 // The command's guards, installed first thing in main (install_guards):
 // - stdout as coreutils treat it (their close_stdout): output that cannot be written (a full

@@ -283,7 +283,7 @@ def fake_ucx_info(tag, transports=("tcp", "self", "sysv", "posix"), version="1.2
     return elf_ucx_info(d, os.path.join(d, "lib"))
 
 
-@case("doctor's stderr escapes control bytes too (--value, --pid, --template, --ucx): one '?' each, no faked line")
+@case("doctor's stdout and stderr escape control bytes (--value, --pid, --template, --ucx): one '?' each, no faked line")
 def doctor_stderr_escapes(t):
     env = env_for(None, preload=False)
     env["PATH"] = fake_ucx_info("stderr") + ":" + env["PATH"]
@@ -291,19 +291,22 @@ def doctor_stderr_escapes(t):
     faked = re.compile(r"^FAKE", re.M)
 
     def clean(label, err, want):
-        t.check("%s: no control byte on stderr, no line a value made, '?' for each (%r)" % (label, want),
+        t.check("%s: no control byte on stdout or stderr, no line a value made, '?' for each (%r)" % (label, want),
                 not re.search("[\x00-\x09\x0b-\x1f\x7f]", err) and not faked.search(err) and want in err, repr(err))
 
+    def both(p):  # a failure after doctor's rows is on stdout (its verdict), an error before them on stderr
+        return p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
+
     p = run([CLI, "doctor", "--value", nasty], env)
-    clean("--value (the local ucx_info)", p.stderr.decode(errors="replace"), "ze_copy?[2J?FAKE")
+    clean("--value (the local ucx_info)", both(p), "ze_copy?[2J?FAKE")
     p = run([CLI, "doctor", "--ucx", os.path.join(FAKES, "nixl"), "--value", nasty], env)
-    clean("--value with --ucx", p.stderr.decode(errors="replace"), "ze_copy?[2J?FAKE")
+    clean("--value with --ucx", both(p), "ze_copy?[2J?FAKE")
     h = Holder(env_for(None, preload=False, UCX_TLS=nasty))
     try:
         p = run([CLI, "doctor", "--pid", str(h.p.pid)], env)
     finally:
         h.close()
-    clean("--pid of a process whose UCX_TLS has them", p.stderr.decode(errors="replace"), "ze_copy?[2J?FAKE")
+    clean("--pid of a process whose UCX_TLS has them", both(p), "ze_copy?[2J?FAKE")
     p = run([CLI, "doctor", "--template", "{cop\x1b[2J\nFAKE}"], env)
     clean("--template that is not valid (named in the error)", p.stderr.decode(errors="replace"), "'{cop?[2J?FAKE}'")
     p = run([CLI, "doctor", "--ucx", "/nonexist\x1b[31m\nFAKE"], env)
@@ -383,9 +386,13 @@ def empty_value_source(t):
             more = ["--ucx", os.path.join(FAKES, "nixl")] if where == "--ucx" else []
             p = run([CLI, "doctor"] + args + more, env)
             err = p.stderr.decode(errors="replace")
+            last = (p.stdout.decode(errors="replace").splitlines() or [""])[-1]
             want = "(--value)" if args else "(UCX_TLS as set)"
+            # --value '': the one stderr line; UCX_TLS='': after the rows, the verdict, stderr silent.
+            said = ("ucxtls: doctor: the value is empty %s:" % want) in err if args else (
+                err == "" and last.startswith("verdict     FAIL (exit 1): the value is empty %s:" % want))
             t.check("%s (%s): exit %d, the error says the value is empty %s" % (label, where, 2 if args else 1, want),
-                    p.returncode == (2 if args else 1) and ("ucxtls: doctor: the value is empty %s:" % want) in err
+                    p.returncode == (2 if args else 1) and said
                     and (args == [] or (p.stdout == b"" and err.count("\n") == 1))  # --value '': one line, no row
                     and (args == [] or "UCX_TLS is empty" not in err), "%d %r" % (p.returncode, err))
 

@@ -228,8 +228,14 @@ def doctor_json_keys(t):
         if not t.check("%s: doctor --json prints one object on one line, its status the exit status" % label,
                        isinstance(j, dict) and j.get("status") == p.returncode, repr(p.stdout) + repr(p.stderr)):
             continue
-        t.equal("%s: its messages are the ucxtls: lines on stderr" % label,
-                ["ucxtls: " + m for m in j["messages"]], p.stderr.decode().splitlines())
+        # The messages: an error before any row, the one stderr line (as without --json); after the
+        # rows, the failures, which the text shows on stdout (its verdict quotes the first), stderr silent.
+        text = run([CLI, "doctor"] + args, env)
+        err, out = p.stderr.decode().splitlines(), text.stdout.decode().splitlines()
+        said = (err == ["ucxtls: " + m for m in j["messages"]] and not out) if err else (
+            not j["messages"] if not j["status"] else j["messages"][0][len("doctor: "):] in out[-1])
+        t.check("%s: its messages are the stderr line before any row, or the failures the text's verdict quotes" % label,
+                said and text.stderr.decode().splitlines() == err, "%r\n%s%s" % (j["messages"], p.stderr.decode(), "\n".join(out)))
         for path, value in paths(j):
             seen.setdefault(path, {}).setdefault(type(value), label)
     t.equal("keys emitted but not in command.md", sorted(set(seen) - set(keys)), [])

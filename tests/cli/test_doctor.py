@@ -58,8 +58,8 @@ def ze_and_tcp(t):
     env = HERE_ENV
     p, out, missing = doctor(["--value", "rc_x,rc,dc_x,dc,ze_copy"], env)
     err = p.stderr.decode()
-    t.check("a ze value fails: exit 1, ze_copy MISSING, one stderr line naming it",
-            p.returncode == 1 and "ze_copy" in missing and err.count("\n") == 1 and "ze_copy" in err, out + err)
+    t.check("a ze value fails: exit 1, ze_copy MISSING, the verdict naming it, stderr silent",
+            p.returncode == 1 and "ze_copy" in missing and err == "" and "ze_copy" in out.splitlines()[-1], out + err)
     p, out, missing = doctor(["--value", "tcp,self"], env)
     t.check("tcp,self passes: exit 0, nothing missing, stderr silent",
             p.returncode == 0 and not missing and p.stderr == b"" and re.search(r"^ok +tcp$", out, re.M), out + p.stderr.decode())
@@ -155,13 +155,13 @@ def option_named_and_sysroot(t):
     p, _, _ = doctor([], env_for("dgx", preload=False, UCXTLS_TEMPLATE="{rdam}"))
     t.check("doctor with UCXTLS_TEMPLATE={rdam} in the environment: the variable is named",
             p.returncode == 1 and p.stderr.decode().startswith('ucxtls: UCXTLS_TEMPLATE="{rdam}"'), repr(p.stderr))
-    note = "ucxtls: doctor: UCXTLS_SYSROOT is set: the UCX checked (ucx_info's) is this machine's, not the replayed machine's\n"
+    note = "warning     UCXTLS_SYSROOT is set: the UCX checked (ucx_info's) is this machine's, not the replayed machine's\n"
     for args in ([], ["--value", "tcp"], ["--template", "tcp,{copy}"]):
-        p, _, _ = doctor(args, env_for("dgx", preload=False, **ALWAYS))  # a value in effect to check
-        t.check("doctor %s under UCXTLS_SYSROOT: says the UCX checked is this machine's" % (" ".join(args) or "(the value in effect)"),
-                p.stderr.decode().startswith(note), repr(p.stderr))
-    p, _, _ = doctor(["--value", "tcp"], HERE_ENV)
-    t.check("doctor without UCXTLS_SYSROOT: no such note", "UCXTLS_SYSROOT" not in p.stderr.decode(), repr(p.stderr))
+        p, out, _ = doctor(args, env_for("dgx", preload=False, **ALWAYS))  # a value in effect to check
+        t.check("doctor %s under UCXTLS_SYSROOT: its first row says the UCX checked is this machine's, stderr silent"
+                % (" ".join(args) or "(the value in effect)"), out.startswith(note) and p.stderr == b"", out + p.stderr.decode())
+    p, out, _ = doctor(["--value", "tcp"], HERE_ENV)
+    t.check("doctor without UCXTLS_SYSROOT: no such note", "UCXTLS_SYSROOT" not in out + p.stderr.decode(), out)
 
 
 @case("an empty value is a usage error")
@@ -288,10 +288,13 @@ def build_of_ucx_info(t):
             err = p.stderr.decode()
             q, ucx_out, _ = doctor(args + ["--ucx", libucp], env)
             named = re.search(r"^build +(this UCX was built without %s support.*)$" % re.escape(family), out, re.M)
-            # The last stderr line: the names missing where there are (they come first), else the build's.
+            # The verdict: the build's words, unless names are missing (they decide), or the value
+            # cannot carry the GPU memory (quoted first, the build's counted as one more above).
             t.check("%s, %s: the build line and exit 1" % (machine, label), p.returncode == 1 and named, out + err)
-            t.check("... stderr ends with the line for it, or for the names missing",
-                    named and (err.splitlines()[-1:] == ["ucxtls: doctor: " + named.group(1)] or re.search(r"^MISSING ", out, re.M)),
+            last = out.splitlines()[-1]
+            t.check("... the verdict quotes the build line, or counts it above; stderr silent",
+                    named and err == "" and (last == "verdict     FAIL (exit 1): " + named.group(1) or last.endswith(" more above)")
+                                            or re.search(r"^MISSING ", out, re.M)),
                     out + err)
             t.equal("%s, %s: the same build lines and exit status as doctor --ucx %s" % (machine, label, libucp),
                     (p.returncode, re.findall(r"^build .*$", out, re.M)), (q.returncode, re.findall(r"^build .*$", ucx_out, re.M)),
@@ -320,11 +323,11 @@ def script_ucx_info(t):
             f.write('#!/bin/sh\nexec %s "$@"\n' % real)
         os.chmod(script, 0o755)
         p, out, _ = doctor([], env)
-        err = p.stderr.decode().splitlines()
-        err = [x for x in err if "UCXTLS_SYSROOT" not in x]  # the replayed node's note
-        t.check("a wrapper: exit 2, nothing on stdout, one line: could not tell which UCX it runs, name it with --ucx",
-                p.returncode == 2 and out == "" and len(err) == 1 and "could not tell which UCX" in err[0]
-                and "--ucx PATH" in err[0], out + p.stderr.decode())
+        # After the replayed node's `warning` row, the error is the verdict (stderr stays silent).
+        last = out.splitlines()[-1:] or [""]
+        t.check("a wrapper: exit 2, the verdict: could not tell which UCX it runs, name it with --ucx; stderr silent",
+                p.returncode == 2 and p.stderr == b"" and last[0].startswith("verdict     could not check (exit 2): ")
+                and "could not tell which UCX" in last[0] and "--ucx PATH" in last[0], out + p.stderr.decode())
         p, out, _ = doctor(["--ucx", os.path.dirname(libucp)], env)
         t.check("... and --ucx naming its build judges it (built without Level Zero, exit 1)",
                 p.returncode == 1 and "built without Level Zero (ze) support" in out, out + p.stderr.decode())
@@ -342,10 +345,13 @@ def json_findings(t):
             continue
         j = json.loads(lines[0])
         problems = re.findall(r"^build +(.*)$", out, re.M)
-        t.check("%s: family %s, value %r, the text's build problems, its exit status, its stderr lines" % (machine, want_family, want_value),
+        verdict = out.splitlines()[-1]
+        t.check("%s: family %s, value %r, the text's build problems, its exit status, the failure its verdict quotes, "
+                "stderr silent" % (machine, want_family, want_value),
                 j["family"] == want_family and j["value"] == want_value and j["problems"] == problems
-                and j["status"] == p.returncode == j_p.returncode
-                and j["messages"] == [l[len("ucxtls: "):] for l in j_p.stderr.decode().splitlines()], lines[0] + "\n" + out)
+                and j["status"] == p.returncode == j_p.returncode and j_p.stderr == b"" and p.stderr == b""
+                and bool(j["messages"]) == bool(p.returncode)
+                and all(m[len("doctor: "):] in verdict or m[len("doctor: "):] in out for m in j["messages"]), lines[0] + "\n" + out)
         if machine == "intel-xe":
             t.check("intel-xe: names this UCX as without Level Zero, and the ucx_info and libucp judged",
                     any("without Level Zero" in x for x in j["problems"]) and j["ucx"]

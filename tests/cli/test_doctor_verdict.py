@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`ucxtls doctor`'s last line, `verdict`, agrees with its exit status in every mode (the ucx_info
 on PATH, `--ucx`, `--pid`) and with `--json`'s status: `ok (exit 0)`, or `FAIL (exit 1): ` and the
-first `ucxtls:` line that failed, as stderr has it. "nothing to check" is printed only where
-nothing else is checked: a replayed NVIDIA node (UCX_TLS stays unset) whose UCX, Debian's 1.13, has
+first failure's words; each failure is on stdout once (the verdict's quote apart), and stderr stays
+empty. "nothing to check" is printed only where nothing else is checked: a replayed NVIDIA node (UCX_TLS stays unset) whose UCX, Debian's 1.13, has
 no CUDA, is a FAIL that says why. An error before any row is its one stderr line alone. The UCX is
 Debian's 1.13 (tag ucx_info: SKIP without ucx_info) on replayed machines; --pid reads a python3
 that has it loaded, with and without the library preloaded."""
@@ -39,13 +39,14 @@ def doctor(args, env):
 
 
 def agrees(t, what, rc, out, err):
-    """The verdict is the last line, and says what the exit status says, with stderr's first failing line."""
+    """The verdict is the last line, and says what the exit status says; a FAIL quotes a failure,
+    which stdout shows nowhere else unless a row has its words, and nothing is on stderr."""
     last = out.splitlines()[-1] if out else ""
     if rc == 0:
-        return t.check("%s: exit 0, last line %r" % (what, OK), last == OK, "%d\n%s%s" % (rc, out, err))
-    m = re.match(re.escape(FAIL) + r"(.*?)(?: \(and \d+ more on stderr\))?$", last)
-    return t.check("%s: exit %d, last line 'verdict     FAIL (exit 1): <a stderr line>'" % (what, rc),
-                   rc == 1 and m and "ucxtls: doctor: " + m.group(1) in err.splitlines(), "%d\n%s%s" % (rc, out, err))
+        return t.check("%s: exit 0, last line %r, stderr empty" % (what, OK), last == OK and err == "", "%d\n%s%s" % (rc, out, err))
+    m = re.match(re.escape(FAIL) + r"(.*?)(?: \(and \d+ more above\))?$", last)
+    return t.check("%s: exit %d, last line 'verdict     FAIL (exit 1): <a failure>', stderr empty" % (what, rc),
+                   rc == 1 and m and m.group(1) and err == "", "%d\n%s%s" % (rc, out, err))
 
 
 @case("a replayed NVIDIA node, UCX_TLS unset, Debian's UCX without CUDA: FAIL and why, not 'nothing to check'")
@@ -106,19 +107,28 @@ def every_mode(t):
             p.wait(timeout=30)
 
 
-@case("two failures: the verdict quotes the first, as stderr has it, and counts the other")
+@case("two failures: each is shown once, on stdout; the verdict quotes the first and counts the other")
 def first_failure(t):
     # A replayed Intel node and a fake NIXL-like build (no ze_copy): `tcp,foo` cannot carry the
-    # node's GPU memory (the first failure, its line first), and names a transport the build lacks
-    # (the second). The agreement check above accepts any failing line; this one wants the first.
+    # node's GPU memory (the first failure, its `warning` row first), and names a transport the
+    # build lacks (the second, which no row shows in its words). --json's messages are the two.
     lib = os.path.join(FAKES, "nixl", "libucp.so.0")
-    rc, out, err = doctor(["--ucx", lib, "--value", "tcp,foo"], env_for("intel-xe", preload=False))
-    failed = [line[len("ucxtls: doctor: "):] for line in err.splitlines() if line.startswith("ucxtls: doctor: ")]
-    if not t.check("control: exit 1, two failing lines, the value's copy transport first, then foo",
-                   rc == 1 and len(failed) == 2 and "foo" not in failed[0] and "foo" in failed[1], "%d %r %r" % (rc, out, err)):
+    args = ["--ucx", lib, "--value", "tcp,foo"]
+    rc, out, err = doctor(args, env_for("intel-xe", preload=False))
+    q = run([CLI, "doctor", "--json"] + args, env_for("intel-xe", preload=False))
+    failed = [m[len("doctor: "):] for m in (json.loads(q.stdout.decode() or "null") or {}).get("messages", [])]
+    if not t.check("control: exit 1, --json names two failures, the value's copy transport first, then foo",
+                   rc == 1 and len(failed) == 2 and "foo" not in failed[0] and "foo" in failed[1], "%d %r %r" % (rc, out, failed)):
         return
-    t.equal("the verdict quotes the first and counts the other", out.splitlines()[-1:],
-            [FAIL + failed[0] + " (and 1 more on stderr)"], out + err)
+    t.equal("stderr is empty: no error, only failures", err, "", err)
+    t.check("--json: stdout is the object alone, stderr empty", len(q.stdout.splitlines()) == 1 and q.stderr == b"",
+            repr(q.stdout + q.stderr))
+    lines = out.splitlines()
+    for m in failed:
+        t.equal("shown once on stdout apart from the verdict's quote: %s" % m[:60],
+                sum(m in line for line in lines[:-1] + err.splitlines()), 1, out + err)
+    t.equal("the verdict quotes the first and counts the other, above it", lines[-1:],
+            [FAIL + failed[0] + " (and 1 more above)"], out + err)
 
 
 @case("an error before any row: its one stderr line, no verdict")

@@ -1,0 +1,210 @@
+// How doctor judges a value against a build's transports (see doctor_judge.h).
+#include "doctor_judge.h"
+
+#include <stdio.h>
+
+#include <string>
+#include <vector>
+
+#include "doctor_build.h"
+#include "doctor_findings.h"
+#include "exit.h"
+#include "repair.h"
+#include "report.h"
+#include "util.h"
+
+namespace ucxtls {
+namespace cli {
+namespace {
+
+// UCX's alias table (ucp_tl_aliases in UCX's src/ucp/core/ucp_context.c, master = v1.21/v1.22;
+// docs/design.md, "Facts and sources").
+// An alias counts as served when any member is, an aux-only member included, which is exactly
+// when UCX does not print "not available" for it.
+struct Alias {
+  const char *name;
+  const char *members;
+};
+const Alias kAliases[] = {
+    {"mm", "posix,sysv,xpmem"},
+    {"sm", "posix,sysv,xpmem,knem,cma"},
+    {"shm", "posix,sysv,xpmem,knem,cma"},
+    {"ib", "rc_verbs,ud_verbs,rc_mlx5,ud_mlx5,dc_mlx5,gga_mlx5,ud_mlx5:aux,ud_verbs:aux,srd,rc_gda"},
+    {"ud_v", "ud_verbs"},
+    {"ud_x", "ud_mlx5"},
+    {"ud", "ud_mlx5,ud_verbs"},
+    {"rc_v", "rc_verbs,ud_verbs:aux"},
+    {"rc_x", "rc_mlx5,ud_mlx5:aux"},
+    {"rc", "rc_mlx5,ud_mlx5:aux,rc_verbs,ud_verbs:aux"},
+    {"dc", "dc_mlx5,ud_mlx5:aux"},
+    {"dc_x", "dc_mlx5,ud_mlx5:aux"},
+    {"ugni", "ugni_smsg,ugni_udt:aux,ugni_rdma"},
+    {"cuda", "cuda_copy,cuda_ipc,gdr_copy"},
+    {"rocm", "rocm_copy,rocm_ipc,rocm_gdr"},
+    {"ze", "ze_copy,ze_ipc,ze_gdr"},
+    {"gaudi", "gaudi_gdr"},
+    {"gga", "gga_mlx5"},
+};
+
+std::string strip_aux(const std::string &s) {
+  size_t k = s.find(':');
+  return k == std::string::npos ? s : s.substr(0, k);
+}
+
+// Is `version` ("1.22.0") UCX 1.22 or newer? False when unknown.
+bool at_least_1_22(const std::string &version) {
+  int major = 0, minor = 0;
+  return sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && (major > 1 || (major == 1 && minor >= 22));
+}
+
+// Whether a served entry brings only accelerator devices to the context: the copy and gdr
+// transports are UCX's "accelerator" devices, an ipc transport (cuda_ipc, rocm_ipc) an "intra-node"
+// one, which 1.22 counts as usable (`ucx_info -d`: "Type: intra-node"); an alias (cuda, rocm, ze)
+// counts by the members it served here (`via`).
+bool serves_accelerator_only(const std::string &item, const std::string &via) {
+  GpuRole role;
+  if (gpu_entry_family(item.c_str(), item.size(), &role) == Family::none) return false;
+  if (role == GpuRole::ipc) return false;
+  if (role != GpuRole::alias) return true;
+  for (const std::string &member : split(via.c_str(), ",")) {
+    std::string m = strip_aux(member);
+    if (gpu_entry_family(m.c_str(), m.size(), &role) == Family::none || role == GpuRole::ipc) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool judge(const std::string &value, const std::vector<std::string> &have, const std::string &version,
+           std::vector<std::string> *missing, bool *gpu_only) {
+  auto served = [&](const std::string &name) {
+    for (const std::string &t : have)
+      if (t == name) return true;
+    return false;
+  };
+  std::string items = value;
+  bool deny = !items.empty() && items[0] == '^';
+  bool gpu = false, other = false;  // served names of the allow list
+  if (deny) items.erase(0, 1);
+  if (items.empty()) {
+    print_line("MISSING     every transport: an empty list makes UCX fail (\"The TLs list is empty\")\n");
+    return false;
+  }
+  for (const std::string &item : split(items.c_str(), ",")) {
+    std::string name = strip_aux(item);
+    bool exact = !name.empty() && name[0] == '\\';  // \name: the transport itself, not an alias
+    if (exact) name.erase(0, 1);
+    std::string via;  // which members serve it
+    bool ok = name == "all" || served(name);
+    if (!exact) {
+      for (const Alias &a : kAliases) {
+        if (name != a.name) continue;
+        for (const std::string &m : split(a.members, ","))
+          if (served(strip_aux(m))) ok = true, via += (via.empty() ? "" : ",") + m;
+      }
+    }
+    if (deny && ok) {
+      print_line("%-11s %s\n", "denied", item.c_str());
+    } else if (deny && at_least_1_22(version)) {  // measured: 1.22 says nothing about it
+      print_line("%-11s %s (not in this UCX: harmless, UCX %s does not warn about a denied name)\n", "denied",
+                 item.c_str(), version.c_str());
+    } else if (deny) {
+      // Harmless to the context, yet UCX 1.13 (measured) warns about it like an allowed name;
+      // 1.22 does not (above). Reported, since it is in the value for nothing.
+      print_line("%-11s %s (denied, and not in this UCX: some UCX releases warn about it)\n", "MISSING", item.c_str());
+      missing->push_back(item);
+    } else if (ok) {
+      print_line("%-11s %s%s%s\n", "ok", item.c_str(), via.empty() ? "" : " -> ", via.c_str());
+      (serves_accelerator_only(item, via) ? gpu : other) = true;
+    } else {
+      bool blank = item.find_first_of(" \t") != std::string::npos;  // UCX does not trim entries
+      print_line("%-11s %s%s\n", "MISSING", item.c_str(), blank ? " (has a space: UCX does not trim entries)" : "");
+      missing->push_back(item);
+    }
+  }
+  *gpu_only = !deny && gpu && !other;
+  return true;
+}
+
+namespace {
+
+// UCX >= 1.22 refuses a context whose usable transports are all accelerator ones (openucx/ucx
+// #11373: "no usable transports/devices"), where the names are served: a line, and exit 1.
+bool gpu_only_refused(bool gpu_only, const std::string &version) {
+  if (!gpu_only || !at_least_1_22(version)) return false;
+  print_line("%-11s the value as a whole: UCX %s refuses a context whose only usable transports are accelerator ones\n",
+             "refused", version.c_str());
+  fail(kFailed, "doctor: UCX " + version + " fails to create a context with this value (\"no usable transports/devices\"): "
+          "add tcp or sm,self to it");
+  return true;
+}
+
+int missing_status(const std::vector<std::string> &missing) {
+  std::string names;
+  for (const std::string &m : missing) names += (names.empty() ? "" : ", ") + m;
+  return fail(kFailed, "doctor: this UCX cannot serve " + names +
+                           ": it prints \"not available\" on stdout of every process that uses this value");
+}
+
+}  // namespace
+
+int empty_value(const std::string &source, int status) {
+  return fail(status, "doctor: the value is empty (" + source + "): UCX fails to create a context (\"The TLs list is empty\")");
+}
+
+namespace {
+
+// A failure whose words a row above already shows: the text shows them once (doctor_json.cc).
+int failed_in_row(const std::string &msg) {
+  doctor_findings().in_rows.push_back(msg);
+  return fail(kFailed, msg);
+}
+
+// The names a value gives UCX to match (for the build problems): aux and \ marks dropped.
+std::vector<std::string> value_names(const std::string &value) {
+  std::vector<std::string> names;
+  if (!value.empty() && value[0] == '^') return names;  // a deny list names nothing it wants
+  for (const std::string &item : split(value.c_str(), ",")) {
+    std::string n = strip_aux(item);
+    if (!n.empty() && n[0] == '\\') n.erase(0, 1);
+    names.push_back(n);
+  }
+  return names;
+}
+
+}  // namespace
+
+int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::string &value, const std::string &source,
+            const std::string &version, bool empty, bool gpu_only, const std::vector<std::string> &missing) {
+  bool serious = false;
+  const std::vector<std::string> problems = build_problems(b, nothing ? std::vector<std::string>() : value_names(value),
+                                                           r.family, rdma_kind(r.f), &serious);
+  for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
+  DoctorFindings &found = doctor_findings();
+  found.missing.insert(found.missing.end(), missing.begin(), missing.end());
+  found.problems.insert(found.problems.end(), problems.begin(), problems.end());
+  if (empty) return empty_value(source, kFailed);
+  // A fact beyond doctor's reading (b.open, its `could not` lines: a library libucp needs, the
+  // version the rules rest on) leaves the build open: what it seems to lack may be in what was not
+  // read, so its names and problems are not judged, and the answer is never "ok" nor "MISSING".
+  const bool open = !b.open.empty() || !b.untold.empty();
+  if (!open && gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
+  // The value cannot carry this node's GPU memory (repair.h copy_verdict), whoever set it: its
+  // line first, the build's (which no value can fix) last.
+  int status = 0;
+  if (!nothing && copy_verdict(value.c_str(), r.family) != Copy::carries)
+    status = failed_in_row("doctor: " + gpu_mismatch_warning(value.c_str(), r.family));  // mismatch_line's `warning`
+  if (open && !status)
+    return fail(kUsage, "doctor: could not tell " + (b.open.empty() ? b.untold : b.open[0]) + ": the build could not be checked");
+  if (open) return status;
+  if (!missing.empty()) return missing_status(missing);
+  if (serious) return failed_in_row("doctor: " + problems[0]);  // its `build` line above
+  return status;
+}
+
+int bounded(const UcxBuild &b) {
+  return fail(kUsage, "doctor: could not tell what this UCX serves: " + b.bound);
+}
+
+}  // namespace cli
+}  // namespace ucxtls
