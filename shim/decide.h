@@ -86,6 +86,7 @@ struct Facts {
   bool rdma_gda_fails = false;
   char rdma_gda_port[40] = {};
   Fact ucx_conf;            // yes: a ucx.conf that UCX reads assigns UCX_TLS
+  uint8_t ucx_conf_absent = 0;  // bit i: ucx.conf place i (probe.cc ucx_conf_place) was not there
   DriverFact driver;
   FamilyFact family[kFamilies];  // indexed by Family (none unused)
 };

@@ -97,6 +97,7 @@ UCXTLS_OWN_FRAME void probe_ucx_conf(const Inputs &in, const Settings &s, const 
       describe_failure(ev, "read", p, r);
       return;
     }
+    if (absent(r)) f->ucx_conf_absent |= uint8_t(1u << i);  // a RoCE port's UCX_IB_GID_INDEX skips it
     if (scan.found) {
       f->ucx_conf.value = Tri::yes;
       ev.add(p.buf);
@@ -125,7 +126,7 @@ UCXTLS_OWN_FRAME void read_gid_index(const Inputs &in, const Settings &s, GidSet
   bool found = false, in_section = false;
   for (int i = 0; i < 4; i++) {
     Path p(nullptr, "");
-    if (!ucx_conf_place(i, in, s, &p)) continue;
+    if ((g->absent >> i & 1) || !ucx_conf_place(i, in, s, &p)) continue;
     ConfScan scan;
     scan.key = kName;
     scan.value = value;

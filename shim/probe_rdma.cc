@@ -238,6 +238,7 @@ UCXTLS_OWN_FRAME void probe_rdma(const Inputs &in, const Settings &s, const Prob
   char first_usable[96] = {}, first_unusable[kEvidenceMax] = {};
   bool unopenable = false;  // a RoCE port UCX lists but cannot open
   GidSetting gid;
+  gid.absent = f->ucx_conf_absent;  // step 6 looked a moment ago
   auto check = [&](const char *node, bool listed) {  // false: the node is not there
     RdmaDevice dev;
     check_uverbs(in, s, node, listed, best != Rdma::none, o, &gid, &dev);

@@ -45,6 +45,7 @@ struct GidSetting {
   bool read = false;
   long index = -1;    // device_rules.h: kGidAuto (UCX's default), an index, or kGidUnknown
   int error = 0;      // -errno: a ucx.conf could not be read (then index is kGidUnknown)
+  uint8_t absent = 0;  // the ucx.conf places step 6 found not there (Facts::ucx_conf_absent): not asked again
   char shown[96] = {};  // where it came from, for the evidence: UCX_IB_GID_INDEX="3" (FILE)
 };
 void read_gid_index(const Inputs &in, const Settings &s, GidSetting *g);

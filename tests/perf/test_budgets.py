@@ -45,9 +45,9 @@ PORT = READ
 # ConnectX's): a read per entry, a read and an access more for each valid one.
 ROCE_OK = 2 * READ + 1
 ROCE_TABLE = READ * 256 + (READ + 1) * 4
-# A RoCE port also reads UCX_IB_GID_INDEX's places (step 6's ucx.conf files, read again for that
-# name: one failed open each where none exists).
-GID_CONF = 3
+# A RoCE port also reads UCX_IB_GID_INDEX's places: step 6's ucx.conf files, read again for that
+# name, except those step 6 found not there (none, on these nodes).
+GID_CONF = 0
 SYSCALL_ROWS = [
     ("busy node, the default: unset (the CUDA list fits)", "dgx", {}, UNSET, 24 + PORT),
     (BUSY, "dgx", ALWAYS, C, 24 + PORT),
