@@ -139,7 +139,7 @@ void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decisi
 }
 
 // UCX's own default, written so that a hard-coded list cannot displace it.
-void write_all(Decision *d, Reason why) {
+void decide_all(Decision *d, Reason why) {
   memcpy(d->value, kAllTransports, sizeof kAllTransports);
   d->action = Action::set;
   d->note(why);
@@ -151,7 +151,7 @@ void write_all(Decision *d, Reason why) {
 // without UCX's port check (gdaki.c uct_gdaki_query_tl_devices): ^ib denies rc_gda with the rest.
 void write_without_rc(const Facts &f, Decision *d) {
   const bool gda = f.rdma_gda_fails && d->family == Family::cuda;  // rc_gda lists CUDA GPUs alone
-  if (!f.rdma_unopenable && !gda) return write_all(d, Reason::all_without_rc);
+  if (!f.rdma_unopenable && !gda) return decide_all(d, Reason::all_without_rc);
   memcpy(d->value, kDenyIb, sizeof kDenyIb);
   d->action = Action::set;
   d->note(f.rdma_unopenable ? Reason::deny_ib : Reason::deny_ib_gda);
@@ -274,7 +274,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   // A user's template is applied as written; its {rdma} needs the network fact.
   const bool guarded = default_template && !s.write_always && d->family != Family::none;
   if (default_template && s.write_always) d->note(Reason::write_always);
-  if (guarded && d->family != Family::cuda) return write_all(d, Reason::all_other_family);
+  if (guarded && d->family != Family::cuda) return decide_all(d, Reason::all_other_family);
   if (default_template || template_uses_rdma(s.tmpl)) {
     switch (fact_state(f.rdma)) {
       case FactState::cannot_tell: return cannot_tell(d, Need::rdma);

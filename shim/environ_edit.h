@@ -54,7 +54,7 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
 // glibc calls main with the `__environ` of that moment, so main's envp (bash's) is whatever array
 // it holds when the constructors are done: the edited one, or the one published here. target is
 // the array the constructor found safe to edit (the exec's, or any while it is the one thread:
-// preload.cc environment_shared); edits are made in it, and a new array is published (one
+// preload.cc why_environment_shared); edits are made in it, and a new array is published (one
 // compare-and-swap) only over it.
 // *target is the array the constructor found safe to edit (preload.cc: the process has one
 // thread); copy says that it is not known to be writable (not the exec's array: a program may

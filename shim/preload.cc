@@ -157,8 +157,9 @@ struct Threads {
   long get() { return count ? count : (count = thread_count()); }
 };
 
-// NULL when the library may write the decision it made from `in`, else why not.
-__attribute__((noinline)) const char *environment_shared(const Inputs &in, Threads *threads) {
+// Why the library may not write the decision it made from `in` (another thread runs, ...), or
+// NULL when it may.
+__attribute__((noinline)) const char *why_environment_shared(const Inputs &in, Threads *threads) {
   const long n = threads->get();
   if (n < 0) return "whether another thread runs cannot be told: it may be changing the environment";
   if (n > 1) return "another thread runs: it may be changing the environment";
@@ -226,12 +227,12 @@ __attribute__((constructor)) void ucxtls_init(int argc, char **argv, char **envp
     const char *failed = nullptr, *shared = nullptr;
     const bool writes = env_needs_write(in, d);
     if (writes) {
-      failed = shared = environment_shared(in, &threads);
+      failed = shared = why_environment_shared(in, &threads);
       if (!failed) failed = apply(in, d, process_environ(), envp);  // the one thread: nobody else edits it
     }
     char mark[kSaidMax];
     if ((s.debug || d.error || in.unknown || s.timeout_why || s.cache_dir_why) &&
-        report(env, in, s, f, d, failed, mark) && !(writes ? shared : environment_shared(in, &threads))) {
+        report(env, in, s, f, d, failed, mark) && !(writes ? shared : why_environment_shared(in, &threads))) {
       // Children see that these lines were printed; nothing is reported if this cannot be written.
       char **target = process_environ();
       const char *const name[] = {kOptions[kSaid].name}, *const value[] = {mark};

@@ -5,7 +5,7 @@ object, and names the row's UCX_TLS; the aarch64 library's debug line names the 
 library's names.
 
 The aarch64 library's write itself cannot be seen here: qemu-user runs a thread of its own, so the
-library's one-thread rule (shim/preload.cc environment_shared) refuses it, and its line says
+library's one-thread rule (shim/preload.cc why_environment_shared) refuses it, and its line says
 "failed to set UCX_TLS=V (another thread runs ...)". That refusal is read as the x86_64 line's
 "set UCX_TLS=V"; the write on an aarch64 kernel is test_kernel_aarch64.py's.
 """

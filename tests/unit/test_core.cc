@@ -1032,7 +1032,7 @@ TEST_CASE("settings: every row parses by its kind, with the row's words, limits 
 }
 
 // /proc/self/stat's thread count (field 20), read only after a setenv ran before the library
-// (preload.cc environment_shared): the command name may hold blanks and parentheses.
+// (preload.cc why_environment_shared): the command name may hold blanks and parentheses.
 TEST_CASE("auxv_secure: AT_SECURE (23) before AT_NULL; anything else cannot tell") {
   struct Row {
     const char *name;
