@@ -41,7 +41,17 @@ def free_port():
 
 def exchange(exe, env, cwd):
     """A server, then a client sending it a message over
-    loopback (each exec'd directly with env). Returns (client status, client output, server output)."""
+    loopback (each exec'd directly with env). Returns (client status, client output, server output).
+    A port taken between free_port and the server's bind (another test's connection: the server
+    says "Address already in use") is the test's race, not UCX's answer: tried again on another."""
+    for _ in range(3):
+        rc, client, server = exchange_once(exe, env, cwd)
+        if rc == 0 or "Address already in use" not in server:
+            break
+    return rc, client, server
+
+
+def exchange_once(exe, env, cwd):
     port = str(free_port())
     server = subprocess.Popen([exe, "-p", port], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
