@@ -18,7 +18,9 @@ if [ ! -f "$build/libucxtls.so" ] || [ -n "$(find "$top/shim" "$top/cli" "$top/h
       if command -v apt-get >/dev/null; then
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -q >&2
-        apt-get install -y -q --no-install-recommends "${BUILD_PACKAGES[@]}" >&2
+        # --no-remove: an install that would remove a package (a conflict) stops, naming it
+        apt-get install -y -q --no-remove --no-install-recommends "${BUILD_PACKAGES[@]}" >&2 ||
+          echo "run.sh: apt-get refused to install ${BUILD_PACKAGES[*]} (above); nothing was removed" >&2
       else
         ${how%% *} install -y "${BUILD_PACKAGES_RPM[@]}" >&2
       fi

@@ -92,7 +92,7 @@ if [ ${#missing[@]} -gt 0 ]; then
       echo "test.sh: stopped: installing ${missing[*]} would remove ${removed% } (${why:-see apt-get install -s}); nothing was installed or removed" >&2
       exit 1
     fi
-    apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+    apt-get install -y -q --no-remove --no-install-recommends "${missing[@]}" >&2
   else
     echo "test.sh: missing packages (tests that need them will SKIP): ${missing[*]}" >&2
   fi

@@ -239,8 +239,8 @@ def run_sh_without_cmake_case(t):
                 err == "run.sh: building needs cmake and a C++17 compiler; install them as root: cmake, g++ and make "
                 "with your package manager\n", "exit %d\nstderr: %r" % (rc, err))
     rc, out, err, calls = run_sh_without_cmake(t, False, "record")
-    t.check("as root: apt-get update, then install of scripts/build-packages.sh's list (cmake g++ make)",
-            calls == ["update -q", "install -y -q --no-install-recommends cmake g++ make"], repr(calls) + "\n" + err)
+    t.check("as root: apt-get update, then install (never removing) of scripts/build-packages.sh's list (cmake g++ make)",
+            calls == ["update -q", "install -y -q --no-remove --no-install-recommends cmake g++ make"], repr(calls) + "\n" + err)
     t.check("... and, the stand-in having installed nothing, the same line, exit 2", rc == 2 and err.endswith(line)
             and err.startswith("run.sh: no cmake or C++ compiler: installing cmake g++ make\n"), "exit %d\nstderr: %r" % (rc, err))
 
