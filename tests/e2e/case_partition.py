@@ -12,7 +12,8 @@ import collections
 import subprocess
 import sys
 
-from harness import Checks, Selection
+from harness import Checks
+from selection import Selection
 
 
 def listing(script, args):

@@ -3,11 +3,11 @@
 Every test script is run by CTest with UCXTLSTEST_LIB (the built library), UCXTLSTEST_BUILD_DIR and
 UCXTLSTEST_SOURCE_DIR in its environment (run by hand from the source tree, they default to build/).
 A script is a list of named cases (`@case("name", tags=(...))` or `add_case(name, fn, *args,
-tags=(...))`), run by `main(title)`; the work of a case runs only when it is selected. Output:
-"-- NAME" before each case, one line per check ("ok", "FAIL" or "SKIP" with the reason), then
-"N cases; N passed, N failed, N skipped". Exit status: 1 on any failure, 77 (CTest's
-SKIP_RETURN_CODE: shown as "Skipped") when every selected case was skipped, else 0. A case that
-raises fails alone.
+tags=(...))`), run by `main(title)`; a long script keeps some in modules it `include`s. The work
+of a case runs only when it is selected. Output: "-- NAME" before each case, one line per check
+("ok", "FAIL" or "SKIP" with the reason), then "N cases; N passed, N failed, N skipped". Exit
+status: 1 on any failure, 77 (CTest's SKIP_RETURN_CODE: shown as "Skipped") when every selected
+case was skipped, else 0. A case that raises fails alone.
 
 A tag names what a case needs that a machine may lack (a tool, root, a kernel feature: `strace`,
 `as_root`, `m32_process`). CTest selects by tag, never by name, so a case can be renamed freely:
@@ -27,6 +27,7 @@ starts with the one line that finds this file (see docs/testing.md), and imports
 """
 import atexit
 import contextlib
+import importlib
 import os
 import re
 import shutil
@@ -38,7 +39,7 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS_DIR = os.path.dirname(HERE)
 # The modules the scripts share, beside this one: the fixture machines, the install helpers
-# (tests/cli/test_install.py), the launcher recipes (tests/launchers/recipes.py).
+# (tests/cli/install_checks.py), the launcher recipes (tests/launchers/recipes.py).
 for _area in ("fixtures", "cli", "launchers"):
     if os.path.join(TESTS_DIR, _area) not in sys.path:
         sys.path.append(os.path.join(TESTS_DIR, _area))
@@ -47,6 +48,7 @@ BUILD_DIR = os.environ.get("UCXTLSTEST_BUILD_DIR", os.path.join(SOURCE_DIR, "bui
 LIB = os.environ.get("UCXTLSTEST_LIB", os.path.join(BUILD_DIR, "libucxtls.so"))
 
 import machines  # noqa: E402
+from selection import USAGE, Selection  # noqa: E402
 
 # What the library writes for UCX_TLS on an RDMA node (docs/how-it-decides.md): the RDMA
 # transports, then the copy transport of the GPU family found; "all" where RDMA is not usable.
@@ -190,6 +192,7 @@ class Checks:
 RUN_ID = "%s-%d" % (os.urandom(4).hex(), os.getpid())
 SKIPPED = 77  # the exit status CTest's SKIP_RETURN_CODE names (set on every Python test)
 CASES = []  # (name, function, args, tags): run in this order
+_INCLUDED = set()  # the modules include() imported: their cases register
 ARGS = []  # the script's own arguments (positional), once main() has taken the selection and --list
 SELECTED = []  # the names of the cases main() runs (known when `start` is called)
 SELECTED_TAGS = set()  # the tags of those cases
@@ -197,8 +200,8 @@ SELECTED_TAGS = set()  # the tags of those cases
 
 def add_case(name, fn, *args, tags=()):
     """Registers fn(t, *args) as the case `name` (names are unique within a script), with its
-    tags. Only the cases of the script run as __main__ run: another script may import one for its
-    tables (ROWS)."""
+    tags. Only the cases of the script run as __main__ (and of the modules it includes) run:
+    another script may import one for its tables (ROWS)."""
     _register(sys._getframe(1).f_globals.get("__name__"), name, fn, args, tags)
 
 
@@ -212,80 +215,23 @@ def case(name, tags=()):
     return register
 
 
+def include(*modules):
+    """Imports the modules that hold more of the running script's cases (a script split by theme):
+    their cases are the script's own, after those registered so far. Call it from the script's
+    `if __name__ == "__main__":` block, so that a script imported for its tables registers none."""
+    for name in modules:
+        _INCLUDED.add(name)
+        importlib.import_module(name)
+
+
 def _register(module, name, fn, args, tags):
     if isinstance(tags, str) or not all(isinstance(g, str) and re.fullmatch(r"[a-z0-9_]+", g) for g in tags):
         raise ValueError("case %r: tags are a tuple of words of [a-z0-9_]: %r" % (name, tags))
-    if module != "__main__":
+    if module != "__main__" and module not in _INCLUDED:
         return
     if any(name == c[0] for c in CASES):
         raise ValueError("two cases named %r" % name)
     CASES.append((name, fn, args, tuple(tags)))
-
-
-def matcher(expr):
-    """A predicate on case names for a -k expression: substrings (case-insensitive) joined with
-    `and`, `or` and `not` (not binds first, then and, then or), as pytest's -k without parentheses
-    (case names may hold them). Words between keywords form one substring: -k 'dgx (defaults)'."""
-    alternatives = [[]]  # or-list of and-lists of [negated, substring]
-    expect_term, neg = True, False
-    for word in expr.split():
-        if word == "not" and expect_term:
-            neg = not neg
-        elif word in ("and", "or") and not expect_term:
-            if word == "or":
-                alternatives.append([])
-            expect_term = True
-        elif expect_term:
-            alternatives[-1].append([neg, word.lower()])
-            expect_term, neg = False, False
-        else:  # a further word of the same substring
-            alternatives[-1][-1][1] += " " + word.lower()
-    if expect_term:
-        raise ValueError("-k %r: a term is missing" % expr)
-    return lambda name: any(all((sub in name.lower()) != neg for neg, sub in conj) for conj in alternatives)
-
-
-class Selection:
-    """What the command line asks for: the cases with every --tag, none of the --not-tag, and a
-    name that every -k expression matches; `rest` is the script's own arguments."""
-
-    def __init__(self, argv):
-        self.tags, self.not_tags, self.exprs, self.rest = [], [], [], []
-        self.listing = self.help = False
-        argv = list(argv)
-        while argv:
-            a = argv.pop(0)
-            if a == "--list":
-                self.listing = True
-            elif a in ("--tag", "--not-tag", "-k") and argv:
-                {"--tag": self.tags, "--not-tag": self.not_tags, "-k": self.exprs}[a].append(argv.pop(0))
-            elif a.startswith("-k") and len(a) > 2:
-                self.exprs.append(a[2:])
-            elif a in ("-h", "--help"):
-                self.help = True
-            else:
-                self.rest.append(a)
-        self._names = [matcher(e) for e in self.exprs]  # ValueError: a bad -k
-
-    def chooses(self, name, tags):
-        return (all(g in tags for g in self.tags) and not any(g in tags for g in self.not_tags)
-                and all(p(name) for p in self._names))
-
-    def unknown_tags(self, cases):
-        """The tags asked for that no case declares (a typo, or a tag renamed in one place only)."""
-        known = {g for c in cases for g in c[-1]}
-        return sorted({g for g in self.tags + self.not_tags if g not in known})
-
-
-USAGE = """usage: %s [--list] [--tag TAG] [--not-tag TAG] [-k EXPRESSION] [ARG...]
-  --list          print the cases (those selected, with a selection) and exit: the name, and
-                  after a tab the case's tags
-  --tag TAG       run only the cases tagged TAG; may be repeated (all must hold)
-  --not-tag TAG   leave out the cases tagged TAG; may be repeated
-  -k EXPRESSION   run only the cases whose name contains EXPRESSION (case-insensitive);
-                  words joined with and / or / not, as pytest's -k; -k may be repeated (all must hold).
-                  For runs by hand: CTest selects by tag.
-"""
 
 
 def main(title, start=None):
