@@ -14,7 +14,7 @@ import re
 
 from lane import CLI, HOST_CLI, HOST_LIB, LIB, emulated, missing_inputs
 from harness import UNSET, add_case, env_for, main, run
-from test_fixtures import ROWS, label_of
+from fixture_rows import ROWS, label_of
 
 # The refusal under qemu-user, and what the same line says where the write is made.
 REFUSED = re.compile(r"^ucxtls: failed to set (UCX_TLS=\S+?) \(another thread runs: it may be changing the "

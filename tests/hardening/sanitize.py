@@ -133,9 +133,9 @@ def fixtures(t):
     drv = exe("fixture_driver")
     if not t.check("fixture_driver was built", drv is not None):
         return
-    import test_fixtures
-    for machine, extra, want in test_fixtures.ROWS:
-        label = "sanitized %s %s" % (machine, " ".join("%s=%r" % kv for kv in extra.items()) or "(defaults)")
+    import fixture_rows
+    for machine, extra, want in fixture_rows.ROWS:
+        label = "sanitized " + fixture_rows.label_of(machine, extra)
         # The row's own variables, exactly (common.env_for's UCXTLS_WRITE=always only where the row has it).
         driver(t, drv, label, env_for(machine, preload=False, UCXTLS_DEBUG="1", **dict({"UCXTLS_WRITE": None}, **extra)), want)
     # Settings that stress the formatting and list code, on machines where they get that far.
