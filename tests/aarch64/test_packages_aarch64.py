@@ -25,7 +25,7 @@ from lane import SYSROOT, missing_inputs
 from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, add_case, have, main
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "packaging"))
-from test_install import depends_cover, elf_files, elf_imports  # noqa: E402  (tests/cli)
+from install_checks import depends_cover, elf_files, elf_imports  # noqa: E402  (tests/cli)
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")

@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Install trees and packages: `cmake --install` to a temporary prefix and the command run from
-there (moved, and through a symlink), the .deb from CPack unpacked and run, and the README's `$LIB`
-recipe for mixed 32/64-bit process trees."""
-import atexit
+there (moved, and through a symlink), the .deb from CPack unpacked and run; the README's `$LIB`
+recipe for mixed 32/64-bit process trees in install_lib_recipe.py."""
 import glob
 import json
 import os
@@ -13,53 +12,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import ALL, ALWAYS, BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, main, run  # noqa: E402
+from harness import ALL, ALWAYS, BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, Z, case, env_for, have, include, main, run  # noqa: E402
+from install_checks import SCRATCH, depends_cover, install, installed, run_from  # noqa: E402
 
-CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
-SHOW = 'printf "%s|%s" "${UCX_TLS-<unset>}" "${LD_PRELOAD-<unset>}"'
-
-
-def run_from(t, label, cli, lib):
-    """`cli run sh` on the intel-xe fixture must see the ze value and `lib` preloaded."""
-    p = run([cli, "run", "sh", "-c", SHOW], env_for("intel-xe", preload=False, **ALWAYS))
-    t.equal(label, (p.stdout.decode(), p.returncode), ("%s|%s" % (Z, os.path.realpath(lib)), 0), p.stderr.decode())
-
-
-SCRATCH = tempfile.mkdtemp(prefix="ucxtls-install-")
-atexit.register(shutil.rmtree, SCRATCH, True)
-_made = {}
-
-
-def once(fn):
-    """fn() computed once per process (an install tree, a build), for the cases that share it."""
-    def cached():
-        if fn.__name__ not in _made:
-            _made[fn.__name__] = fn()
-        return _made[fn.__name__]
-    return cached
-
-
-def install(prefix):
-    """cmake --install into prefix: (process, P/bin/ucxtls, [P/lib.../libucxtls.so])."""
-    p = subprocess.run([CMAKE, "--install", BUILD_DIR, "--prefix", prefix], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT)
-    libs = glob.glob(os.path.join(prefix, "lib*", "**", "libucxtls.so"), recursive=True)
-    return p, os.path.join(prefix, "bin", "ucxtls"), libs
-
-
-@once
-def installed():
-    return install(os.path.join(SCRATCH, "prefix"))
-
-
-def installed_lib(t):
-    """The library of the install tree, or None after a failed check."""
-    p, _, libs = installed()
-    if len(libs) == 1:
-        return libs[0]
-    t.check("cmake --install gives P/lib.../libucxtls.so", False, p.stdout.decode() + repr(libs))
-    return None
 
 
 @case("cmake --install: the command runs from the install tree")
@@ -196,102 +152,6 @@ def moved_tree(t):
             repr(p))
 
 
-def elf_imports(path):
-    """{soname: {version node: {symbol}}} that the ELF file at path imports, read with readelf (the
-    version-needs section gives each index its library and node, the dynamic symbols their index)."""
-    text = subprocess.run(["readelf", "-W", "-V", "--dyn-syms", path], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL).stdout.decode()
-    index, lib, out = {}, None, {}
-    for line in text.splitlines():
-        m = re.search(r"File: (\S+) +Cnt:", line)
-        if m:
-            lib = m.group(1)
-        m = re.search(r"Name: (\S+) +Flags: \S+ +Version: (\d+)", line)
-        if m and lib:
-            index[m.group(2)] = (lib, m.group(1))
-            out.setdefault(lib, {}).setdefault(m.group(1), set())
-        m = re.search(r" UND (\S+)@(\S+) \((\d+)\)$", line)
-        if m and m.group(3) in index:
-            lib_, node = index[m.group(3)]
-            out[lib_][node].add(m.group(1))
-    return out
-
-
-def elf_files(root):
-    """The ELF files below root."""
-    found = []
-    for d, _, names in os.walk(root):
-        for n in names:
-            f = os.path.join(d, n)
-            if not os.path.islink(f) and os.path.isfile(f):
-                with open(f, "rb") as fh:
-                    if fh.read(4) == b"\x7fELF":
-                        found.append(f)
-    return found
-
-
-def vkey(v):
-    return [int(x) for x in re.findall(r"\d+", v)]
-
-
-def host_symbols(arch):
-    """{soname: (package, {symbol@node: minimal version})} from the dpkg database's symbols files
-    (each library package ships one; dpkg-shlibdeps reads the same), for packages of arch: a
-    Multi-Arch package's (pkg:arch) wins over a biarch one's (libc6-x32 also lists libc.so.6)."""
-    out = {}
-    files = glob.glob("/var/lib/dpkg/info/*.symbols")
-    for f in sorted(files, key=lambda f: ":" in os.path.basename(f), reverse=True):
-        name = os.path.basename(f)[:-len(".symbols")]
-        if ":" in name and not name.endswith(":" + arch):
-            continue
-        cur = None
-        for line in open(f, errors="replace"):
-            m = re.match(r"^(\S+\.so\S*) (\S+) ", line)
-            if m:
-                entry = out.setdefault(m.group(1), (m.group(2), {}))
-                cur = entry[1] if entry[0] == m.group(2) == name.split(":")[0] else None
-            elif cur is not None and line.startswith(" "):
-                parts = line.split()
-                if len(parts) >= 2:
-                    cur[parts[0]] = parts[1]
-    return out
-
-
-def depends_cover(t, label, depends, root):
-    """Depends (a control field) against the symbol versions the package's ELF files import: libc6
-    at least the highest GLIBC_ node, and each library's package at least the version the host's
-    symbols file gives each imported symbol (what a system needs for the files to start)."""
-    deps = {}
-    for d in depends.split(","):
-        m = re.match(r"^\s*(\S+)(?: \(>= ([^)]+)\))?\s*$", d)
-        if m:
-            deps[m.group(1)] = m.group(2)
-    imports = {}
-    for f in elf_files(root):
-        for lib, nodes in elf_imports(f).items():
-            for node, syms in nodes.items():
-                imports.setdefault(lib, {}).setdefault(node, set()).update(syms)
-    glibc = max((n[len("GLIBC_"):] for n in imports.get("libc.so.6", {}) if n.startswith("GLIBC_2")), key=vkey)
-    t.check("%s: Depends has libc6 (>= %s or more), the highest GLIBC_ version its files import" % (label, glibc),
-            deps.get("libc6") and vkey(deps["libc6"]) >= vkey(glibc), "Depends: %s\nimports: %r" % (depends, imports))
-    arch = subprocess.run(["dpkg", "--print-architecture"], stdout=subprocess.PIPE).stdout.decode().strip()
-    known = host_symbols(arch) if arch else {}
-    if not known:
-        t.skip("%s: Depends against the symbols files" % label, "no dpkg database symbols files here")
-        return
-    for lib, nodes in sorted(imports.items()):
-        if lib not in known:
-            t.check("%s: %s has a symbols file here (the package that provides it)" % (label, lib), False, repr(sorted(known)))
-            continue
-        pkg, table = known[lib]
-        need = max((table.get("%s@%s" % (s, n)) or table.get("%s@%s" % (n, n)) or "0" for n, ss in nodes.items()
-                    for s in ss | {n}), key=vkey)
-        have_v = deps.get(pkg)
-        ok = have_v is not None and subprocess.run(["dpkg", "--compare-versions", have_v, "ge", need]).returncode == 0
-        t.check("%s: Depends has %s (>= %s or more) for %s's symbol versions %s" % (label, pkg, need, lib, ", ".join(sorted(nodes, key=vkey))),
-                ok, "Depends: %s" % depends)
-
-
 @case("deb: the package from CPack, unpacked and run", tags=("deb",))
 def deb(t):
     # The .deb from CPack, unpacked (not installed: the test must not change the machine).
@@ -360,129 +220,7 @@ def deb_without_dpkg_dev(t):
     t.check("cpack -G DEB fails, writes no .deb, and says to install dpkg-dev",
             p.returncode != 0 and not debs and "dpkg-dev" in text, text + repr(debs))
 
-# $LIB: ld.so picks the directory of the process's own ELF class. Where it points is
-# system-specific (Debian lib/x86_64-linux-gnu, RHEL lib64): the library is placed in each
-# candidate and /proc/self/maps of the preloaded process shows the one ld.so chose.
-TREE = os.path.join(SCRATCH, "opt-ucxtls")
-LIB_ENV = env_for("intel-xe", preload=False, **ALWAYS, LD_PRELOAD=TREE + "/$LIB/libucxtls.so")
-
-
-@case("$LIB: a 64-bit process under LD_PRELOAD='P/$LIB/libucxtls.so'")
-def lib_64(t):
-    lib = installed_lib(t)
-    if not lib:
-        return
-    for d in ("lib/x86_64-linux-gnu", "lib64", "lib", "lib/aarch64-linux-gnu"):
-        os.makedirs(os.path.join(TREE, d), exist_ok=True)
-        shutil.copy(lib, os.path.join(TREE, d, "libucxtls.so"))
-    p = run(["/bin/sh", "-c", SHOW + '; echo; grep -o "%s/[^ ]*libucxtls.so" /proc/$$/maps | sort -u' % TREE], LIB_ENV)
-    lines = p.stdout.decode().splitlines()
-    t.check("LD_PRELOAD='P/$LIB/libucxtls.so' (quoted) loads the library: UCX_TLS set, no ld.so error",
-            len(lines) == 2 and lines[0].startswith(Z + "|") and "$LIB" in lines[0] and p.stderr == b""
-            and os.path.dirname(lines[1]) != TREE, p.stdout.decode() + p.stderr.decode())
-    if len(lines) == 2:
-        print("     $LIB here = %s" % os.path.relpath(os.path.dirname(lines[1]), TREE))
-
-
-INSTALL_MD = os.path.join(SOURCE_DIR, "docs", "install.md")
-
-
-@case("install.md's $LIB lines append to LD_PRELOAD and leave $LIB to ld.so")
-def lib_lines(t):
-    with open(INSTALL_MD, encoding="utf-8") as f:
-        lines = re.findall(r"^export LD_PRELOAD=.*\$LIB.*$", f.read(), re.M)
-    t.check("install.md has its two $LIB recipes' export lines (%d)" % len(lines), len(lines) == 2, "%r" % lines)
-    for line in lines:
-        want = re.search(r"(/\S*?)\\?\$LIB(/libucxtls\.so)", line)
-        lib = want.group(1) + "$LIB" + want.group(2) if want else "?"
-        for before, expect in ((None, lib), ("/site/libother.so", "/site/libother.so:" + lib)):
-            # The earlier entry is set inside the script: bash itself is never started with it.
-            script = ("export LD_PRELOAD=%s\n" % before if before else "") + line + '\nprintf %s "$LD_PRELOAD"'
-            p = run(["/bin/bash", "-c", script], env_for(None, preload=False))
-            t.equal("`%s` with LD_PRELOAD %s" % (line, before or "unset"), p.stdout.decode(), expect, p.stderr.decode())
-
-
-# The 32-bit half of the recipe: the library built with -m32 (the command is not needed), in
-# BUILD_DIR/install-m32 so that the two 32-bit cases, two CTest tests, share one build (CTest runs
-# them one at a time: RESOURCE_LOCK).
-M32 = os.path.join(BUILD_DIR, "install-m32")
-
-
-@once
-def probe32():
-    """A 32-bit program that prints UCX_TLS, or None when gcc -m32 cannot build one."""
-    exe = os.path.join(SCRATCH, "probe32")
-    c = os.path.join(SCRATCH, "show.c")
-    with open(c, "w") as f:
-        f.write('#include <stdio.h>\n#include <stdlib.h>\nint main(void){const char*v=getenv("UCX_TLS");'
-                'printf("%s",v?v:"<unset>");return 0;}\n')
-    ok = have("gcc") and subprocess.run(["gcc", "-m32", c, "-o", exe], stderr=subprocess.DEVNULL).returncode == 0
-    return exe if ok else None
-
-
-@once
-def build32():
-    """(process, BUILD_DIR/install-m32/libucxtls.so, configured): the -m32 build of the library."""
-    p = subprocess.run([CMAKE, "-S", SOURCE_DIR, "-B", M32, "-DUCXTLS_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release",
-                        "-DCMAKE_C_FLAGS=-m32", "-DCMAKE_CXX_FLAGS=-m32"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    configured = p.returncode == 0
-    if configured:
-        p = subprocess.run([CMAKE, "--build", M32, "--target", "ucxtls", "-j2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    return p, os.path.join(M32, "libucxtls.so"), configured
-
-
-def skip_unconfigured32(t, configured, p):
-    """A -m32 C++ compiler that CMake cannot use (no g++-multilib) is a missing component: SKIP."""
-    if not configured:
-        t.skip("32-bit library", "cannot configure a -m32 build (Debian: g++-multilib): " + p.stdout.decode()[-300:])
-    return not configured
-
-
-@case("$LIB 32-bit: the library built with -m32", tags=("m32_library",))
-def library_32(t):
-    if not probe32():
-        t.skip("32-bit library", "gcc -m32 cannot build here (Debian: gcc-multilib)")
-        return
-    p, lib32, configured = build32()
-    if skip_unconfigured32(t, configured, p):
-        return
-    header = subprocess.run(["readelf", "-h", "-d", lib32], stdout=subprocess.PIPE).stdout.decode() if p.returncode == 0 else ""
-    needed = re.findall(r"\(NEEDED\).*\[(.*)\]", header)
-    t.check("the 32-bit build of the library: ELF32, needs libc.so.6 alone",
-            p.returncode == 0 and "ELF32" in header and needed == ["libc.so.6"], p.stdout.decode()[-2000:] + header)
-
-
-@case("$LIB 32-bit: a 32-bit process under the same LD_PRELOAD", tags=("m32_process",))
-def process_32(t):
-    exe = probe32()
-    if not exe:
-        t.skip("32-bit library", "gcc -m32 cannot build here (Debian: gcc-multilib)")
-        return
-    why = "the 32-bit program failed"
-    try:
-        ran = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE).returncode == 0
-    except OSError as e:
-        ran = False
-        why = str(e)
-    if not ran:
-        t.skip("a 32-bit process under '$LIB'", "this kernel cannot run 32-bit programs (%s)" % why)
-        return
-    lib = installed_lib(t)
-    p, lib32, configured = build32()
-    if skip_unconfigured32(t, configured, p):
-        return
-    if not lib or not t.check("the 32-bit build of the library", p.returncode == 0 and os.path.exists(lib32),
-                              p.stdout.decode()[-2000:]):
-        return
-    # The tree of the 64-bit case, then the 32-bit copy where a 32-bit process's $LIB may point.
-    for d, copy in (("lib/x86_64-linux-gnu", lib), ("lib64", lib), ("lib/aarch64-linux-gnu", lib),
-                    ("lib/i386-linux-gnu", lib32), ("lib32", lib32), ("lib", lib32)):
-        os.makedirs(os.path.join(TREE, d), exist_ok=True)
-        shutil.copy(copy, os.path.join(TREE, d, "libucxtls.so"))
-    p = run([exe], LIB_ENV)
-    t.equal("a 32-bit process under the same LD_PRELOAD='P/$LIB/libucxtls.so' gets the value, no ld.so error",
-            (p.stdout.decode(), p.stderr.decode()), (Z, ""))
-
 
 if __name__ == "__main__":
+    include("install_lib_recipe")
     main("install tree, package, $LIB recipe")

@@ -13,7 +13,7 @@ import shutil
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
 from harness import BUILD_DIR, HELPER_DIR, HELPERS, SOURCE_DIR, ALL, case, env_for, have, main, run, sh_value  # noqa: E402
-from test_install import elf_files, elf_imports, run_from  # noqa: E402  (tests/cli, on the path harness sets)
+from install_checks import elf_files, elf_imports, run_from  # noqa: E402  (tests/cli, on the path harness sets)
 
 CMAKE = os.environ.get("UCXTLSTEST_CMAKE", "cmake")
 CPACK = os.environ.get("UCXTLSTEST_CPACK", "cpack")
