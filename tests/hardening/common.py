@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import harness  # noqa: E402
 from harness import (ALL, ALWAYS, BASE_ENV, BUILD_DIR, C, EMPTY_HOME, LIB, NONE, R, SOURCE_DIR, UNSET, Z, ARGS, Checks,  # noqa: E402,F401
-                     add_case, case, fixture, have, machines, main, run)
+                     add_case, case, fixture, have, include, machines, main, run)
 
 
 def env_for(machine=None, preload=True, **extra):
