@@ -108,12 +108,12 @@ def intel_uevent_unreadable():
 
 
 def hostile_machines():
-    """tests/hardening/test_hostile.py's damaged machines (imported for its builder alone)."""
+    """tests/hardening/damaged_machines.py's machines, those of test_hostile.py."""
     sys.path.insert(0, os.path.join(TESTS_DIR, "hardening"))
-    import test_hostile  # noqa: E402
+    import damaged_machines  # noqa: E402
     top = os.path.join(work(), "hostile")
     os.makedirs(top)
-    return test_hostile.build_machines(top)
+    return damaged_machines.build_machines(top)
 
 
 ODD = {}
