@@ -10,7 +10,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))  # harness.py
-from harness import BUILD_DIR, EMPTY_HOME, LIB, SHOW, C, R, UNSET, Z, Checks, add_case, case, env_for, fixture, have, main, run  # noqa: E402,F401
+from harness import BUILD_DIR, EMPTY_HOME, LIB, SHOW, C, R, UNSET, Z, Checks, add_case, case, env_for, fixture, have, include, main, run  # noqa: E402,F401
 
 
 HELPER = os.path.join(os.path.dirname(LIB), "ucxtls-probe")
