@@ -10,7 +10,6 @@ from command_common import CLI, WORK
 EXEC_ENV = os.path.join(BUILD_DIR, "tests", "ucxtls_exec_env")
 
 
-# ucxtls run and LD_PRELOAD
 def preload_libs():
     """Two tiny preload libraries that say on stderr that they were loaded."""
     libs = {}

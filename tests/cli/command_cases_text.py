@@ -7,7 +7,6 @@ from harness import case, env_for, run
 from command_common import CLI, FAKES, Holder, doctor, fake_ucx_info
 
 
-# text a terminal can trust
 @case("explain's text escapes control bytes from variables, as the library's line does")
 def explain_escapes(t):
     nasty = "a\x1b[2J\nucxtls: set UCX_TLS=fake\rb\x07"
