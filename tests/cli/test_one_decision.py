@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One decision (docs/design.md, "One decision"): whatever the command says a process gets is
+"""One decision (docs/design.md, "Architecture"): whatever the command says a process gets is
 what the library decides in that process. For every fixture machine (tests/fixtures/machines.py),
 every hostile machine of tests/hardening/test_hostile.py, and the odd machines built here (a
 Broadcom node whose second adapter cannot be read; an Intel node whose uevent files cannot be
