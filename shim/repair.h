@@ -10,14 +10,9 @@
 
 namespace ucxtls {
 
-// The GPU transports of a family, by role: what UCX_TLS can name for that family (UCX's
-// ucp_tl_aliases and its transports; docs/how-it-decides.md, "Repair"). An entry may carry UCX's
-// `\` (the name, not an alias) and `:aux` (auxiliary only); they are kept through a rewrite.
-enum class GpuRole : unsigned char { copy, ipc, gdr, alias };
-
-// The family and role of one entry ([\]name[:aux]), or Family::none when it is not a GPU
-// transport.
-Family gpu_entry_family(const char *entry, size_t n, GpuRole *role);
+// The family and role of one entry ([\]name[:aux]; ucx_names.h), or Family::none when it is not
+// a GPU transport. A rewrite keeps an entry's `\` and `:aux`.
+Family gpu_entry_family(const char *entry, size_t n, Role *role);
 
 // Which families' GPU transports an allow list names: a bit (1 << int(Family)) per family. An
 // exclusion list ("^...") names nothing here: it removes, and repair leaves it alone.

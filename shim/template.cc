@@ -1,4 +1,4 @@
-// The template and the transports it names: pure functions only (see template.h).
+// The template: pure functions only (see template.h).
 #include "template.h"
 
 #include <string.h>
@@ -6,32 +6,6 @@
 #include "edit_distance.h"
 
 namespace ucxtls {
-
-const char *family_name(Family f) {
-  switch (f) {
-    case Family::cuda: return "cuda";
-    case Family::rocm: return "rocm";
-    case Family::ze: return "ze";
-    default: return "none";
-  }
-}
-
-const char *copy_transport(Family f) {
-  switch (f) {
-    case Family::cuda: return "cuda_copy";
-    case Family::rocm: return "rocm_copy";
-    case Family::ze: return "ze_copy";
-    default: return "";
-  }
-}
-
-const char *ipc_transport(Family f) {
-  switch (f) {
-    case Family::cuda: return "cuda_ipc";
-    case Family::rocm: return "rocm_ipc";
-    default: return "";
-  }
-}
 
 const char *rdma_transports(Rdma r) {
   switch (r) {
@@ -163,50 +137,21 @@ bool compose(const char *t, Family f, Rdma r, char *out, size_t cap) {
   return !v.truncated;
 }
 
-void entry_name(const char *e, size_t n, const char **name, size_t *len) {
-  if (n && e[0] == '\\') e++, n--;
-  if (n >= 4 && !memcmp(e + n - 4, ":aux", 4)) n -= 4;
-  *name = e;
-  *len = n;
-}
-
-namespace {
-
-// Does the list name one of `names` (a NULL-terminated set), as written or with UCX's \ and :aux?
-bool names_any(const char *value, const char *const *names) {
-  Items items(value);
-  const char *e;
-  size_t n;
-  while (items.next(&e, &n)) {
-    entry_name(e, n, &e, &n);
-    for (const char *const *k = names; *k; k++)
-      if (strlen(*k) == n && !memcmp(*k, e, n)) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 void describe_left_out(const char *value, Family f, Text &t) {
   if (!value || value[0] == '^' || !strcmp(value, kAllTransports)) return;
-  static const char *const kSm[] = {"sm", "shm", "mm", "posix", "sysv", "cma", "knem", "xpmem", nullptr};
-  static const char *const kSelf[] = {"self", nullptr};
-  static const char *const kTcp[] = {"tcp", nullptr};
-  const char *const ipc[] = {ipc_transport(f), family_name(f), nullptr};
-  static const char *const kGdr[] = {"gdr_copy", "cuda", nullptr};
-  struct Wanted {
-    const char *name;
-    const char *const *covered_by;
-    bool applies;
-  } const wanted[] = {{"sm", kSm, true},
-                      {"self", kSelf, true},
-                      {"tcp", kTcp, true},
-                      {ipc_transport(f), ipc, *ipc_transport(f) != '\0'},
-                      {"gdr_copy", kGdr, f == Family::cuda}};
+  const char *const wanted[] = {"sm", "self", "tcp", ipc_transport(f), family_transport(f, Role::gdr)};
   bool first = true;
-  for (const Wanted &w : wanted) {
-    if (!w.applies || names_any(value, w.covered_by)) continue;
-    t.add(first ? "" : ", ").add(w.name);
+  for (const char *w : wanted) {
+    bool named = !*w;  // the family has no such transport
+    Items items(value);
+    const char *e;
+    size_t n;
+    while (!named && items.next(&e, &n)) {
+      entry_name(e, n, &e, &n);
+      named = names_overlap(e, n, w, strlen(w));
+    }
+    if (named) continue;
+    t.add(first ? "" : ", ").add(w);
     first = false;
   }
 }
