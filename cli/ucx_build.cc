@@ -256,20 +256,6 @@ std::vector<std::pair<std::string, std::string>> mapped_names(Root &root, const 
   return names;
 }
 
-namespace {
-
-// The transports a name selects for good: itself, or an alias's members but its aux ones.
-std::vector<std::string> selected(const std::string &name) {
-  const UcxName *u = ucx_name(name.c_str(), name.size());
-  if (!u || u->role != Role::alias) return {name};
-  std::vector<std::string> out;
-  for (const std::string &m : split(u->members, ","))
-    if (m.find(':') == std::string::npos) out.push_back(m);
-  return out;
-}
-
-}  // namespace
-
 std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std::string> &names, Family family,
                                         Rdma rdma, bool *serious) {
   std::vector<std::string> out;
@@ -303,8 +289,12 @@ std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std
                     kWords[i][1] + " GPU memory whatever UCX_TLS says; rebuild UCX with " + copy->flag);
     }
   }
-  bool rc = false;  // the build has a transport that rc selects (rc_mlx5, rc_verbs)
-  for (const std::string &t : selected("rc")) rc = rc || b.has(t);
+  auto serves = [&](const std::string &n) {  // the build has a transport the name selects
+    for (const std::string &t : b.transports)
+      if (names_overlap(n.c_str(), n.size(), t.c_str(), t.size())) return true;
+    return false;
+  };
+  const bool rc = serves("rc");  // rc_mlx5 or rc_verbs
   const UcxName *verbs = ucx_name("rc_verbs");
   if (rdma != Rdma::none && !rc) {
     *serious = true;
@@ -315,9 +305,9 @@ std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std
       out.push_back("this UCX was built without verbs: no rc transport, although this node's RDMA runs rc; "
                     "rebuild UCX with " + std::string(verbs->flag) + ", or leave UCX_TLS unset (all) so that UCX uses what it has");
   }
-  bool dc = false;  // the value names a name that selects dc_mlx5 alone (dc, dc_x)
-  for (const std::string &n : names) dc = dc || selected(n) == std::vector<std::string>{"dc_mlx5"};
-  if (dc && !b.has("dc_mlx5") && rc)
+  bool dc = false;  // a name that selects dc_mlx5 and nothing this build has (dc, dc_x; not ib)
+  for (const std::string &n : names) dc = dc || (names_overlap(n.c_str(), n.size(), "dc_mlx5", 7) && !serves(n));
+  if (dc && rc)
     out.push_back("this UCX was built without DC (no dc_mlx5): dc_x and dc add nothing here, and UCX prints "
                   "\"transport 'dc_x' is not available\" on stdout where no mlx5 device answers; use a template "
                   "without DC: UCXTLS_TEMPLATE=rc_x,rc,{copy}");

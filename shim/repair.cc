@@ -30,9 +30,9 @@ Family gpu_entry_family(const char *entry, size_t n, Role *role) {
   return u->family;
 }
 
-unsigned gpu_families_named(const char *value) {
-  if (!value || value[0] == '^') return 0;
-  unsigned named = 0;
+bool gpu_mismatch(const char *value, Family node) {
+  if (node == Family::none || !value || value[0] == '^') return false;
+  unsigned named = 0;  // a bit (1 << int(Family)) per family whose GPU transports the list names
   Items items(value);
   const char *e;
   size_t n;
@@ -41,14 +41,7 @@ unsigned gpu_families_named(const char *value) {
     Family f = gpu_entry_family(e, n, &role);
     if (f != Family::none) named |= 1u << int(f);
   }
-  return named;
-}
-
-bool gpu_mismatch(const char *value, Family node) {
-  if (node == Family::none) return false;
-  const unsigned named = gpu_families_named(value);
-  const unsigned mine = 1u << int(node);
-  return named && !(named & mine);
+  return named && !(named & (1u << int(node)));
 }
 
 void describe_foreign_entries(const char *value, Family node, Text &t) {

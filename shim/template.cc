@@ -8,11 +8,8 @@
 namespace ucxtls {
 
 const char *rdma_transports(Rdma r) {
-  switch (r) {
-    case Rdma::mlx5: return "rc_x,rc,dc_x,dc";
-    case Rdma::rc: return "rc";
-    default: return "";
-  }
+  static const char kByRdma[][16] = {"", "rc", "rc_x,rc,dc_x,dc"};  // by Rdma: none, rc, mlx5
+  return kByRdma[int(r)];
 }
 
 const char kDefaultTemplate[] = "{rdma},{copy}";
@@ -30,20 +27,14 @@ int placeholder_at(const char *p, size_t n) {
   return kPhNone;
 }
 
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
 // One UCX_TLS entry: a placeholder, or [\]name[:aux] (UCX's allow-list item syntax).
 bool entry_valid(const char *p, size_t n) {
   if (placeholder_at(p, n) != kPhNone) return true;
-  size_t i = 0;
-  if (i < n && p[i] == '\\') i++;
-  size_t start = i;
-  while (i < n && is_name_char(p[i])) i++;
-  if (i == start) return false;
-  if (i == n) return true;
-  return n - i == 4 && !memcmp(p + i, ":aux", 4);
+  entry_name(p, n, &p, &n);
+  for (size_t i = 0; i < n; i++)
+    if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '_'))
+      return false;
+  return n > 0;
 }
 
 // A braced entry within two edits of a placeholder ("{rmda}"): the error names the one meant.
@@ -70,11 +61,9 @@ bool template_valid(const char *t, const char **why) {
     *why = kTooLong.s;
     return false;
   }
-  for (size_t i = 0; i < len; i++) {
-    if (t[i] == ' ' || t[i] == '\t') {
-      *why = "contains a space (UCX does not trim entries: \" cuda_copy\" matches nothing)";
-      return false;
-    }
+  if (strchr(t, ' ') || strchr(t, '\t')) {
+    *why = "contains a space (UCX does not trim entries: \" cuda_copy\" matches nothing)";
+    return false;
   }
   const char *p = t;
   if (*p == '^') p++;
@@ -128,10 +117,7 @@ bool compose(const char *t, Family f, Rdma r, char *out, size_t cap) {
     const char *entry = ph == kPhNone ? nullptr : text[ph];
     if (entry && !*entry) continue;  // an empty placeholder disappears with its comma
     if (!first) v.add(",");
-    if (entry)
-      v.add(entry);
-    else
-      v.add(e, n);
+    entry ? v.add(entry) : v.add(e, n);
     first = false;
   }
   return !v.truncated;

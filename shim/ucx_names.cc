@@ -5,66 +5,57 @@
 
 namespace ucxtls {
 
-namespace {
-constexpr Family kNone = Family::none, kCuda = Family::cuda, kRocm = Family::rocm, kZe = Family::ze;
-constexpr Role kCopy = Role::copy, kIpc = Role::ipc, kGdr = Role::gdr, kRdma = Role::rdma, kShm = Role::shm,
-               kAlias = Role::alias;
-constexpr Device kAny = Device::any, kGpu = Device::gpu, kVerbs = Device::rdma, kMlx5 = Device::mlx5,
-                 kUnknown = Device::unknown;
-}  // namespace
-
-// openucx/ucx v1.22.0: the aliases are ucp_tl_aliases (src/ucp/core/ucp_context.c:748-771; the
-// `names` unit test compares them with a real libucp), the modules src/uct/**/Makefile.am, the
-// flags config/m4 and src/uct/**/configure.m4. The families' rows come first: family_transport
-// finds them soonest. Not shipping: rocm_gdr (libuct_rocm_gdr, removed in v1.14.0), ze_ipc and
-// ze_gdr (in ze's alias, in no release yet).
+// openucx/ucx v1.22.0: the aliases are ucp_tl_aliases (src/ucp/core/ucp_context.c:748-771;
+// tests/unit/test_ucx_names.cc compares them with a real libucp), the modules src/uct/**/Makefile.am,
+// the flags config/m4 and src/uct/**/configure.m4. The families' rows come first (family_transport
+// stops after them). Not shipping: rocm_gdr (libuct_rocm_gdr, removed in v1.14.0), ze_ipc, ze_gdr.
 const UcxName kUcxNames[] = {
-    {"cuda", kCuda, kAlias, kUnknown, true, "", "", "cuda_copy,cuda_ipc,gdr_copy"},
-    {"cuda_copy", kCuda, kCopy, kGpu, true, "libuct_cuda", "--with-cuda", ""},
-    {"cuda_ipc", kCuda, kIpc, kGpu, true, "libuct_cuda", "--with-cuda", ""},
-    {"gdr_copy", kCuda, kGdr, kGpu, true, "libuct_cuda_gdrcopy", "--with-gdrcopy", ""},
-    {"rocm", kRocm, kAlias, kUnknown, true, "", "", "rocm_copy,rocm_ipc,rocm_gdr"},
-    {"rocm_copy", kRocm, kCopy, kGpu, true, "libuct_rocm", "--with-rocm", ""},
-    {"rocm_ipc", kRocm, kIpc, kGpu, true, "libuct_rocm", "--with-rocm", ""},
-    {"rocm_gdr", kRocm, kGdr, kGpu, false, "libuct_rocm_gdr", "--with-rocm", ""},
-    {"ze", kZe, kAlias, kUnknown, true, "", "", "ze_copy,ze_ipc,ze_gdr"},
-    {"ze_copy", kZe, kCopy, kGpu, true, "libuct_ze", "--with-ze", ""},
-    {"ze_ipc", kZe, kIpc, kGpu, false, "libuct_ze", "--with-ze", ""},
-    {"ze_gdr", kZe, kGdr, kGpu, false, "libuct_ze", "--with-ze", ""},
-    {"self", kNone, Role::self, kAny, true, "libuct", "", ""},
-    {"tcp", kNone, Role::net, kAny, true, "libuct", "", ""},
-    {"posix", kNone, kShm, kAny, true, "libuct", "", ""},
-    {"sysv", kNone, kShm, kAny, true, "libuct", "", ""},
-    {"cma", kNone, kShm, kAny, true, "libuct_cma", "--enable-cma", ""},
-    {"knem", kNone, kShm, kUnknown, true, "libuct_knem", "--with-knem", ""},
-    {"xpmem", kNone, kShm, kUnknown, true, "libuct_xpmem", "--with-xpmem", ""},
-    {"rc_verbs", kNone, kRdma, kVerbs, true, "libuct_ib", "--with-verbs", ""},
-    {"ud_verbs", kNone, kRdma, kVerbs, true, "libuct_ib", "--with-verbs", ""},
-    {"rc_mlx5", kNone, kRdma, kMlx5, true, "libuct_ib_mlx5", "--with-mlx5", ""},
-    {"ud_mlx5", kNone, kRdma, kMlx5, true, "libuct_ib_mlx5", "--with-mlx5", ""},
-    {"dc_mlx5", kNone, kRdma, kMlx5, true, "libuct_ib_mlx5", "--with-mlx5", ""},
-    {"gga_mlx5", kNone, kRdma, kMlx5, true, "libuct_ib_mlx5", "--with-mlx5", ""},
-    {"rc_gda", kNone, kRdma, kUnknown, true, "libuct_ib_mlx5_gda", "--with-gda", ""},
-    {"srd", kNone, kRdma, kUnknown, true, "libuct_ib_efa", "--with-efa", ""},
-    {"ugni_smsg", kNone, kRdma, kUnknown, true, "libuct_ugni", "--with-ugni", ""},
-    {"ugni_udt", kNone, kRdma, kUnknown, true, "libuct_ugni", "--with-ugni", ""},
-    {"ugni_rdma", kNone, kRdma, kUnknown, true, "libuct_ugni", "--with-ugni", ""},
-    {"gaudi_gdr", kNone, kGdr, kUnknown, true, "libuct_gaudi", "--with-gaudi", ""},
-    {"mm", kNone, kAlias, kUnknown, true, "", "", "posix,sysv,xpmem"},
-    {"sm", kNone, kAlias, kUnknown, true, "", "", "posix,sysv,xpmem,knem,cma"},
-    {"shm", kNone, kAlias, kUnknown, true, "", "", "posix,sysv,xpmem,knem,cma"},
-    {"ib", kNone, kAlias, kUnknown, true, "", "", "rc_verbs,ud_verbs,rc_mlx5,ud_mlx5,dc_mlx5,gga_mlx5,ud_mlx5:aux,ud_verbs:aux,srd,rc_gda"},
-    {"ud_v", kNone, kAlias, kUnknown, true, "", "", "ud_verbs"},
-    {"ud_x", kNone, kAlias, kUnknown, true, "", "", "ud_mlx5"},
-    {"ud", kNone, kAlias, kUnknown, true, "", "", "ud_mlx5,ud_verbs"},
-    {"rc_v", kNone, kAlias, kUnknown, true, "", "", "rc_verbs,ud_verbs:aux"},
-    {"rc_x", kNone, kAlias, kUnknown, true, "", "", "rc_mlx5,ud_mlx5:aux"},
-    {"rc", kNone, kAlias, kUnknown, true, "", "", "rc_mlx5,ud_mlx5:aux,rc_verbs,ud_verbs:aux"},
-    {"dc", kNone, kAlias, kUnknown, true, "", "", "dc_mlx5,ud_mlx5:aux"},
-    {"dc_x", kNone, kAlias, kUnknown, true, "", "", "dc_mlx5,ud_mlx5:aux"},
-    {"ugni", kNone, kAlias, kUnknown, true, "", "", "ugni_smsg,ugni_udt:aux,ugni_rdma"},
-    {"gaudi", kNone, kAlias, kUnknown, true, "", "", "gaudi_gdr"},
-    {"gga", kNone, kAlias, kUnknown, true, "", "", "gga_mlx5"},
+    {"cuda", Family::cuda, Role::alias, Device::unknown, true, "", "", "cuda_copy,cuda_ipc,gdr_copy"},
+    {"cuda_copy", Family::cuda, Role::copy, Device::gpu, true, "libuct_cuda", "--with-cuda", ""},
+    {"cuda_ipc", Family::cuda, Role::ipc, Device::gpu, true, "libuct_cuda", "--with-cuda", ""},
+    {"gdr_copy", Family::cuda, Role::gdr, Device::gpu, true, "libuct_cuda_gdrcopy", "--with-gdrcopy", ""},
+    {"rocm", Family::rocm, Role::alias, Device::unknown, true, "", "", "rocm_copy,rocm_ipc,rocm_gdr"},
+    {"rocm_copy", Family::rocm, Role::copy, Device::gpu, true, "libuct_rocm", "--with-rocm", ""},
+    {"rocm_ipc", Family::rocm, Role::ipc, Device::gpu, true, "libuct_rocm", "--with-rocm", ""},
+    {"rocm_gdr", Family::rocm, Role::gdr, Device::gpu, false, "libuct_rocm_gdr", "--with-rocm", ""},
+    {"ze", Family::ze, Role::alias, Device::unknown, true, "", "", "ze_copy,ze_ipc,ze_gdr"},
+    {"ze_copy", Family::ze, Role::copy, Device::gpu, true, "libuct_ze", "--with-ze", ""},
+    {"ze_ipc", Family::ze, Role::ipc, Device::gpu, false, "libuct_ze", "--with-ze", ""},
+    {"ze_gdr", Family::ze, Role::gdr, Device::gpu, false, "libuct_ze", "--with-ze", ""},
+    {"self", Family::none, Role::self, Device::any, true, "libuct", "", ""},
+    {"tcp", Family::none, Role::net, Device::any, true, "libuct", "", ""},
+    {"posix", Family::none, Role::shm, Device::any, true, "libuct", "", ""},
+    {"sysv", Family::none, Role::shm, Device::any, true, "libuct", "", ""},
+    {"cma", Family::none, Role::shm, Device::any, true, "libuct_cma", "--enable-cma", ""},
+    {"knem", Family::none, Role::shm, Device::unknown, true, "libuct_knem", "--with-knem", ""},
+    {"xpmem", Family::none, Role::shm, Device::unknown, true, "libuct_xpmem", "--with-xpmem", ""},
+    {"rc_verbs", Family::none, Role::rdma, Device::rdma, true, "libuct_ib", "--with-verbs", ""},
+    {"ud_verbs", Family::none, Role::rdma, Device::rdma, true, "libuct_ib", "--with-verbs", ""},
+    {"rc_mlx5", Family::none, Role::rdma, Device::mlx5, true, "libuct_ib_mlx5", "--with-mlx5", ""},
+    {"ud_mlx5", Family::none, Role::rdma, Device::mlx5, true, "libuct_ib_mlx5", "--with-mlx5", ""},
+    {"dc_mlx5", Family::none, Role::rdma, Device::mlx5, true, "libuct_ib_mlx5", "--with-mlx5", ""},
+    {"gga_mlx5", Family::none, Role::rdma, Device::mlx5, true, "libuct_ib_mlx5", "--with-mlx5", ""},
+    {"rc_gda", Family::none, Role::rdma, Device::unknown, true, "libuct_ib_mlx5_gda", "--with-gda", ""},
+    {"srd", Family::none, Role::rdma, Device::unknown, true, "libuct_ib_efa", "--with-efa", ""},
+    {"ugni_smsg", Family::none, Role::rdma, Device::unknown, true, "libuct_ugni", "--with-ugni", ""},
+    {"ugni_udt", Family::none, Role::rdma, Device::unknown, true, "libuct_ugni", "--with-ugni", ""},
+    {"ugni_rdma", Family::none, Role::rdma, Device::unknown, true, "libuct_ugni", "--with-ugni", ""},
+    {"gaudi_gdr", Family::none, Role::gdr, Device::unknown, true, "libuct_gaudi", "--with-gaudi", ""},
+    {"mm", Family::none, Role::alias, Device::unknown, true, "", "", "posix,sysv,xpmem"},
+    {"sm", Family::none, Role::alias, Device::unknown, true, "", "", "posix,sysv,xpmem,knem,cma"},
+    {"shm", Family::none, Role::alias, Device::unknown, true, "", "", "posix,sysv,xpmem,knem,cma"},
+    {"ib", Family::none, Role::alias, Device::unknown, true, "", "", "rc_verbs,ud_verbs,rc_mlx5,ud_mlx5,dc_mlx5,gga_mlx5,ud_mlx5:aux,ud_verbs:aux,srd,rc_gda"},
+    {"ud_v", Family::none, Role::alias, Device::unknown, true, "", "", "ud_verbs"},
+    {"ud_x", Family::none, Role::alias, Device::unknown, true, "", "", "ud_mlx5"},
+    {"ud", Family::none, Role::alias, Device::unknown, true, "", "", "ud_mlx5,ud_verbs"},
+    {"rc_v", Family::none, Role::alias, Device::unknown, true, "", "", "rc_verbs,ud_verbs:aux"},
+    {"rc_x", Family::none, Role::alias, Device::unknown, true, "", "", "rc_mlx5,ud_mlx5:aux"},
+    {"rc", Family::none, Role::alias, Device::unknown, true, "", "", "rc_mlx5,ud_mlx5:aux,rc_verbs,ud_verbs:aux"},
+    {"dc", Family::none, Role::alias, Device::unknown, true, "", "", "dc_mlx5,ud_mlx5:aux"},
+    {"dc_x", Family::none, Role::alias, Device::unknown, true, "", "", "dc_mlx5,ud_mlx5:aux"},
+    {"ugni", Family::none, Role::alias, Device::unknown, true, "", "", "ugni_smsg,ugni_udt:aux,ugni_rdma"},
+    {"gaudi", Family::none, Role::alias, Device::unknown, true, "", "", "gaudi_gdr"},
+    {"gga", Family::none, Role::alias, Device::unknown, true, "", "", "gga_mlx5"},
 };
 const size_t kUcxNameCount = sizeof kUcxNames / sizeof kUcxNames[0];
 
@@ -83,9 +74,10 @@ void entry_name(const char *e, size_t n, const char **name, size_t *len) {
 }
 
 const char *family_transport(Family f, Role r) {
-  if (f == Family::none) return "";  // the other rows' family: none is no family to look up
-  for (const UcxName &u : kUcxNames)
+  for (const UcxName &u : kUcxNames) {
+    if (u.family == Family::none) break;  // the families' rows are over
     if (u.family == f && u.role == r && u.ships) return u.name;
+  }
   return "";
 }
 
@@ -98,12 +90,9 @@ bool names_overlap(const char *a, size_t an, const char *b, size_t bn) {
   const char *m, *o;
   size_t k, l;
   while (x.next(&m, &k)) {
-    entry_name(m, k, &m, &k);
-    Items y(v->role == Role::alias ? v->members : v->name);
-    while (y.next(&o, &l)) {
-      entry_name(o, l, &o, &l);
+    if (memchr(m, ':', k)) continue;  // aux-only: it equals no name of y but another aux one
+    for (Items y(v->role == Role::alias ? v->members : v->name); y.next(&o, &l);)
       if (k == l && !memcmp(m, o, k)) return true;
-    }
   }
   return false;
 }

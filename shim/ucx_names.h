@@ -1,6 +1,6 @@
 // UCX's transport vocabulary: one row per name UCX_TLS can hold, the transports UCX registers
-// (UCT_TL_DEFINE in its src/uct) and its aliases (ucp_tl_aliases). The template, repair and doctor
-// read it here: a UCX release that adds or drops a name is a one-row edit. Pure (see core.h).
+// (UCT_TL_DEFINE) and its aliases (ucp_tl_aliases). The template, repair and doctor read it: a UCX
+// release that adds or drops a name is a one-row edit. Pure (see core.h).
 #pragma once
 
 #include <stddef.h>
@@ -13,9 +13,8 @@ namespace ucxtls {
 enum class Family : uint8_t { none, cuda, rocm, ze };
 constexpr int kFamilies = 4;
 
-// copy: the family's memory domain, which detects its memory (without it UCX takes GPU memory for
-// host memory); ipc: between its GPUs on a node; gdr: the CPU's window on its memory; alias: a
-// name that stands for its members.
+// copy: the family's memory domain, which tells its memory from host memory; ipc: between its
+// GPUs on a node; gdr: the CPU's window on its memory; alias: a name for its members.
 enum class Role : uint8_t { copy, ipc, gdr, rdma, shm, net, self, alias };
 
 // What gives a transport a device on a node, by the facts doctor holds: nothing (lo, memory), a
@@ -51,7 +50,8 @@ const char *family_name(Family f);
 inline const char *copy_transport(Family f) { return family_transport(f, Role::copy); }
 inline const char *ipc_transport(Family f) { return family_transport(f, Role::ipc); }
 
-// Do two names select a transport in common? A transport selects itself, an alias its members.
+// Do two names select a transport in common? A transport selects itself, an alias its members
+// (not its aux-only ones: "ud_mlx5:aux" in rc).
 bool names_overlap(const char *a, size_t an, const char *b, size_t bn);
 
 }  // namespace ucxtls

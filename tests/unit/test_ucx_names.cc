@@ -37,6 +37,7 @@ TEST_CASE("ucx names: the table agrees with itself") {
     const UcxName &u = kUcxNames[i];
     CAPTURE(u.name);
     CHECK(ucx_name(u.name) == &u);  // names are unique
+    CHECK((i == 0 || kUcxNames[i - 1].family != Family::none || u.family == Family::none));  // families first
     if (u.role != Role::alias) {
       CHECK((u.device == Device::gpu) == (u.family != Family::none));
       CHECK(u.members[0] == '\0');
@@ -80,8 +81,9 @@ TEST_CASE("ucx names: the names a name selects") {
     bool overlap;
   } const rows[] = {
       {"sm", "mm", true},        {"posix", "sm", true},      {"sm", "self", false},    {"ib", "rc_gda", true},
-      {"rc", "rc_gda", false},   {"cuda", "cuda_ipc", true}, {"rocm", "cuda", false},  {"ud", "rc", true},  // ud_mlx5:aux
-      {"tcp", "tcp", true},      {"foo", "foo", true},       {"foo", "sm", false},
+      {"rc", "rc_gda", false},   {"cuda", "cuda_ipc", true}, {"rocm", "cuda", false},  {"ud", "rc", false},  // ud_mlx5:aux
+      {"tcp", "tcp", true},      {"foo", "foo", true},       {"foo", "sm", false},     {"rc", "dc", false},
+      {"ud_x", "ud", true},
   };
   for (const Row &r : rows) {
     CAPTURE(r.a);
