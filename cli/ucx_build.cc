@@ -271,10 +271,8 @@ std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std
     const Family f = Family(i);
     const UcxName *copy = ucx_name(copy_transport(f));
     bool named = false;  // the value names a shipping transport of the family, or its alias
-    for (const std::string &n : names) {
-      const UcxName *u = ucx_name(n.c_str(), n.size());
-      named = named || (u && u->family == f && u->ships);
-    }
+    for (const std::string &n : names)
+      if (const UcxName *u = ucx_name(n.c_str())) named = named || (u->family == f && u->ships);
     // The node's family alone where it has GPUs: another family's names in the value are the
     // mismatch doctor warns about, not a build to redo. A node without GPUs (a login node
     // checking a build for the compute nodes): the families the value names.

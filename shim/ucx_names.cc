@@ -81,8 +81,6 @@ const char *family_transport(Family f, Role r) {
   return "";
 }
 
-const char *family_name(Family f) { return f == Family::none ? "none" : family_transport(f, Role::alias); }
-
 bool names_overlap(const char *a, size_t an, const char *b, size_t bn) {
   const UcxName *u = ucx_name(a, an), *v = ucx_name(b, bn);
   if (!u || !v) return an == bn && !memcmp(a, b, an);  // every alias's members are in the table

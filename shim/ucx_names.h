@@ -46,7 +46,7 @@ void entry_name(const char *entry, size_t n, const char **name, size_t *len);
 // The family's shipping transport of a role ("cuda_copy"), "" when it has none (ze's ipc: naming
 // a transport the build lacks makes UCX warn on stdout). family_name: its alias, or "none".
 const char *family_transport(Family f, Role r);
-const char *family_name(Family f);
+inline const char *family_name(Family f) { return f == Family::none ? "none" : family_transport(f, Role::alias); }
 inline const char *copy_transport(Family f) { return family_transport(f, Role::copy); }
 inline const char *ipc_transport(Family f) { return family_transport(f, Role::ipc); }
 
