@@ -16,13 +16,11 @@ namespace cli {
 std::vector<std::string> with_devices_here(const std::vector<std::string> &registered, Family family, Rdma rdma) {
   std::vector<std::string> out;
   for (const std::string &t : registered) {
-    GpuRole role;
-    const Family f = gpu_entry_family(t.c_str(), t.size(), &role);
-    bool ok = t == "tcp" || t == "self" || t == "posix" || t == "sysv" || t == "cma";
-    if (f != Family::none) ok = f == family;
-    if (t == "rc_verbs" || t == "ud_verbs") ok = rdma != Rdma::none;
-    if (t.size() > 5 && !t.compare(t.size() - 5, 5, "_mlx5")) ok = rdma == Rdma::mlx5;
-    if (ok) out.push_back(t);
+    const UcxName *u = ucx_name(t.c_str(), t.size());
+    const Device d = u ? u->device : Device::unknown;
+    if (d == Device::any || (d == Device::gpu && u->family == family) || (d == Device::rdma && rdma != Rdma::none) ||
+        (d == Device::mlx5 && rdma == Rdma::mlx5))
+      out.push_back(t);
   }
   return out;
 }

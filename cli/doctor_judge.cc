@@ -17,35 +17,6 @@ namespace ucxtls {
 namespace cli {
 namespace {
 
-// UCX's alias table (ucp_tl_aliases in UCX's src/ucp/core/ucp_context.c, master = v1.21/v1.22;
-// docs/design.md, "Facts and sources").
-// An alias counts as served when any member is, an aux-only member included, which is exactly
-// when UCX does not print "not available" for it.
-struct Alias {
-  const char *name;
-  const char *members;
-};
-const Alias kAliases[] = {
-    {"mm", "posix,sysv,xpmem"},
-    {"sm", "posix,sysv,xpmem,knem,cma"},
-    {"shm", "posix,sysv,xpmem,knem,cma"},
-    {"ib", "rc_verbs,ud_verbs,rc_mlx5,ud_mlx5,dc_mlx5,gga_mlx5,ud_mlx5:aux,ud_verbs:aux,srd,rc_gda"},
-    {"ud_v", "ud_verbs"},
-    {"ud_x", "ud_mlx5"},
-    {"ud", "ud_mlx5,ud_verbs"},
-    {"rc_v", "rc_verbs,ud_verbs:aux"},
-    {"rc_x", "rc_mlx5,ud_mlx5:aux"},
-    {"rc", "rc_mlx5,ud_mlx5:aux,rc_verbs,ud_verbs:aux"},
-    {"dc", "dc_mlx5,ud_mlx5:aux"},
-    {"dc_x", "dc_mlx5,ud_mlx5:aux"},
-    {"ugni", "ugni_smsg,ugni_udt:aux,ugni_rdma"},
-    {"cuda", "cuda_copy,cuda_ipc,gdr_copy"},
-    {"rocm", "rocm_copy,rocm_ipc,rocm_gdr"},
-    {"ze", "ze_copy,ze_ipc,ze_gdr"},
-    {"gaudi", "gaudi_gdr"},
-    {"gga", "gga_mlx5"},
-};
-
 std::string strip_aux(const std::string &s) {
   size_t k = s.find(':');
   return k == std::string::npos ? s : s.substr(0, k);
@@ -62,13 +33,13 @@ bool at_least_1_22(const std::string &version) {
 // one, which 1.22 counts as usable (`ucx_info -d`: "Type: intra-node"); an alias (cuda, rocm, ze)
 // counts by the members it served here (`via`).
 bool serves_accelerator_only(const std::string &item, const std::string &via) {
-  GpuRole role;
+  Role role;
   if (gpu_entry_family(item.c_str(), item.size(), &role) == Family::none) return false;
-  if (role == GpuRole::ipc) return false;
-  if (role != GpuRole::alias) return true;
+  if (role == Role::ipc) return false;
+  if (role != Role::alias) return true;
   for (const std::string &member : split(via.c_str(), ",")) {
     std::string m = strip_aux(member);
-    if (gpu_entry_family(m.c_str(), m.size(), &role) == Family::none || role == GpuRole::ipc) return false;
+    if (gpu_entry_family(m.c_str(), m.size(), &role) == Family::none || role == Role::ipc) return false;
   }
   return true;
 }
@@ -96,13 +67,12 @@ bool judge(const std::string &value, const std::vector<std::string> &have, const
     if (exact) name.erase(0, 1);
     std::string via;  // which members serve it
     bool ok = name == "all" || served(name);
-    if (!exact) {
-      for (const Alias &a : kAliases) {
-        if (name != a.name) continue;
-        for (const std::string &m : split(a.members, ","))
-          if (served(strip_aux(m))) ok = true, via += (via.empty() ? "" : ",") + m;
-      }
-    }
+    // An alias counts as served when any member is, an aux-only one included: exactly when UCX
+    // does not print "not available" for it.
+    const UcxName *alias = exact ? nullptr : ucx_name(name.c_str(), name.size());
+    if (alias && alias->role == Role::alias)
+      for (const std::string &m : split(alias->members, ","))
+        if (served(strip_aux(m))) ok = true, via += (via.empty() ? "" : ",") + m;
     if (deny && ok) {
       print_line("%-11s %s\n", "denied", item.c_str());
     } else if (deny && at_least_1_22(version)) {  // measured: 1.22 says nothing about it

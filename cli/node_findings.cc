@@ -45,7 +45,7 @@ bool value_opens_rc_gda(const char *value) {
   if (!value) return true;
   bool deny;
   for (const std::string &e : entries(value, &deny))
-    if (e == "ib" || e == "rc_gda" || (!deny && e == "all")) return !deny;
+    if (names_overlap(e.c_str(), e.size(), "rc_gda", 6) || (!deny && e == "all")) return !deny;  // rc_gda, ib
   return deny;
 }
 
@@ -90,7 +90,7 @@ std::vector<NodeFinding> build_findings(const Report &r, const std::string &vers
                                         const std::vector<std::string> &transports) {
   std::vector<NodeFinding> out;
   bool rocm = false;  // a build without ROCm registers no AMD memory at all (doctor's build line says so)
-  for (const std::string &t : transports) rocm |= t == "rocm_copy";
+  for (const std::string &t : transports) rocm |= t == copy_transport(Family::rocm);
   int major = 0, minor = 0;
   const bool before_1_23 = sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && major == 1 && minor < 23;
   // UCX's IB memory domain claims ROCm memory whenever /dev/kfd exists (src/uct/ib/base/ib_md.c:

@@ -260,54 +260,52 @@ std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std
                                         Rdma rdma, bool *serious) {
   std::vector<std::string> out;
   *serious = false;
-  auto named = [&](std::initializer_list<const char *> any) {
-    for (const std::string &n : names)
-      for (const char *a : any)
-        if (n == a) return true;
-    return false;
-  };
   // A module file beside the build, for this family, that does not load on this machine.
   auto broken_module = [&](const char *prefix) -> const UcxModule * {
     for (const UcxModule &m : b.modules)
       if (m.state != "loaded" && !base_name(m.path).compare(0, strlen(prefix), prefix)) return &m;
     return nullptr;
   };
-  struct Gpu {
-    Family family;
-    const char *module, *what, *vendor, *flag;
-    std::initializer_list<const char *> names;
-  };
-  const Gpu gpus[] = {
-      {Family::cuda, "libuct_cuda", "CUDA", "NVIDIA", "--with-cuda", {"cuda", "cuda_copy", "cuda_ipc", "gdr_copy"}},
-      {Family::rocm, "libuct_rocm", "ROCm", "AMD", "--with-rocm", {"rocm", "rocm_copy", "rocm_ipc"}},
-      {Family::ze, "libuct_ze", "Level Zero (ze)", "Intel", "--with-ze", {"ze", "ze_copy"}},
-  };
-  for (const Gpu &g : gpus) {
-    const char *copy = copy_transport(g.family);
+  static const char *const kWords[kFamilies][2] = {{}, {"CUDA", "NVIDIA"}, {"ROCm", "AMD"}, {"Level Zero (ze)", "Intel"}};
+  for (int i = 1; i < kFamilies; i++) {
+    const Family f = Family(i);
+    const UcxName *copy = ucx_name(copy_transport(f));
+    bool named = false;  // the value names a shipping transport of the family, or its alias
+    for (const std::string &n : names)
+      if (const UcxName *u = ucx_name(n.c_str())) named = named || (u->family == f && u->ships);
     // The node's family alone where it has GPUs: another family's names in the value are the
     // mismatch doctor warns about, not a build to redo. A node without GPUs (a login node
     // checking a build for the compute nodes): the families the value names.
-    if (b.has(copy) || (family != g.family && (family != Family::none || !named(g.names)))) continue;
-    *serious = *serious || family == g.family;
-    if (const UcxModule *m = broken_module(g.module)) {
-      out.push_back("this UCX has " + std::string(g.what) + " support (" + base_name(m->path) +
+    if (b.has(copy->name) || (family != f && (family != Family::none || !named))) continue;
+    *serious = *serious || family == f;
+    if (const UcxModule *m = broken_module(copy->module)) {
+      out.push_back("this UCX has " + std::string(kWords[i][0]) + " support (" + base_name(m->path) +
                     "), but the module does not load here" + (m->why.empty() ? "" : ": " + m->why) +
-                    ": UCX has no " + copy + " in any process on this machine");
+                    ": UCX has no " + copy->name + " in any process on this machine");
     } else {
-      out.push_back("this UCX was built without " + std::string(g.what) + " support: NIXL cannot register " + g.vendor +
-                    " GPU memory whatever UCX_TLS says; rebuild UCX with " + g.flag);
+      out.push_back("this UCX was built without " + std::string(kWords[i][0]) + " support: NIXL cannot register " +
+                    kWords[i][1] + " GPU memory whatever UCX_TLS says; rebuild UCX with " + copy->flag);
     }
   }
-  if (rdma != Rdma::none && !b.has("rc_verbs") && !b.has("rc_mlx5")) {
+  auto serves = [&](const std::string &n) {  // the build has a transport the name selects
+    for (const std::string &t : b.transports)
+      if (names_overlap(n.c_str(), n.size(), t.c_str(), t.size())) return true;
+    return false;
+  };
+  const bool rc = serves("rc");  // rc_mlx5 or rc_verbs
+  const UcxName *verbs = ucx_name("rc_verbs");
+  if (rdma != Rdma::none && !rc) {
     *serious = true;
-    if (const UcxModule *m = broken_module("libuct_ib"))
+    if (const UcxModule *m = broken_module(verbs->module))
       out.push_back("this UCX has verbs support (" + base_name(m->path) + "), but the module does not load here" +
                     (m->why.empty() ? "" : ": " + m->why) + ": no rc transport, although this node's RDMA runs rc");
     else
       out.push_back("this UCX was built without verbs: no rc transport, although this node's RDMA runs rc; "
-                    "rebuild UCX with --with-verbs, or leave UCX_TLS unset (all) so that UCX uses what it has");
+                    "rebuild UCX with " + std::string(verbs->flag) + ", or leave UCX_TLS unset (all) so that UCX uses what it has");
   }
-  if (named({"dc", "dc_x", "dc_mlx5"}) && !b.has("dc_mlx5") && (b.has("rc_mlx5") || b.has("rc_verbs")))
+  bool dc = false;  // a name that selects dc_mlx5 and nothing this build has (dc, dc_x; not ib)
+  for (const std::string &n : names) dc = dc || (names_overlap(n.c_str(), n.size(), "dc_mlx5", 7) && !serves(n));
+  if (dc && rc)
     out.push_back("this UCX was built without DC (no dc_mlx5): dc_x and dc add nothing here, and UCX prints "
                   "\"transport 'dc_x' is not available\" on stdout where no mlx5 device answers; use a template "
                   "without DC: UCXTLS_TEMPLATE=rc_x,rc,{copy}");

@@ -7,7 +7,8 @@
 //   options.h     the options table (each row its kind and limits), the environment pass, unknown
 //                 variables, settings, sysroot
 //   edit_distance.h  the distance behind "did you mean"
-//   template.h    families and transports, the template's rules, composing the value
+//   ucx_names.h   UCX's transport names and aliases: family, role, members, module, flag
+//   template.h    the template's rules, composing the value
 //   visibility.h  CUDA_VISIBLE_DEVICES, ROCR/HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK
 //   parsers.h     the small sysfs/procfs files the kernel probe reads
 //   device_rules.h  which RDMA device runs rc, which PCI device is an Intel GPU, partial failures
@@ -31,4 +32,5 @@
 #include "template.h"
 #include "text.h"
 #include "ucx_conf.h"
+#include "ucx_names.h"
 #include "visibility.h"

@@ -6,36 +6,6 @@
 namespace ucxtls {
 namespace {
 
-struct GpuName {
-  const char *name;
-  Family family;
-  GpuRole role;
-};
-
-// Every GPU transport name UCX_TLS can hold, transports and family aliases alike (UCX's
-// ucp_tl_aliases: cuda = cuda_copy,cuda_ipc,gdr_copy; rocm = rocm_copy,rocm_ipc,rocm_gdr; ze =
-// ze_copy,ze_ipc,ze_gdr). rocm_gdr (removed in UCX 1.14) and ze_gdr, ze_ipc (in no released UCX)
-// are named all the same: a kept value may hold them.
-const GpuName kGpuNames[] = {
-    {"cuda_copy", Family::cuda, GpuRole::copy}, {"cuda_ipc", Family::cuda, GpuRole::ipc},
-    {"gdr_copy", Family::cuda, GpuRole::gdr},   {"cuda", Family::cuda, GpuRole::alias},
-    {"rocm_copy", Family::rocm, GpuRole::copy}, {"rocm_ipc", Family::rocm, GpuRole::ipc},
-    {"rocm_gdr", Family::rocm, GpuRole::gdr},   {"rocm", Family::rocm, GpuRole::alias},
-    {"ze_copy", Family::ze, GpuRole::copy},     {"ze_ipc", Family::ze, GpuRole::ipc},
-    {"ze_gdr", Family::ze, GpuRole::gdr},       {"ze", Family::ze, GpuRole::alias},
-};
-
-// This node's transport for a role: "" when the family has none that a released UCX ships
-// (ze's ipc and gdr, rocm's gdr).
-const char *counterpart(Family node, GpuRole role) {
-  switch (role) {
-    case GpuRole::copy: return copy_transport(node);
-    case GpuRole::ipc: return ipc_transport(node);
-    case GpuRole::gdr: return node == Family::cuda ? "gdr_copy" : "";
-    default: return family_name(node);
-  }
-}
-
 // Is [e, e+n) the same entry as one of the first `count` entries of the list `out`?
 bool repeats(const char *out, size_t out_len, const char *e, size_t n) {
   const char *p = out, *end = out + out_len;
@@ -50,45 +20,35 @@ bool repeats(const char *out, size_t out_len, const char *e, size_t n) {
 
 }  // namespace
 
-Family gpu_entry_family(const char *entry, size_t n, GpuRole *role) {
+Family gpu_entry_family(const char *entry, size_t n, Role *role) {
   const char *name;
   size_t len;
   entry_name(entry, n, &name, &len);
-  for (const GpuName &g : kGpuNames) {
-    if (strlen(g.name) == len && !memcmp(g.name, name, len)) {
-      *role = g.role;
-      return g.family;
-    }
-  }
-  return Family::none;
+  const UcxName *u = ucx_name(name, len);
+  if (!u) return Family::none;
+  *role = u->role;
+  return u->family;
 }
 
-unsigned gpu_families_named(const char *value) {
-  if (!value || value[0] == '^') return 0;
-  unsigned named = 0;
+bool gpu_mismatch(const char *value, Family node) {
+  if (node == Family::none || !value || value[0] == '^') return false;
+  unsigned named = 0;  // a bit (1 << int(Family)) per family whose GPU transports the list names
   Items items(value);
   const char *e;
   size_t n;
-  GpuRole role;
+  Role role;
   while (items.next(&e, &n)) {
     Family f = gpu_entry_family(e, n, &role);
     if (f != Family::none) named |= 1u << int(f);
   }
-  return named;
-}
-
-bool gpu_mismatch(const char *value, Family node) {
-  if (node == Family::none) return false;
-  const unsigned named = gpu_families_named(value);
-  const unsigned mine = 1u << int(node);
-  return named && !(named & mine);
+  return named && !(named & (1u << int(node)));
 }
 
 void describe_foreign_entries(const char *value, Family node, Text &t) {
   Items items(value);
   const char *e;
   size_t n;
-  GpuRole role;
+  Role role;
   bool first = true;
   while (items.next(&e, &n)) {
     Family f = gpu_entry_family(e, n, &role);
@@ -150,7 +110,7 @@ Repair repair_value(const char *value, Family node, char *out, size_t cap) {
   Items items(value);
   const char *e;
   size_t n;
-  GpuRole role;
+  Role role;
   while (items.next(&e, &n)) {
     const size_t start = v.len;
     if (start) v.add(",");
@@ -158,7 +118,7 @@ Repair repair_value(const char *value, Family node, char *out, size_t cap) {
     if (f == Family::none || f == node) {
       v.add(e, n);
     } else {
-      const char *to = counterpart(node, role);
+      const char *to = family_transport(node, role);
       if (!*to) {  // no counterpart: the entry goes, with its comma
         v.len = start;
         out[start] = '\0';

@@ -10,32 +10,21 @@
 
 namespace ucxtls {
 
-// The GPU transports of a family, by role: what UCX_TLS can name for that family (UCX's
-// ucp_tl_aliases and its transports; docs/how-it-decides.md, "Repair"). An entry may carry UCX's
-// `\` (the name, not an alias) and `:aux` (auxiliary only); they are kept through a rewrite.
-enum class GpuRole : unsigned char { copy, ipc, gdr, alias };
+// The family and role of one entry ([\]name[:aux]; ucx_names.h), or Family::none when it is not
+// a GPU transport. A rewrite keeps an entry's `\` and `:aux`.
+Family gpu_entry_family(const char *entry, size_t n, Role *role);
 
-// The family and role of one entry ([\]name[:aux]), or Family::none when it is not a GPU
-// transport.
-Family gpu_entry_family(const char *entry, size_t n, GpuRole *role);
-
-// Which families' GPU transports an allow list names: a bit (1 << int(Family)) per family. An
-// exclusion list ("^...") names nothing here: it removes, and repair leaves it alone.
-unsigned gpu_families_named(const char *value);
-
-// A mismatch: the value names another family's GPU transports and none of `node`'s. `node` must
-// be a real family (none: never a mismatch; nothing here tells what the node's GPUs need).
+// A mismatch: an allow list that names another family's GPU transports and none of `node`'s (a
+// deny list removes: repair leaves it alone). `node` none: never (nothing tells what its GPUs need).
 bool gpu_mismatch(const char *value, Family node);
 
 // Writes the names of the value's GPU entries that are not `node`'s ("cuda_copy, cuda_ipc") to t.
 void describe_foreign_entries(const char *value, Family node, Text &t);
 
 // Can UCX carry the node's GPU memory with this value? It needs the family's copy transport
-// (cuda_copy, rocm_copy, ze_copy): the memory domain that detects the memory type (without it
-// UCX sees GPU memory as host memory; NIXL: "VRAM memory is detected as host by UCX."). An allow
-// list holds it by name (\name too), through the family's alias (cuda, rocm, ze; never as \alias)
-// or as all; a deny list removes it by the same names. Family::none, and an empty value (UCX
-// refuses it for its own reason): carries.
+// (without it, NIXL: "VRAM memory is detected as host by UCX."). An allow list holds it by name
+// (\name too), through the family's alias (never as \alias) or as all; a deny list removes it by
+// the same names. Family::none, and an empty value (UCX refuses it for its own reason): carries.
 enum class Copy : unsigned char {
   carries,
   lacks,   // an allow list without it (tcp on an NVIDIA node, another family's list)

@@ -1,4 +1,4 @@
-// The template and the transports it names: pure functions only (see template.h).
+// The template: pure functions only (see template.h).
 #include "template.h"
 
 #include <string.h>
@@ -7,38 +7,9 @@
 
 namespace ucxtls {
 
-const char *family_name(Family f) {
-  switch (f) {
-    case Family::cuda: return "cuda";
-    case Family::rocm: return "rocm";
-    case Family::ze: return "ze";
-    default: return "none";
-  }
-}
-
-const char *copy_transport(Family f) {
-  switch (f) {
-    case Family::cuda: return "cuda_copy";
-    case Family::rocm: return "rocm_copy";
-    case Family::ze: return "ze_copy";
-    default: return "";
-  }
-}
-
-const char *ipc_transport(Family f) {
-  switch (f) {
-    case Family::cuda: return "cuda_ipc";
-    case Family::rocm: return "rocm_ipc";
-    default: return "";
-  }
-}
-
 const char *rdma_transports(Rdma r) {
-  switch (r) {
-    case Rdma::mlx5: return "rc_x,rc,dc_x,dc";
-    case Rdma::rc: return "rc";
-    default: return "";
-  }
+  static const char kByRdma[][16] = {"", "rc", "rc_x,rc,dc_x,dc"};  // by Rdma: none, rc, mlx5
+  return kByRdma[int(r)];
 }
 
 const char kDefaultTemplate[] = "{rdma},{copy}";
@@ -56,20 +27,14 @@ int placeholder_at(const char *p, size_t n) {
   return kPhNone;
 }
 
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
 // One UCX_TLS entry: a placeholder, or [\]name[:aux] (UCX's allow-list item syntax).
 bool entry_valid(const char *p, size_t n) {
   if (placeholder_at(p, n) != kPhNone) return true;
-  size_t i = 0;
-  if (i < n && p[i] == '\\') i++;
-  size_t start = i;
-  while (i < n && is_name_char(p[i])) i++;
-  if (i == start) return false;
-  if (i == n) return true;
-  return n - i == 4 && !memcmp(p + i, ":aux", 4);
+  entry_name(p, n, &p, &n);
+  for (size_t i = 0; i < n; i++)
+    if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '_'))
+      return false;
+  return n > 0;
 }
 
 // A braced entry within two edits of a placeholder ("{rmda}"): the error names the one meant.
@@ -96,11 +61,9 @@ bool template_valid(const char *t, const char **why) {
     *why = kTooLong.s;
     return false;
   }
-  for (size_t i = 0; i < len; i++) {
-    if (t[i] == ' ' || t[i] == '\t') {
-      *why = "contains a space (UCX does not trim entries: \" cuda_copy\" matches nothing)";
-      return false;
-    }
+  if (strchr(t, ' ') || strchr(t, '\t')) {
+    *why = "contains a space (UCX does not trim entries: \" cuda_copy\" matches nothing)";
+    return false;
   }
   const char *p = t;
   if (*p == '^') p++;
@@ -154,59 +117,27 @@ bool compose(const char *t, Family f, Rdma r, char *out, size_t cap) {
     const char *entry = ph == kPhNone ? nullptr : text[ph];
     if (entry && !*entry) continue;  // an empty placeholder disappears with its comma
     if (!first) v.add(",");
-    if (entry)
-      v.add(entry);
-    else
-      v.add(e, n);
+    entry ? v.add(entry) : v.add(e, n);
     first = false;
   }
   return !v.truncated;
 }
 
-void entry_name(const char *e, size_t n, const char **name, size_t *len) {
-  if (n && e[0] == '\\') e++, n--;
-  if (n >= 4 && !memcmp(e + n - 4, ":aux", 4)) n -= 4;
-  *name = e;
-  *len = n;
-}
-
-namespace {
-
-// Does the list name one of `names` (a NULL-terminated set), as written or with UCX's \ and :aux?
-bool names_any(const char *value, const char *const *names) {
-  Items items(value);
-  const char *e;
-  size_t n;
-  while (items.next(&e, &n)) {
-    entry_name(e, n, &e, &n);
-    for (const char *const *k = names; *k; k++)
-      if (strlen(*k) == n && !memcmp(*k, e, n)) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 void describe_left_out(const char *value, Family f, Text &t) {
   if (!value || value[0] == '^' || !strcmp(value, kAllTransports)) return;
-  static const char *const kSm[] = {"sm", "shm", "mm", "posix", "sysv", "cma", "knem", "xpmem", nullptr};
-  static const char *const kSelf[] = {"self", nullptr};
-  static const char *const kTcp[] = {"tcp", nullptr};
-  const char *const ipc[] = {ipc_transport(f), family_name(f), nullptr};
-  static const char *const kGdr[] = {"gdr_copy", "cuda", nullptr};
-  struct Wanted {
-    const char *name;
-    const char *const *covered_by;
-    bool applies;
-  } const wanted[] = {{"sm", kSm, true},
-                      {"self", kSelf, true},
-                      {"tcp", kTcp, true},
-                      {ipc_transport(f), ipc, *ipc_transport(f) != '\0'},
-                      {"gdr_copy", kGdr, f == Family::cuda}};
+  const char *const wanted[] = {"sm", "self", "tcp", ipc_transport(f), family_transport(f, Role::gdr)};
   bool first = true;
-  for (const Wanted &w : wanted) {
-    if (!w.applies || names_any(value, w.covered_by)) continue;
-    t.add(first ? "" : ", ").add(w.name);
+  for (const char *w : wanted) {
+    bool named = !*w;  // the family has no such transport
+    Items items(value);
+    const char *e;
+    size_t n;
+    while (!named && items.next(&e, &n)) {
+      entry_name(e, n, &e, &n);
+      named = names_overlap(e, n, w, strlen(w));
+    }
+    if (named) continue;
+    t.add(first ? "" : ", ").add(w);
     first = false;
   }
 }

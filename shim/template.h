@@ -1,23 +1,14 @@
 // The template: what UCXTLS_TEMPLATE may hold, and the UCX_TLS value it composes to for a GPU
-// family and the node's RDMA. The families and the transports they name live here too: the
-// placeholders are their only use. Pure (see core.h).
+// family (its transports: ucx_names.h) and the node's RDMA. Pure (see core.h).
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "text.h"
+#include "ucx_names.h"
 
 namespace ucxtls {
-
-// Families and their copy transports.
-enum class Family : uint8_t { none, cuda, rocm, ze };
-const char *family_name(Family f);            // "none", "cuda", "rocm", "ze"
-const char *copy_transport(Family f);         // "cuda_copy", "rocm_copy", "ze_copy", ""
-// The family's intra-node GPU transport: "cuda_ipc", "rocm_ipc"; "" for ze (no released UCX has
-// ze_ipc: naming it makes UCX warn on stdout) and none.
-const char *ipc_transport(Family f);
-constexpr int kFamilies = 4;
 
 // What the node's RDMA devices let UCX run (see probe_rdma): nothing, rc_verbs alone (Broadcom,
 // Intel RoCE, rxe, Omni-Path), or the mlx5 transports as well (a ConnectX driven by mlx5_core).
@@ -41,18 +32,15 @@ constexpr size_t kTemplateMax = kValueMax - 512;
 bool template_valid(const char *tmpl, const char **why);
 bool template_uses_copy(const char *tmpl);  // {copy} or {ipc}: the family matters
 bool template_uses_rdma(const char *tmpl);  // {rdma}
-// An allow-list entry's transport name, without UCX's `\` prefix (the name, not an alias) and
-// `:aux` suffix (auxiliary only): what the name rules compare (repair.h, describe_left_out).
-void entry_name(const char *entry, size_t n, const char **name, size_t *len);
 
 // Writes the value into out (cap bytes). Returns false if it does not fit.
 bool compose(const char *tmpl, Family f, Rdma r, char *out, size_t cap);
 
 // What an allow list leaves out of UCX's default (all) that programs other than the trainers use:
-// shared memory (sm), self, tcp, the family's ipc transport, CUDA's gdr_copy. Writes their names,
-// ", "-separated, to t (nothing for all, an exclusion list, or a list that has them all); an
-// alias that covers one counts (shm, mm, posix, sysv, cma, knem, xpmem for sm; cuda, rocm for
-// their transports). For `ucxtls explain`.
+// shared memory (sm), self, tcp, the family's ipc and gdr transports. Writes their names,
+// ", "-separated, to t (nothing for all, an exclusion list, or a list that has them all); a name
+// that selects one of their transports counts (mm or posix for sm, cuda for cuda_ipc). For
+// `ucxtls explain`.
 void describe_left_out(const char *value, Family f, Text &t);
 
 }  // namespace ucxtls
