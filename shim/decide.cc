@@ -16,7 +16,7 @@ const char *action_name(Action a) {
     case Action::skip: return "skip";
     case Action::clear: return "clear";
     case Action::repair: return "repair";
-    default: return "need";
+    default: return "undecided";
   }
 }
 
@@ -103,7 +103,7 @@ void lacks_copy(const Settings &s, Family fam, Copy copy, const char *tls, Decis
 // this node's, or no copy transport of this node's family, is looked at only when someone will
 // read about it (the debug line, `explain`) or asked to repair it: the family probe costs nothing
 // otherwise.
-void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decision *d) {
+void keep_users_value(const Settings &s, const Facts &f, const char *tls, bool reasons_read, Decision *d) {
   d->action = Action::keep;
   d->note(Reason::kept);
   // Step 4 still names an invalid setting of ours (UCXTLS_REPAIR=enable matters only here): the
@@ -113,10 +113,10 @@ void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decisi
     d->invalid_why = s.invalid_why;
     return error(d, Reason::invalid);
   }
-  if (!d->explained && !s.repair) return;
+  if (!reasons_read && !s.repair) return;
   const FamilyAnswer a = which_family(s, f);
   if (a.need != Need::nothing) {
-    d->action = Action::need;
+    d->action = Action::undecided;
     d->need = a.need;
     return;
   }
@@ -184,8 +184,8 @@ FamilyAnswer which_family(const Settings &s, const Facts &f) {
   return a;
 }
 
-void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
-  d->action = Action::need;
+void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d, bool reasons_read) {
+  d->action = Action::undecided;
   d->need = Need::nothing;
   d->family = Family::none;
   d->family_known = false;
@@ -212,7 +212,7 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   if (tls) {
     const char *derived = in.get(kDerived);
     // The library never writes an empty value: an empty marker marks nothing.
-    if (!derived || !derived[0] || strcmp(tls, derived) != 0) return keep_users_value(s, f, tls, d);
+    if (!derived || !derived[0] || strcmp(tls, derived) != 0) return keep_users_value(s, f, tls, reasons_read, d);
     d->rederived = true;
     d->note(Reason::rederived);
   }

@@ -23,7 +23,7 @@ const char kDirRemedy[] = "; use a directory only root or you can write";
 
 // The saved file's text, parsed in place: static (file-backed, sys.h), not on the host's stack,
 // which the constructor keeps under 8 KiB (tests/perf/test_stack.py).
-UCXTLS_FILE_BACKED_AT("1driver") char g_report[kDriverReportMax];  // the driver tier alone
+UCXTLS_FILE_BACKED char g_report[kDriverReportMax];  // the driver tier alone
 
 enum class Found : uint8_t { missing, decided };
 

@@ -134,12 +134,9 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
             "fits this node; UCXTLS_WRITE=always writes the template here");
       break;
     case Reason::write_always: r.add("UCXTLS_WRITE=always (the default template on every GPU node)"); break;
-    case Reason::too_long: {
-      static constexpr auto kTooLong =
-          lit("UCXTLS_TEMPLATE gives a value longer than ") + decimal<kValueMax - 1>() + lit(" bytes; UCX_TLS left unchanged");
-      r.add(kTooLong.s);
+    case Reason::too_long:
+      r.add("UCXTLS_TEMPLATE gives a value longer than ").add((long long)(kValueMax - 1)).add(" bytes; UCX_TLS left unchanged");
       break;
-    }
     case Reason::empty_value:
       r.add("the template gives an empty value for family ").add(family_name(x.d.family)).add(": nothing to write");
       break;

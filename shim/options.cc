@@ -31,58 +31,21 @@ constexpr size_t count_words(const char *w) {
 }
 static_assert(sizeof kAccelFamily / sizeof kAccelFamily[0] == count_words(kAccelWords), "one family per word of UCXTLS_ACCEL");
 
-// "is not one of a, b, c", built at compile time from a row's words.
-constexpr char kNotOneOf[] = "is not one of ";
-template <const auto &Words>
-constexpr StaticText<sizeof kNotOneOf + sizeof Words - 1 + count_words(Words) - 1> not_one_of() {
-  StaticText<sizeof kNotOneOf + sizeof Words - 1 + count_words(Words) - 1> t;
-  size_t k = 0;
-  for (size_t i = 0; kNotOneOf[i]; i++) t.s[k++] = kNotOneOf[i];
-  for (size_t i = 0; Words[i]; i++) {
-    if (Words[i] == ' ') t.s[k++] = ',';
-    t.s[k++] = Words[i];
-  }
-  return t;
-}
-
 // The boolean words of a toggle (UCX's own, ucs_config_sscanf_bool in src/ucs/config/parser.c:
-// y/yes/on/1 and n/no/off/0, plus true/false), read in any case: the on words, then the off ones,
-// each list in the order --help names it.
+// y/yes/on/1 and n/no/off/0, plus true/false), read in any case.
 constexpr char kOnWords[] = "y yes on 1 true";
 constexpr char kOffWords[] = "n no off 0 false";
-constexpr char kBoolWhyHead[] = "is not a boolean word (";
-// "is not a boolean word (y, yes, on, 1, true; n, no, off, 0, false; any case)", from the lists.
-constexpr StaticText<sizeof kBoolWhyHead + 2 * (sizeof kOnWords + sizeof kOffWords) + 12> bool_why() {
-  StaticText<sizeof kBoolWhyHead + 2 * (sizeof kOnWords + sizeof kOffWords) + 12> t;
-  size_t k = 0;
-  auto put = [&t, &k](const char *w) {
-    for (size_t i = 0; w[i]; i++) {
-      if (w[i] == ' ') t.s[k++] = ',';
-      t.s[k++] = w[i];
-    }
-  };
-  auto raw = [&t, &k](const char *w) {
-    for (size_t i = 0; w[i]; i++) t.s[k++] = w[i];
-  };
-  raw(kBoolWhyHead);
-  put(kOnWords);
-  raw("; ");
-  put(kOffWords);
-  raw("; any case)");
-  t.s[k] = '\0';
-  return t;
-}
 
-// Text that names a limit, built from the limit's constant at compile time.
-constexpr auto kBoolWhy = bool_why();
-constexpr auto kAccelWhy = not_one_of<kAccelWords>();
-constexpr auto kProbeWhy = not_one_of<kProbeWords>();
-constexpr auto kWriteWhy = not_one_of<kWriteWords>();
-constexpr auto kTimeoutDefault = decimal<kProbeTimeoutMsDefault>();
-constexpr auto kTimeoutRange = decimal<kProbeTimeoutMsMin>() + lit(" to ") + decimal<kProbeTimeoutMsMax>();
-constexpr auto kTimeoutMeaning = lit("bound on `ucxtls probe` (the driver APIs' helper), ") + kTimeoutRange + lit(" ms");
-constexpr auto kTimeoutWhy = lit("is not a whole number of milliseconds from ") + kTimeoutRange;
-constexpr auto kSysrootTooLong = lit("is longer than ") + decimal<kSysrootMax>() + lit(" bytes");
+// The messages name the words and limits above: change both together.
+constexpr char kBoolWhy[] = "is not a boolean word (y, yes, on, 1, true; n, no, off, 0, false; any case)";
+constexpr char kAccelWhy[] = "is not one of auto, cuda, rocm, ze, none";
+constexpr char kProbeWhy[] = "is not one of kernel, driver";
+constexpr char kWriteWhy[] = "is not one of needed, always";
+static_assert(kProbeTimeoutMsDefault == 5000 && kProbeTimeoutMsMin == 1 && kProbeTimeoutMsMax == 600000 &&
+              kSysrootMax == 256, "the texts below name these limits");
+constexpr char kTimeoutMeaning[] = "bound on `ucxtls probe` (the driver APIs' helper), 1 to 600000 ms";
+constexpr char kTimeoutWhy[] = "is not a whole number of milliseconds from 1 to 600000";
+constexpr char kSysrootTooLong[] = "is longer than 256 bytes";
 constexpr char kNotAbsolute[] = "is not an absolute path";
 
 constexpr Kind kToggle = Kind::toggle, kWord = Kind::word, kPattern = Kind::pattern, kNumber = Kind::number,
@@ -99,30 +62,30 @@ constexpr
 const Option kOptions[kVarCount] = {
     {"UCXTLS_DISABLE", kDisable, kToggle, kEvery, "unset",
      "y, yes, on, 1, true (any case): turn the library off; n, no, off, 0, false: leave it on", kOnWords,
-     0, 0, kBoolWhy.s},
+     0, 0, kBoolWhy},
     {"UCXTLS_ACCEL", kAccel, kWord, kEvery, "auto", "accelerator family: auto (probe), cuda, rocm, ze or none (as without GPUs)",
-     kAccelWords, 0, 0, kAccelWhy.s},
+     kAccelWords, 0, 0, kAccelWhy},
     {"UCXTLS_REPAIR", kRepair, kToggle, kEvery, "unset",
      "y, yes, on, 1, true (any case): a kept UCX_TLS with only another GPU family's transports gets this node's instead, one without this node's copy transport gets it appended; n, no, off, 0, false: not",
-     kOnWords, 0, 0, kBoolWhy.s},
+     kOnWords, 0, 0, kBoolWhy},
     {"UCXTLS_TEMPLATE", kTemplate, kPattern, kEvery, kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
     {"UCXTLS_WRITE", kWrite, kWord, kEvery, "needed",
      "where the default template writes: needed (all, UCX's own default, where a hard-coded CUDA rc list would be wrong: other GPUs than NVIDIA's, or no rc device; nothing elsewhere) or always (on every GPU node, as before 0.2.0)",
-     kWriteWords, 0, 0, kWriteWhy.s},
+     kWriteWords, 0, 0, kWriteWhy},
     {"UCXTLS_PROBE", kProbe, kWord, kEvery, "kernel",
      "kernel (device files only) or driver (the CUDA/Level Zero answer `ucxtls probe --save` stored)", kProbeWords,
-     0, 0, kProbeWhy.s},
-    {"UCXTLS_PROBE_TIMEOUT_MS", kProbeTimeoutMs, kNumber, Scope::probe_command, kTimeoutDefault.s,
-     kTimeoutMeaning.s, nullptr, kProbeTimeoutMsMin, kProbeTimeoutMsMax, kTimeoutWhy.s},
+     0, 0, kProbeWhy},
+    {"UCXTLS_PROBE_TIMEOUT_MS", kProbeTimeoutMs, kNumber, Scope::probe_command, "5000",
+     kTimeoutMeaning, nullptr, kProbeTimeoutMsMin, kProbeTimeoutMsMax, kTimeoutWhy},
     {"UCXTLS_CACHE_DIR", kCacheDir, kPath, Scope::driver_tier, "unset",
      "where `ucxtls probe --save` stores the driver's answer and the library reads it (an absolute path); unset: $XDG_RUNTIME_DIR/ucxtls, then /run/ucxtls"},
     {"UCXTLS_DEBUG", kDebug, kToggle, kEvery, "unset",
      "y, yes, on, 1, true (any case): one line on stderr saying what was decided and why; n, no, off, 0, false: none",
-     kOnWords, 0, 0, kBoolWhy.s},
+     kOnWords, 0, 0, kBoolWhy},
     {"UCXTLS_SYSROOT", kSysroot, kPath, kEvery, "unset",
      "directory put in front of every /dev, /sys, /proc, /etc path the probe reads", nullptr, 0, kSysrootMax,
-     kSysrootTooLong.s},
+     kSysrootTooLong},
     {"UCXTLS_DERIVED", kDerived, kInput, kEvery, "-",
      "written by the library with UCX_TLS: marks the value as derived, so it is derived again"},
     {"UCXTLS_SAID", kSaid, kInput, kEvery, "-",
@@ -190,7 +153,7 @@ constexpr bool row_ok(const Option &o, int v) {
   switch (o.kind) {
     case Kind::word: return o.words && o.why && words_ok(o);
     case Kind::toggle:  // the boolean words, every one named in --help
-      return o.words == kOnWords && o.why == kBoolWhy.s && names_every_word(o.meaning, kOnWords) &&
+      return o.words == kOnWords && o.why == kBoolWhy && names_every_word(o.meaning, kOnWords) &&
              names_every_word(o.meaning, kOffWords);
     case Kind::number: return o.why && o.min <= o.max;
     case Kind::path: return !o.max || o.why;
@@ -211,68 +174,28 @@ static_assert(kOptions[kProbeTimeoutMs].min <= kProbeTimeoutMsDefault && kProbeT
 // ---------------------------------------------------------------------------------------------
 // The one pass over the environment
 
-// It runs in every process, over environments of hundreds of entries: one test of the first two
-// letters rejects almost every entry; the rest are measured up to '=' and compared in place, from
-// the end, with the names of that length alone (an index built from kOptions at compile time: no
-// strlen, no strncmp, no loop over every name). An entry that starts like ours ("UCXTLS_") but
-// matched no name is an unknown variable.
-namespace {
-
-constexpr size_t kNameMax = 23;      // the longest name (UCXTLS_PROBE_TIMEOUT_MS)
-constexpr int kSameLengthMax = 4;    // names of one length (12: UCXTLS_ACCEL, _WRITE, _PROBE, _DEBUG)
-struct NameIndex {
-  unsigned long long second[64] = {};  // [a & 63], bit (b & 63): a name starts with the letters a, b
-  uint8_t count[kNameMax + 1] = {};
-  uint8_t var[kNameMax + 1][kSameLengthMax] = {};
-};
-// A name longer than kNameMax, or a fifth name of one length, is an index out of bounds: the
-// compiler refuses it.
-constexpr NameIndex build_name_index() {
-  NameIndex x;
-  for (int v = 0; v < kVarCount; v++) {
-    const size_t n = __builtin_strlen(kOptions[v].name);
-    x.var[n][x.count[n]++] = uint8_t(v);
-    x.second[kOptions[v].name[0] & 63] |= 1ULL << (kOptions[v].name[1] & 63);
-  }
-  return x;
-}
-constexpr NameIndex kNameIndex = build_name_index();
-static_assert(!kNameIndex.second[0], "no name starts with a letter whose low six bits are those of NUL");
-
-}  // namespace
-
 void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
   in->unknown = nullptr;
   in->unknown_count = 0;
-  if (!envp) return;
   // Each slot is loaded once: a thread's unsetenv may be moving the entries down meanwhile (the
-  // library writes nothing then, but it reads first), and a slot read twice may be NULL the second time.
-  for (char *const *e = envp;; e++) {
+  // library then writes nothing, but it reads first), and a slot read twice may be NULL.
+  for (char *const *e = envp; e; e++) {
     const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);
     if (!entry) break;
-    // entry[1] is read only after entry[0] matched a first letter, so never past an empty entry's NUL.
-    const unsigned long long seconds = kNameIndex.second[entry[0] & 63];
-    if (!seconds || !(seconds >> (entry[1] & 63) & 1)) continue;
-    const size_t n = env_name_len(entry);  // names are short: this stops long before a value
-    bool known = false;
-    if (n <= kNameMax && entry[n] == '=') {
-      for (int k = 0; k < kNameIndex.count[n] && !known; k++) {
-        const Var v = Var(kNameIndex.var[n][k]);
-        const char *name = kOptions[v].name;
-        size_t i = n;
-        while (i && entry[i - 1] == name[i - 1]) i--;
-        if (i) continue;
-        if (!in->var[v]) in->var[v] = entry + n + 1;  // a later duplicate is known, not read
-        known = true;
-      }
+    int v = 0;
+    size_t n = 0;
+    for (; v < kVarCount; v++) {
+      const char *name = kOptions[v].name;
+      for (n = 0; name[n] && entry[n] == name[n];) n++;
+      if (!name[n] && entry[n] == '=') break;
     }
-    if (known) continue;
-    size_t i = 0;
-    while (kOwnPrefix[i] && entry[i] == kOwnPrefix[i]) i++;
-    if (kOwnPrefix[i]) continue;
-    if (!in->unknown) in->unknown = entry;
-    in->unknown_count++;
+    if (v < kVarCount) {
+      if (!in->var[v]) in->var[v] = entry + n + 1;  // the first wins, as with getenv
+    } else if (!strncmp(entry, kOwnPrefix, sizeof kOwnPrefix - 1)) {
+      if (!in->unknown) in->unknown = entry;
+      in->unknown_count++;
+    }
   }
 }
 

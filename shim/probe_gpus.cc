@@ -44,7 +44,7 @@ struct DeviceTable {
   }
 };
 
-UCXTLS_FILE_BACKED_AT("2devices") DeviceTable g_devices;
+UCXTLS_FILE_BACKED DeviceTable g_devices;
 
 void record_visible(FamilyFact *ff, int visible_n) {
   ff->visible_n = visible_n;

@@ -45,11 +45,10 @@ void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, 
 
 void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
   Settings checked = s;
-  d->explained = o.evidence;  // one switch: the evidence and the reasons are read, or neither
   probe_until(
       [&](const Settings &cs) {
-        decide(in, cs, *f, d);
-        return d->action == Action::need ? d->need : Need::nothing;
+        decide(in, cs, *f, d, o.evidence);
+        return d->action == Action::undecided ? d->need : Need::nothing;
       },
       in, &checked, o, f);
 }

@@ -165,7 +165,7 @@ bool check_roce(const Settings &s, const GidSetting &g, bool mlx5, RdmaDevice *o
 // access last, except where its presence is not yet known (uverbs0, tried before any listing:
 // on a node without RDMA that one failed call is the whole probe).
 void check_uverbs(const Inputs &in, const Settings &s, const char *node, bool listed, bool found_rc,
-                  const ProbeOptions &o, GidSetting *gid, RdmaDevice *out) {
+                  const ProbeOptions &o, Facts *f, RdmaDevice *out) {
   Text why;
   why.init(out->why, sizeof out->why);
   if (!listed && !node_accessible(s, node, out, why)) return;
@@ -213,8 +213,8 @@ void check_uverbs(const Inputs &in, const Settings &s, const char *node, bool li
   n = read_file(p);
   if (n < 0 && !absent(n)) return void(out->error = int(n));
   if (n > 0 && link_layer_ethernet(g_file, size_t(n))) {
-    if (!gid->read) read_gid_index(in, s, gid);  // once, for the first RoCE port
-    if (!check_roce(s, *gid, mlx5, out, why) || !out->port) return;
+    if (!f->gid.read) scan_ucx_conf(in, s, o.evidence, true, f);  // not yet read with UCX_TLS
+    if (!check_roce(s, f->gid, mlx5, out, why) || !out->port) return;
   }
   if (listed && !node_accessible(s, node, out, why)) return void(out->port = 0);
   out->kind = rdma_runs(kind);
@@ -237,11 +237,9 @@ UCXTLS_OWN_FRAME void probe_rdma(const Inputs &in, const Settings &s, const Prob
   Failure fail;
   char first_usable[96] = {}, first_unusable[kEvidenceMax] = {};
   bool unopenable = false;  // a RoCE port UCX lists but cannot open
-  GidSetting gid;
-  gid.absent = f->ucx_conf_absent;  // step 6 looked a moment ago
   auto check = [&](const char *node, bool listed) {  // false: the node is not there
     RdmaDevice dev;
-    check_uverbs(in, s, node, listed, best != Rdma::none, o, &gid, &dev);
+    check_uverbs(in, s, node, listed, best != Rdma::none, o, f, &dev);
     if (dev.missing) return false;
     if (dev.passed) return true;
     if (dev.error && dev.why[0] && !fail.error) {  // a setting, not a read, could not be told

@@ -38,21 +38,12 @@ struct Failure {
   void note(const char *what, const Path &p, long err, bool evidence);
 };
 
-// UCX_IB_GID_INDEX as UCX reads it (probe.cc read_gid_index): the environment's, else the last
-// ucx.conf line that assigns it, the files in UCX's order (a later one overrides); read only when
-// a RoCE port needs it.
-struct GidSetting {
-  bool read = false;
-  long index = -1;    // device_rules.h: kGidAuto (UCX's default), an index, or kGidUnknown
-  int error = 0;      // -errno: a ucx.conf could not be read (then index is kGidUnknown)
-  uint8_t absent = 0;  // the ucx.conf places step 6 found not there (Facts::ucx_conf_absent): not asked again
-  char shown[96] = {};  // where it came from, for the evidence: UCX_IB_GID_INDEX="3" (FILE)
-};
-void read_gid_index(const Inputs &in, const Settings &s, GidSetting *g);
+// Reads the ucx.conf files once for UCX_TLS and UCX_IB_GID_INDEX; whole: on past a UCX_TLS line,
+// since a RoCE port needs the GID index's last line (f->gid.read then).
+void scan_ucx_conf(const Inputs &in, const Settings &s, bool evidence, bool whole, Facts *f);
 
 // The probe of each fact (probe.cc probe() dispatches).
 void probe_rdma(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);  // probe_rdma.cc
-void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);  // probe.cc
 void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);      // probe_gpus.cc
 void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);      // probe_gpus.cc
 void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);        // probe_gpus.cc

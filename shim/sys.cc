@@ -344,7 +344,7 @@ void *map_pages(size_t bytes) {
   return r < 0 && r > -4096 ? nullptr : reinterpret_cast<void *>(r);
 }
 
-UCXTLS_FILE_BACKED_AT("4block") static char g_first_block[2048] __attribute__((aligned(16)));
+UCXTLS_FILE_BACKED static char g_first_block[2048] __attribute__((aligned(16)));
 static bool g_first_block_used;
 
 void *allocate_block(size_t bytes) {

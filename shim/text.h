@@ -1,6 +1,5 @@
-// Text, the one way the core writes and reads strings: a bounded writer (Text), messages built at
-// compile time (StaticText), and the small readers every parser shares (list items, blanks,
-// control bytes, numbers). No allocation: the library's constructor runs before main.
+// Text, the one way the core writes and reads strings: a bounded writer (Text) and the small
+// readers every parser shares (list items, blanks, control bytes, numbers). No allocation.
 #pragma once
 
 #include <stddef.h>
@@ -78,38 +77,5 @@ inline bool starts_with(const char *p, size_t n, const char *prefix, size_t k) {
 
 // Parses a decimal integer that spans the whole string (optional sign). No overflow.
 bool parse_long(const char *s, size_t n, long *out);
-
-// ---------------------------------------------------------------------------------------------
-// Static text built at compile time, so that a message naming a limit takes the number from the
-// limit's constant (lit("up to ") + decimal<kMax>()), with no code run and nothing allocated.
-template <size_t N>
-struct StaticText {
-  char s[N] = {};  // N counts the NUL
-};
-
-template <size_t N>
-constexpr StaticText<N> lit(const char (&text)[N]) {
-  StaticText<N> t;
-  for (size_t i = 0; i < N; i++) t.s[i] = text[i];
-  return t;
-}
-
-constexpr size_t decimal_digits(unsigned long long v) { return v < 10 ? 1 : 1 + decimal_digits(v / 10); }
-
-template <unsigned long long V>
-constexpr StaticText<decimal_digits(V) + 1> decimal() {
-  StaticText<decimal_digits(V) + 1> t;
-  unsigned long long v = V;
-  for (size_t i = decimal_digits(V); i > 0; i--, v /= 10) t.s[i - 1] = char('0' + v % 10);
-  return t;
-}
-
-template <size_t A, size_t B>
-constexpr StaticText<A + B - 1> operator+(const StaticText<A> &a, const StaticText<B> &b) {
-  StaticText<A + B - 1> t;
-  for (size_t i = 0; i + 1 < A; i++) t.s[i] = a.s[i];
-  for (size_t i = 0; i < B; i++) t.s[A - 1 + i] = b.s[i];
-  return t;
-}
 
 }  // namespace ucxtls
