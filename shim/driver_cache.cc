@@ -1,8 +1,5 @@
-// The driver tier in the library: read the answer `ucxtls probe --save` stored for this node.
-//
-// A handful of system calls through sys.h (open the directory, fstat it, fstatat the file in it
-// without following a link, open it, fstat it (the same file), read it, close both, read the boot id, check two device
-// nodes' times), nothing allocated, no process, no dlopen. Every failure is "no answer" (ran = no)
+// The driver tier in the library: reads the answer `ucxtls probe --save` stored for this node, with
+// a handful of system calls, no allocation, no process, no dlopen. Every failure is "no answer"
 // with the reason and the remedy in the evidence: the kernel probe's answer stands.
 #include "driver_cache.h"
 
@@ -21,9 +18,8 @@ const char kRemedy[] = "; run ucxtls probe --save";
 // A new answer cannot fix its directory: where to keep one instead.
 const char kDirRemedy[] = "; use a directory only root or you can write";
 
-// The saved file's text, parsed in place: static (file-backed, sys.h), not on the host's stack,
-// which the constructor keeps under 8 KiB (tests/perf/test_stack.py).
-UCXTLS_FILE_BACKED char g_report[kDriverReportMax];  // the driver tier alone
+// Static: the constructor keeps the host's stack under 8 KiB (tests/perf/test_stack.py).
+UCXTLS_FILE_BACKED char g_report[kDriverReportMax];
 
 enum class Found : uint8_t { missing, decided };
 

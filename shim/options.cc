@@ -1,5 +1,4 @@
-// The options table, the one pass over the environment, unknown variables and the settings:
-// pure functions only (see options.h).
+// The options table, the pass over the environment, unknown variables, the settings (options.h).
 #include "options.h"
 
 #include <string.h>
@@ -10,9 +9,7 @@ namespace ucxtls {
 
 namespace {
 
-// The words a Kind::word row allows, one space apart, in the order --help names them; the first
-// is the default. One string, not an array: every pointer in the table is one more relocation the
-// loader applies in every process.
+// A Kind::word row's words, the default first; one string, not an array of relocated pointers.
 constexpr char kAccelWords[] = "auto cuda rocm ze none";
 constexpr Family kAccelFamily[] = {Family::none, Family::cuda, Family::rocm, Family::ze, Family::none};
 constexpr char kProbeWords[] = "kernel driver";  // ProbeTier's order
@@ -54,10 +51,8 @@ constexpr Scope kEvery = Scope::process;
 
 }  // namespace
 
-// The one table behind parsing, the error messages, `ucxtls --help`, the man page and the
-// documentation's table (tests/cli/test_man.py compares the README's with them). constexpr, so
-// that the checks below read it at compile time; "const Option kOptions" opens its own line, where
-// the tests that read the names from this file look for it.
+// constexpr, so that the checks below read it at compile time; "const Option kOptions" opens its
+// own line, where tests/cli read the names from this file.
 constexpr
 const Option kOptions[kVarCount] = {
     {"UCXTLS_DISABLE", kDisable, kToggle, kEvery, "unset",
@@ -106,10 +101,8 @@ const Option kOptions[kVarCount] = {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// The table checks itself at compile time: one row per Var, in the enum's order; the library's
-// own names (UCXTLS_) first; each kind with what it needs; a word row's default its first word
-// and its meaning naming every word (so --help cannot omit one the parser takes).
+// The table checks itself at compile time: one row per Var, in order, own names first, each kind
+// complete, a word row's default its first word and its meaning naming every word (for --help).
 
 constexpr bool own_name(const char *n) {
   for (size_t i = 0; kOwnPrefix[i]; i++)
@@ -126,7 +119,6 @@ constexpr bool names_word(const char *text, const char *word, size_t n) {
   }
   return false;
 }
-// Its meaning names every word of its list.
 constexpr bool names_every_word(const char *meaning, const char *words) {
   for (size_t i = 0; words[i];) {
     size_t n = 0;
@@ -136,7 +128,6 @@ constexpr bool names_every_word(const char *meaning, const char *words) {
   }
   return true;
 }
-// The row's default is its first word, and its meaning names every word.
 constexpr bool words_ok(const Option &o) {
   size_t first = 0;
   while (o.words[first] && o.words[first] != ' ') first++;
@@ -171,8 +162,14 @@ static_assert(kOptions[kProbeTimeoutMs].min <= kProbeTimeoutMsDefault && kProbeT
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// The one pass over the environment
+// A bit per first letter of the names (its low six bits): one test rejects most entries.
+constexpr unsigned long long first_letters() {
+  unsigned long long m = 0;
+  for (const Option &o : kOptions) m |= 1ULL << (o.name[0] & 63);
+  return m;
+}
+constexpr unsigned long long kFirstLetters = first_letters();
+static_assert(!(kFirstLetters & 1), "an empty entry matches no first letter");
 
 void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
@@ -183,6 +180,7 @@ void read_inputs(char *const *envp, Inputs *in) {
   for (char *const *e = envp; e; e++) {
     const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);
     if (!entry) break;
+    if (!(kFirstLetters >> (entry[0] & 63) & 1)) continue;
     int v = 0;
     size_t n = 0;
     for (; v < kVarCount; v++) {
@@ -205,9 +203,6 @@ size_t env_name_len(const char *entry) {
   return n;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Unknown variables: the closest option
-
 Var closest_option(const char *name, size_t n) {
   const size_t prefix = sizeof kOwnPrefix - 1;
   Var best = kVarCount;
@@ -222,9 +217,6 @@ Var closest_option(const char *name, size_t n) {
   }
   return best;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Settings
 
 namespace {
 // Is v (n bytes) one of the words, ignoring ASCII case?
@@ -259,7 +251,7 @@ void mark_invalid(Settings *s, Var v, const char *why) {
 
 namespace {
 
-// What a row's rule makes of a value. Unset and empty are the same: the default.
+// A value by its row's rule; unset and empty are the default.
 struct Parsed {
   bool set = false;           // a non-empty value (a toggle: on)
   long number = 0;            // Kind::word: the word's index; Kind::number: the number
@@ -303,8 +295,6 @@ Parsed parse_value(const Option &o, const char *v) {
   return p;
 }
 
-// The setting a row's value gives (the inputs, UCXTLS_CACHE_DIR among them, are read where they
-// are used).
 void store(Settings *s, Var v, const char *value, const Parsed &p) {
   const bool good = p.set && !p.why;
   switch (v) {
@@ -351,8 +341,6 @@ void parse_settings(const Inputs &in, Settings *s) {
       case Scope::driver_tier: s->cache_dir_why = p.why; break;
     }
   }
-  // A bad UCXTLS_CACHE_DIR with the driver tier switches nothing off either: no saved answer is
-  // read (driver_cache.cc), so the kernel probe answers, as for any other driver-tier failure.
 }
 
 }  // namespace ucxtls

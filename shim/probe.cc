@@ -1,12 +1,6 @@
-// The kernel probe (docs/design.md, "Kernel probe"): what the probes share, the ucx.conf probe,
-// and probe(), which fills the fact a decision asks for. The RDMA probe is probe_rdma.cc, the GPU
-// families' probe_gpus.cc; the rules they apply are device_rules.h's, so these files only gather
-// facts, stopping as soon as the answer is known unless ProbeOptions::exhaustive asks for the
-// whole picture.
-//
-// A failed probe is not a "no": only "not there" (sys.h absent()) is a negative answer. Any other
-// failure (EMFILE with a full fd table, ENOMEM, EIO, EACCES, a listing cut short) leaves the fact
-// unknown with its error, unless the answer is already certain without the part that failed.
+// The kernel probe (docs/design.md, "Kernel probe"): what the probes share, the ucx.conf scan, and
+// probe(). A failed probe is not a "no": only "not there" (sys.h absent()) is; any other failure
+// leaves the fact unknown with its error, unless the answer is certain without the part that failed.
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,11 +11,8 @@
 namespace ucxtls {
 namespace probes {
 
-// Static scratch in a file-backed section (sys.h UCXTLS_FILE_BACKED): no constructor runs, and the
-// loader maps it with the library's data instead of one more mmap for a large .bss.
 UCXTLS_FILE_BACKED char g_file[4096];
 
-// Reads a small file into g_file: its length, or -errno.
 ssize_t read_file(const Path &p) { return read_small(p, g_file, sizeof g_file); }
 
 bool name_has_prefix(const char *name, const char *prefix, const char **rest) {
@@ -66,10 +57,8 @@ void Failure::note(const char *what, const Path &p, long err, bool evidence) {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// UCX reads these in this order (UCX's src/ucs/config/parser.c ucs_config_parse_config_files;
-// docs/design.md, "Facts and sources"), a later file overriding an earlier one; the
-// library-relative file cannot be known before UCX is loaded. Place i (0..3): false when unset.
+// UCX's order (src/ucs/config/parser.c ucs_config_parse_config_files), a later file overriding;
+// the library-relative file is not known before UCX is loaded. Place i (0..3): false when unset.
 bool ucx_conf_place(int i, const Inputs &in, const Settings &s, Path *p) {
   const char *base = i == 1 ? in.get(kHome) : i == 2 ? in.get(kUcxConfigDir) : nullptr;
   *p = Path(i == 0 ? s.sysroot : nullptr, i == 0 ? "/etc/ucx/ucx.conf" : i == 3 ? "./ucx.conf" : "");

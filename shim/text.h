@@ -6,9 +6,7 @@
 
 namespace ucxtls {
 
-// ---------------------------------------------------------------------------------------------
-// Small fixed-capacity text buffer: appends are truncated, never overflow, always NUL-terminated.
-// Once an append was cut (truncated), every later one adds nothing: the text is a prefix.
+// A fixed-capacity buffer: appends are cut, never overflow, always NUL-terminated.
 struct Text {
   char *data;
   size_t cap;  // including the terminating NUL
@@ -22,25 +20,17 @@ struct Text {
   }
   __attribute__((noinline)) Text &add(const char *s, size_t n);  // one copy of the appending code
   Text &add(long long v);
-  // s[0..n) with control bytes shown as '?' (text read from outside stays one printable line).
+  // Control bytes shown as '?': text read from outside stays one printable line.
   Text &add_scrubbed(const char *s, size_t n);
   Text &add_quoted(const char *s, size_t max_shown = 60);  // "value" shortened with "...", scrubbed
-  // Ends a stderr line: control bytes become '?' (one printable line), then "\n". init() must have
-  // been given one byte less than the buffer. Returns the length.
+  // Scrubs, then "\n" (init() was given one byte less than the buffer). Returns the length.
   size_t end_line();
 };
 
-// A control byte (below 0x20, or DEL): it would break a one-line promise.
 inline bool is_control(char c) { return (unsigned char)c < 0x20 || c == 0x7f; }
-// Every control byte of s[0..n) becomes '?', in place.
 void scrub_controls(char *s, size_t n);
 
-// ---------------------------------------------------------------------------------------------
-// Reading: the items of a separated list, blanks, numbers.
-
-// The items of a list separated by any byte of `seps`, in order, empty ones included: "a,,b" has
-// three items, "" has one (empty). The template, the visibility lists, LD_PRELOAD and the doctor's
-// lists are all read with it.
+// The items of a list separated by any byte of `seps`, empty ones included ("" has one).
 struct Items {
   const char *p;
   const char *seps;
@@ -62,7 +52,6 @@ struct Items {
   }
 };
 
-// Space, tab, CR or LF: what a file's value is trimmed of.
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 inline void trim(const char **p, size_t *n) {
   while (*n && is_space(**p)) (*p)++, (*n)--;
