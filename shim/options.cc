@@ -170,6 +170,7 @@ constexpr unsigned long long first_letters() {
 }
 constexpr unsigned long long kFirstLetters = first_letters();
 static_assert(!(kFirstLetters & 1), "an empty entry matches no first letter");
+constexpr size_t kOwnPrefixLen = sizeof kOwnPrefix - 1;
 
 void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
@@ -181,16 +182,23 @@ void read_inputs(char *const *envp, Inputs *in) {
     const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);
     if (!entry) break;
     if (!(kFirstLetters >> (entry[0] & 63) & 1)) continue;
-    int v = 0;
+    // The prefix once: then the own names' tails, or the other names.
+    size_t skip = 0;
+    while (skip < kOwnPrefixLen && entry[skip] == kOwnPrefix[skip]) skip++;
+    const bool own = skip == kOwnPrefixLen;
+    if (!own) skip = 0;
+    const char *rest = entry + skip;
+    const int last = own ? kOwnVarCount : kVarCount;
+    int v = own ? 0 : kOwnVarCount;
     size_t n = 0;
-    for (; v < kVarCount; v++) {
-      const char *name = kOptions[v].name;
-      for (n = 0; name[n] && entry[n] == name[n];) n++;
-      if (!name[n] && entry[n] == '=') break;
+    for (; v < last; v++) {
+      const char *name = kOptions[v].name + skip;
+      for (n = 0; name[n] && rest[n] == name[n];) n++;
+      if (!name[n] && rest[n] == '=') break;
     }
-    if (v < kVarCount) {
-      if (!in->var[v]) in->var[v] = entry + n + 1;  // the first wins, as with getenv
-    } else if (!strncmp(entry, kOwnPrefix, sizeof kOwnPrefix - 1)) {
+    if (v < last) {
+      if (!in->var[v]) in->var[v] = rest + n + 1;  // the first wins, as with getenv
+    } else if (own) {
       if (!in->unknown) in->unknown = entry;
       in->unknown_count++;
     }

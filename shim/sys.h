@@ -26,14 +26,26 @@ struct Path {
   Path(const char *sysroot, const char *abs) {
     text.init(buf, sizeof buf);
     if (sysroot) text.add(sysroot, root_length(sysroot)), rooted = true;
-    text.add(abs);
+    append(abs, __builtin_strlen(abs));
   }
   Path(const Path &o);                         // copy the used bytes only, not all of buf
   Path &operator=(const Path &o);
-  Path &add(const char *s) { return text.add(s), *this; }
+  Path &add(const char *s) { return append(s, __builtin_strlen(s)); }
   Path &add(const char *s, size_t n) { return text.add(s, n), *this; }
   Path &add_num(long v) { return text.add((long long)v), *this; }
   bool ok() const { return !text.truncated; }
+
+ private:
+  // A literal part (its length known here) is copied in place, without a call.
+  Path &append(const char *s, size_t n) {
+    if (__builtin_constant_p(n) && n < 64 && text.len + n < sizeof buf) {
+      __builtin_memcpy(buf + text.len, s, n);
+      text.len += n;
+      buf[text.len] = '\0';
+      return *this;
+    }
+    return text.add(s, n), *this;
+  }
 };
 
 // Failures are -errno: "not there" (absent()) is a negative answer; anything else "cannot tell".
