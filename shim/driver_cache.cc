@@ -34,8 +34,7 @@ Found reject(Text &ev, const Path &dir, const char *what, const char *why = null
   return Found::decided;
 }
 
-// The parsed report, accepted when it is this boot's and no driver loaded since it was saved;
-// then this process's visibility variables are applied to it.
+// The report, accepted when it is this boot's and no driver loaded since it was saved.
 Found accept_if_current(const Inputs &in, const Settings &s, const Path &dir, char *text, size_t len, long long mtime_ns,
           DriverFact *out, Text &ev) {
   DriverReport r;
@@ -82,10 +81,8 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
     close_fd(dfd);
     return reject(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)", kDirRemedy);
   }
-  // The file is checked before it is opened (fstatat, not following a link): a FIFO named like it
-  // gets no reader, a device no open. Then what was opened is checked again by the same rules:
-  // only root or the reader can write the (trusted) directory, so a file swapped in between is
-  // another `ucxtls probe --save` replacing the answer (a rename), read as any other.
+  // Checked before the open (a FIFO gets no reader, a device no open), and what was opened again:
+  // a file swapped in between, in a trusted directory, is another `ucxtls probe --save`'s.
   int fd = stat_in(dfd, kCacheFileName, &facts);
   if (fd == -ENOENT) return close_fd(dfd), Found::missing;
   const char *what = nullptr, *detail = nullptr;
