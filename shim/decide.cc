@@ -1,6 +1,4 @@
-// The decision: pure functions only (see decide.h). The steps are numbered as the ladder in
-// docs/design.md ("The ladder") and docs/how-it-decides.md. Each step records why (a Reason and
-// the fact it names); the words are lines.cc's.
+// The decision (see decide.h); steps numbered as in docs/how-it-decides.md.
 #include "decide.h"
 
 #include <string.h>
@@ -16,7 +14,7 @@ const char *action_name(Action a) {
     case Action::skip: return "skip";
     case Action::clear: return "clear";
     case Action::repair: return "repair";
-    default: return "need";
+    default: return "undecided";
   }
 }
 
@@ -50,16 +48,14 @@ namespace {
 
 Need family_need(Family f) { return f == Family::cuda ? Need::cuda : f == Family::rocm ? Need::rocm : Need::ze; }
 
-// A fact the decision needs could not be probed: do nothing (an inherited value stays, since
-// removing it would be a guess as well), and say which fact.
+// A fact the decision needs could not be probed: do nothing (removing an inherited value would be
+// a guess as well).
 void cannot_tell(Decision *d, Need fact) {
   d->action = Action::skip;
   d->unknown_fact = true;
   d->note(Reason::cannot_tell, uint8_t(fact));
 }
 
-// Is family fam visible, by the driver tier when it answered for fam, else by the kernel tier?
-// Unknown when a probe is still needed (or could not finish).
 Tri family_visible(const Settings &s, const Facts &f, Family fam) {
   if (const DriverAnswer *drv = driver_answer(s, f, fam)) return drv->count > 0 ? Tri::yes : Tri::no;
   return f.family[int(fam)].value;
@@ -67,8 +63,7 @@ Tri family_visible(const Settings &s, const Facts &f, Family fam) {
 
 const Family kFamilyOrder[] = {Family::cuda, Family::rocm, Family::ze};
 
-// Step 5's reasons: the family forced, or each family looked at up to the answer; false
-// (decided: cannot tell) when a probe that the answer needs could not finish.
+// Step 5's reasons; false when a probe the answer needs could not finish.
 bool note_family(const Settings &s, const FamilyAnswer &a, Decision *d) {
   if (s.accel_forced) return d->note(Reason::accel_forced), true;
   if (s.tier == ProbeTier::driver) d->note(Reason::driver_tier);
@@ -80,15 +75,13 @@ bool note_family(const Settings &s, const FamilyAnswer &a, Decision *d) {
   return true;
 }
 
-// An error line: it alone is the decision's reason.
 void error(Decision *d, Reason r) {
   d->error = true;
   d->nsteps = 0;
   d->note(r);
 }
 
-// Step 3, a kept value without this node's copy transport (and no other family's GPU transports,
-// which the mismatch rule below rewrites): named; with UCXTLS_REPAIR an allow list gets it appended.
+// Step 3, a kept value without this node's copy transport: with UCXTLS_REPAIR an allow list gets it.
 void lacks_copy(const Settings &s, Family fam, Copy copy, const char *tls, Decision *d) {
   d->family = fam;
   d->lacks_copy = true;
@@ -99,24 +92,21 @@ void lacks_copy(const Settings &s, Family fam, Copy copy, const char *tls, Decis
   d->note(Reason::copy_appended);
 }
 
-// Step 3: the user's UCX_TLS stands. A value naming another GPU family's transports and none of
-// this node's, or no copy transport of this node's family, is looked at only when someone will
-// read about it (the debug line, `explain`) or asked to repair it: the family probe costs nothing
-// otherwise.
-void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decision *d) {
+// Step 3: the user's UCX_TLS stands. Its family is probed only when someone reads the reasons or
+// UCXTLS_REPAIR asks.
+void keep_users_value(const Settings &s, const Facts &f, const char *tls, bool reasons_read, Decision *d) {
   d->action = Action::keep;
   d->note(Reason::kept);
-  // Step 4 still names an invalid setting of ours (UCXTLS_REPAIR=enable matters only here): the
-  // value stands as written, unrepaired, and the line says which variable was not understood.
+  // An invalid setting (UCXTLS_REPAIR=enable) still gets step 4's line; nothing is repaired.
   if (s.invalid) {
     d->invalid_var = s.invalid_var;
     d->invalid_why = s.invalid_why;
     return error(d, Reason::invalid);
   }
-  if (!d->explained && !s.repair) return;
+  if (!reasons_read && !s.repair) return;
   const FamilyAnswer a = which_family(s, f);
   if (a.need != Need::nothing) {
-    d->action = Action::need;
+    d->action = Action::undecided;
     d->need = a.need;
     return;
   }
@@ -138,17 +128,15 @@ void keep_users_value(const Settings &s, const Facts &f, const char *tls, Decisi
   d->note(Reason::repaired);
 }
 
-// UCX's own default, written so that a hard-coded list cannot displace it.
 void decide_all(Decision *d, Reason why) {
   memcpy(d->value, kAllTransports, sizeof kAllTransports);
   d->action = Action::set;
   d->note(why);
 }
 
-// No device runs rc: all, or, where a RoCE port UCX lists cannot be opened (all fails there as
-// well), UCX's default without its verbs transports; the same for NVIDIA GPUs beside a ConnectX
-// RoCE port without a usable GID, which UCX 1.21+'s rc_gda (in all) opens for the GPU nearest it
-// without UCX's port check (gdaki.c uct_gdaki_query_tl_devices): ^ib denies rc_gda with the rest.
+// No device runs rc: all, or ^ib where all would fail too: a RoCE port UCX lists but cannot open,
+// or, for NVIDIA GPUs, a ConnectX RoCE port without a usable GID that UCX 1.21+'s rc_gda opens
+// without UCX's port check (gdaki.c uct_gdaki_query_tl_devices).
 void write_without_rc(const Facts &f, Decision *d) {
   const bool gda = f.rdma_gda_fails && d->family == Family::cuda;  // rc_gda lists CUDA GPUs alone
   if (!f.rdma_unopenable && !gda) return decide_all(d, Reason::all_without_rc);
@@ -184,8 +172,8 @@ FamilyAnswer which_family(const Settings &s, const Facts &f) {
   return a;
 }
 
-void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
-  d->action = Action::need;
+void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d, bool reasons_read) {
+  d->action = Action::undecided;
   d->need = Need::nothing;
   d->family = Family::none;
   d->family_known = false;
@@ -212,12 +200,11 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
   if (tls) {
     const char *derived = in.get(kDerived);
     // The library never writes an empty value: an empty marker marks nothing.
-    if (!derived || !derived[0] || strcmp(tls, derived) != 0) return keep_users_value(s, f, tls, d);
+    if (!derived || !derived[0] || strcmp(tls, derived) != 0) return keep_users_value(s, f, tls, reasons_read, d);
     d->rederived = true;
     d->note(Reason::rederived);
   }
-  // 4. An invalid setting: one error line, nothing else; but an inherited value of ours, maybe
-  // derived for another node's GPUs, is removed rather than kept on a guess (UCX's default works).
+  // 4. An invalid setting: one error line; an inherited value of ours is removed, not kept on a guess.
   if (s.invalid) {
     d->action = d->rederived ? Action::clear : Action::skip;
     d->invalid_var = s.invalid_var;
@@ -230,31 +217,25 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
 
   if (!default_template) d->note(Reason::user_template);
 
-  // 5. Family: needed by the default template (no GPU: nothing to fix) and by {copy} or {ipc};
-  // forced, or probed in priority order CUDA, ROCm, ze. Asked before ucx.conf: on a node
-  // without a GPU the answer does not depend on ucx.conf, and $HOME, the working directory or
-  // $UCX_CONFIG_DIR may be on a mount that does not answer (a hard-mounted NFS home whose server is
-  // down): that node never touches them.
+  // 5. Family, for the default template and {copy} or {ipc}. Asked before ucx.conf: a node without
+  // a GPU then never touches $HOME or $UCX_CONFIG_DIR, which may be a hard-mounted NFS that hangs.
   if (default_template || template_uses_copy(s.tmpl)) {
     const FamilyAnswer a = which_family(s, f);
     if (a.need != Need::nothing) return void(d->need = a.need);
     if (!note_family(s, a, d)) return;
     d->family = a.family;
     d->family_known = true;
-    // UCXTLS_ACCEL=none is the same answer as a node without GPUs, never a list narrower than
-    // UCX's default; only UCXTLS_WRITE=always still composes the template for it.
+    // UCXTLS_ACCEL=none is a node without GPUs; only UCXTLS_WRITE=always composes for it.
     if (default_template && a.family == Family::none && !(s.accel_forced && s.write_always)) {
       d->action = leave_unset;
       return d->note(Reason::no_gpu);
     }
   } else {
-    // No family was asked: the value holds none (family_known stays false, so that `ucxtls
-    // doctor` judges a build by the family the node has, as for any other value).
+    // No family asked: doctor judges a build by the node's family (family_known stays false).
     d->note(Reason::no_gpu_placeholder);
   }
 
-  // 6. A ucx.conf that UCX reads assigns UCX_TLS: an environment value, all included, would
-  // override the administrator's file.
+  // 6. A ucx.conf assigns UCX_TLS: an environment value, all included, would override it.
   switch (fact_state(f.ucx_conf)) {
     case FactState::cannot_tell: return cannot_tell(d, Need::ucx_conf);
     case FactState::to_probe: return void(d->need = Need::ucx_conf);
@@ -265,13 +246,8 @@ void decide(const Inputs &in, const Settings &s, const Facts &f, Decision *d) {
     return d->note(Reason::ucx_conf);
   }
 
-  // 7. The default template writes where a hard-coded CUDA rc list (rc_x,rc,dc_x,dc,cuda_copy,
-  // the trainers' setdefault) would be wrong for the node, and nothing elsewhere, so that every
-  // program that sets nothing runs as with UCX's own default: another family's GPUs get all (UCX's
-  // default, with their copy transport) whatever the network is; NVIDIA GPUs get all where no
-  // device runs rc, and nothing where one does (the list fits; UCX's default stands for the rest).
-  // UCXTLS_WRITE=always composes the template on every GPU node instead, all without rc.
-  // A user's template is applied as written; its {rdma} needs the network fact.
+  // 7. The default writes only where a hard-coded CUDA rc list would be wrong for the node: all for
+  // another family's GPUs, all for NVIDIA without an rc device, nothing where the list fits.
   const bool guarded = default_template && !s.write_always && d->family != Family::none;
   if (default_template && s.write_always) d->note(Reason::write_always);
   if (guarded && d->family != Family::cuda) return decide_all(d, Reason::all_other_family);

@@ -1,7 +1,5 @@
-// The device rules: which RDMA device UCX's rc transport runs on, which PCI device is an Intel GPU
-// for Level Zero, and when a probe that failed part-way still has an answer. Pure functions of the
-// facts the probes read (probe.cc gathers them, in the cheapest order); each rule is a table row
-// in tests/unit. Pure (see core.h).
+// The device rules: which RDMA device UCX's rc runs on, which PCI device is an Intel GPU for Level
+// Zero, and when a probe that failed part-way still has an answer. Pure (see core.h).
 #pragma once
 
 #include <stddef.h>
@@ -11,7 +9,6 @@
 
 namespace ucxtls {
 
-// ---------------------------------------------------------------------------------------------
 // RDMA, as UCX judges a device (uct/ib/base/ib_md.c, ib_device.c): an InfiniBand-transport device
 // (node_type 1: CA: InfiniBand and RoCE) with a port in state 4: ACTIVE. The kernel's enums
 // (include/rdma/ib_verbs.h: rdma_node_type + 1 as sysfs prints it, ib_port_state):
@@ -19,32 +16,23 @@ constexpr long kNodeTypeCa = 1, kNodeTypeRnic = 4, kNodeTypeUnspecified = 7;
 constexpr long kPortDown = 1, kPortInit = 2, kPortArmed = 3, kPortActive = 4, kPortActiveDefer = 5;
 constexpr long kPortStates = 6;  // 0 (no or an unknown state) to kPortActiveDefer
 
-// What the PCI driver alone says: EFA has no RC transport (no further read needed); a ConnectX
-// (mlx5_core) is always a CA and runs the mlx5 transports (rc_x, dc_x) as well; anything else
+// EFA has no rc; a ConnectX (mlx5_core) is a CA and runs rc_x and dc_x too; anything else
 // (Broadcom, Intel RoCE or iWARP, rxe, siw, Omni-Path) needs its node_type.
 enum class RdmaDriver : unsigned char { efa, mlx5, other };
 RdmaDriver rdma_driver(const char *pci_driver);  // "" for a virtual device: other
-// Why a device with this driver runs no rc (EFA), or NULL.
-const char *rdma_driver_problem(RdmaDriver d);
-// What a device of this driver runs once a port is ACTIVE and it is a CA.
-Rdma rdma_runs(RdmaDriver d);
-// Why a device of this node_type runs no rc, or NULL for 1: CA (-1: unreadable).
-const char *rdma_node_type_problem(long node_type);
-// Why none of a device's ports is usable, from how many were seen in each state (states[0]: an
-// unknown one), none of them ACTIVE.
+const char *rdma_driver_problem(RdmaDriver d);  // why it runs no rc (EFA), or NULL
+Rdma rdma_runs(RdmaDriver d);                  // once a port is ACTIVE and it is a CA
+const char *rdma_node_type_problem(long node_type);  // NULL for 1: CA (-1: unreadable)
+// Why no port is usable, from the count seen in each state (states[0]: unknown), none ACTIVE.
 const char *rdma_ports_problem(const long states[kPortStates], long ports_seen);
 
-// RoCE ports (link_layer Ethernet) as UCX selects their GID (probe_rdma.cc check_roce cites the
-// source): a GID is usable when its interface id (the last 8 bytes) is not zero, and UCX can
-// build an address handle from it, which needs the GID's net device in the process's network
-// namespace. InfiniBand ports need neither.
-bool link_layer_ethernet(const char *buf, size_t n);  // the port's link_layer file says Ethernet
-// One GID as sysfs prints it ("%pI6": fe80:0000:0000:0000:0e42:a1ff:fe12:3456): valid, zero
-// (UCX's uct_ib_device_is_gid_valid says no: the interface id is zero), or malformed.
+// RoCE ports (link_layer Ethernet): a GID is usable when its interface id (the last 8 bytes) is
+// not zero and its net device is in the process's network namespace (probe_rdma.cc check_roce).
+bool link_layer_ethernet(const char *buf, size_t n);
+// One GID as sysfs prints it ("%pI6"): zero is uct_ib_device_is_gid_valid's "no".
 enum class Gid : unsigned char { valid, zero, malformed };
 Gid parse_gid(const char *buf, size_t n);
-// A net device name as gid_attrs/ndevs/N holds it (IFNAMSIZ, no '/'): its length without the
-// newline, or 0 when it is no name.
+// The length of the net device name in gid_attrs/ndevs/N (IFNAMSIZ, no '/'), or 0.
 size_t net_device_name(const char *buf, size_t n);
 constexpr long kGidMax = 1024;  // the largest GID table in the kernel (rxe); mlx5 has 255
 // UCX_IB_GID_INDEX as UCX reads it (src/ucs/config/parser.c ucs_config_sscanf_ulunits: "auto" in
@@ -53,12 +41,9 @@ constexpr long kGidMax = 1024;  // the largest GID table in the kernel (rxe); ml
 // "x"): which GID UCX tests cannot be told.
 constexpr long kGidAuto = -1, kGidUnknown = -2;
 long parse_gid_index(const char *value);
-// A RoCE port, as UCX (src/uct/ib/base/ib_device.c) judges it: its port check
-// (uct_ib_device_port_check) lists it when the GID UCX_IB_GID_INDEX names, 0 for auto
-// (uct_ib_device_get_ib_gid_index), is valid; its interface (ib_iface.c
-// uct_ib_iface_init_roce_gid_info) needs, for auto, any valid GID UCX can build an address handle
-// from (uct_ib_device_select_gid), for a number that GID, whose address handle endpoint creation
-// builds (ibv_create_ah): both need the GID's net device in the process's network namespace.
+// A RoCE port as src/uct/ib/base/ib_device.c judges it: uct_ib_device_port_check lists it when the
+// GID UCX_IB_GID_INDEX names (0 for auto) is valid; the interface (ib_iface.c
+// uct_ib_iface_init_roce_gid_info) needs a GID whose net device is here (auto: any valid one).
 enum class RocePort : unsigned char {
   usable,        // listed, and a GID the interface can use
   no_gid0,       // the tested GID is zero or absent, another GID is usable: not listed for rc
@@ -68,21 +53,17 @@ enum class RocePort : unsigned char {
   no_ndev_here   // listed, but no valid GID's net device is here: uct_iface_open (auto) or
                  // ibv_create_ah (a number) fails "Address not valid"
 };
-// Why such a port runs no rc (after "RoCE port N: GID K " for no_gid0 and no_gid, after the
-// GIDs' net device for no_ndev_here), or NULL when it is usable.
+// Why such a port runs no rc, or NULL when it is usable.
 const char *roce_port_problem(RocePort p);
 
-// ---------------------------------------------------------------------------------------------
 // Intel GPUs for Level Zero: bound to i915 or xe, vendor 0x8086, display class 0x03xxxx (the
 // compute runtime's rule; Gaudi's habanalabs and the NPU's intel_vpu are not ze).
 bool intel_gpu_driver(const char *pci_driver);
 bool intel_gpu(const PciUevent &pci);  // its driver, vendor and class
 
-// ---------------------------------------------------------------------------------------------
-// A listing probe that failed part-way (one file unreadable, a listing cut short) still answers
-// "yes" when the answer cannot depend on what it missed: some device visible, and no visibility
-// list naming a device by id ("GPU-<uuid or unique_id prefix>": a longer device list could make
-// such a prefix ambiguous; ordinals can only become more valid). NULL lists are unset.
+// A listing that failed part-way still answers "yes" when some device is visible and no visibility
+// list names a device by id ("GPU-<prefix>": more devices could make a prefix ambiguous; ordinals
+// only become more valid). NULL lists are unset.
 bool lists_name_ids(const char *a, const char *b, const char *c);
 bool yes_despite_failure(int visible_n, const char *a, const char *b, const char *c);
 

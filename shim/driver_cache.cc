@@ -1,8 +1,5 @@
-// The driver tier in the library: read the answer `ucxtls probe --save` stored for this node.
-//
-// A handful of system calls through sys.h (open the directory, fstat it, fstatat the file in it
-// without following a link, open it, fstat it (the same file), read it, close both, read the boot id, check two device
-// nodes' times), nothing allocated, no process, no dlopen. Every failure is "no answer" (ran = no)
+// The driver tier in the library: reads the answer `ucxtls probe --save` stored for this node, with
+// a handful of system calls, no allocation, no process, no dlopen. Every failure is "no answer"
 // with the reason and the remedy in the evidence: the kernel probe's answer stands.
 #include "driver_cache.h"
 
@@ -21,9 +18,8 @@ const char kRemedy[] = "; run ucxtls probe --save";
 // A new answer cannot fix its directory: where to keep one instead.
 const char kDirRemedy[] = "; use a directory only root or you can write";
 
-// The saved file's text, parsed in place: static (file-backed, sys.h), not on the host's stack,
-// which the constructor keeps under 8 KiB (tests/perf/test_stack.py).
-UCXTLS_FILE_BACKED_AT("1driver") char g_report[kDriverReportMax];  // the driver tier alone
+// Static: the constructor keeps the host's stack under 8 KiB (tests/perf/test_stack.py).
+UCXTLS_FILE_BACKED char g_report[kDriverReportMax];
 
 enum class Found : uint8_t { missing, decided };
 
@@ -38,8 +34,7 @@ Found reject(Text &ev, const Path &dir, const char *what, const char *why = null
   return Found::decided;
 }
 
-// The parsed report, accepted when it is this boot's and no driver loaded since it was saved;
-// then this process's visibility variables are applied to it.
+// The report, accepted when it is this boot's and no driver loaded since it was saved.
 Found accept_if_current(const Inputs &in, const Settings &s, const Path &dir, char *text, size_t len, long long mtime_ns,
           DriverFact *out, Text &ev) {
   DriverReport r;
@@ -86,10 +81,8 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
     close_fd(dfd);
     return reject(ev, dir, "its directory ", why.len ? why_buf : "cannot be checked (fstat failed)", kDirRemedy);
   }
-  // The file is checked before it is opened (fstatat, not following a link): a FIFO named like it
-  // gets no reader, a device no open. Then what was opened is checked again by the same rules:
-  // only root or the reader can write the (trusted) directory, so a file swapped in between is
-  // another `ucxtls probe --save` replacing the answer (a rename), read as any other.
+  // Checked before the open (a FIFO gets no reader, a device no open), and what was opened again:
+  // a file swapped in between, in a trusted directory, is another `ucxtls probe --save`'s.
   int fd = stat_in(dfd, kCacheFileName, &facts);
   if (fd == -ENOENT) return close_fd(dfd), Found::missing;
   const char *what = nullptr, *detail = nullptr;

@@ -19,10 +19,8 @@ bool is(const char *f, size_t n, const char (&word)[N]) {
   return n == N - 1 && !memcmp(f, word, n);
 }
 
-// A cursor over the report, parsed in place in one pass (every process with the driver tier reads
-// it). Fields end at a blank, at the line's end, or at any other control byte; the NULs that end
-// the fields the report keeps are written once the cursor is past the line's newline, which may
-// be one of them.
+// A cursor over the report, parsed in place in one pass. Fields end at a blank or a control byte;
+// the NULs that end kept fields are written once past the line's newline, which may be one of them.
 struct Cursor {
   char *p, *end;
   char *cut[4];
@@ -36,14 +34,7 @@ struct Cursor {
   char *field(size_t *n) {
     skip_blanks();
     char *start = p;
-    // '!' to '~' (printable, not a blank) continue a field: 8 bytes at a time while all of them do
-    // (the UUIDs are 40 bytes long), then byte by byte.
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    for (uint64_t w; end - p >= 8; p += 8) {
-      memcpy(&w, p, 8);
-      if (((w - 0x21 * ones) & ~w & highs) || (((w + (127 - 0x7e) * ones) | w) & highs)) break;  // < '!' or > '~'
-    }
-    while (p < end && (unsigned char)(*p - 0x21) < 0x5e) p++;
+    while (p < end && (unsigned char)(*p - 0x21) < 0x5e) p++;  // '!' to '~' continue a field
     *n = size_t(p - start);
     return *n ? start : nullptr;
   }
@@ -294,7 +285,6 @@ const char *cuda_result_name(long code) { return result_name(code, "CUDA_"); }
 const char *ze_result_name(long code) { return result_name(code, "ZE_"); }
 
 
-// ---------------------------------------------------------------------------------------------
 // The cache
 
 int cache_dirs(const Inputs &in, CacheDir out[2]) {

@@ -1,4 +1,4 @@
-// Editing the process environment: see environ_edit.h for the rules and why.
+// Editing the process environment: see environ_edit.h.
 #include "environ_edit.h"
 
 #include "sys.h"
@@ -28,8 +28,7 @@ int env_remove(char **arr, const char *name, size_t n) {
       e++;
       continue;
     }
-    // Shift the rest down one by one, as glibc's unsetenv does: every store is a whole pointer of
-    // the same array, so a concurrent reader never reads freed memory.
+    // Whole-pointer stores in the same array: a concurrent reader never reads freed memory.
     for (char **d = e;; d++) {
       char *next = d[1];
       publish(d, next);
@@ -64,7 +63,6 @@ size_t env_scan(char *const *arr, const char *const *names, int n, int *missing)
   return count;
 }
 
-// One pass replaces what is present (and counts), then, when something is missing, one copy.
 int env_write(char ***env, char *const *entries, int n, char **room, size_t room_cap, char **added) {
   constexpr int kMax = 4;
   char **cur = *env;
@@ -93,8 +91,7 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
 
 namespace {
 
-// Publishes arr over *target (one compare-and-swap: an array another thread published meanwhile
-// is never replaced); *target is then arr. NULL, or why not.
+// Publishes arr over *target, never over an array another thread published meanwhile.
 const char *publish_over(char ***target, char **arr) {
   char **expected = *target;
   if (!__atomic_compare_exchange_n(&__environ, &expected, arr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
@@ -103,7 +100,6 @@ const char *publish_over(char ***target, char **arr) {
   return nullptr;
 }
 
-// A writable copy of arr's `count` entries and its NULL, at the start of block (room for cap).
 char **copy_into(char *block, char *const *arr, size_t count) {
   char **room = reinterpret_cast<char **>(block);
   for (size_t i = 0; i < count; i++) room[i] = arr[i];
@@ -122,9 +118,8 @@ const char *process_env_write(char ***target, bool copy, const char *const *name
     len[i][1] = __builtin_strlen(values[i]);
     strings += len[i][0] + 1 + len[i][1] + 1;
   }
-  // One allocation (not the host's malloc: sys.h allocate_block) holds the new array (when
-  // a name is missing, or when the edit is made in a copy) and the "NAME=value" strings; nothing
-  // ever frees it (glibc frees only arrays it allocated itself).
+  // One block: the new array (a name missing, or a copy), then the strings. glibc frees only
+  // arrays it allocated itself.
   int missing = 0;
   const size_t count = env_scan(*target, names, n, &missing);
   const bool room_needed = missing || copy;
@@ -141,17 +136,14 @@ const char *process_env_write(char ***target, bool copy, const char *const *name
     __builtin_memcpy(p, values[i], len[i][1] + 1);
     p += len[i][1] + 1;
   }
-  // In a copy, the copy is both the array edited in place and the room the additions go to (its
-  // entries are copied onto themselves).
+  // A copy is both the array edited in place and the room for the additions.
   char **arr = copy ? copy_into(block, *target, count) : *target;
   char **room = room_needed ? reinterpret_cast<char **>(block) : nullptr;
   const int k = env_write(&arr, entries, n, room, cap, added);
   if (k < 0) return "another thread grew the environment meanwhile";  // the additions are lost, not written past
-  // Published only over the array that was edited: an array another thread published meanwhile
-  // (its setenv) is never replaced by a copy that lacks its entry.
   if (arr != *target) return publish_over(target, arr);
   if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != *target) return "another thread changed the environment meanwhile";
-  return nullptr;  // no function of the host is called (environ_edit.h): the published array is enough
+  return nullptr;
 }
 
 const char *process_env_remove(char ***target, bool copy, const char *const *names, int n) {

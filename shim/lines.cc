@@ -7,8 +7,7 @@
 namespace ucxtls {
 namespace {
 
-// A line's text goes in front of its newline: false (and an empty out) when there is no room for
-// a line at all (writing the newline would overflow: found by fuzz_decide).
+// False (and an empty out) when there is no room for a line and its newline (found by fuzz_decide).
 bool start_line(char *out, size_t cap, Text *t) {
   if (cap < 2) {
     if (cap) out[0] = '\0';
@@ -134,12 +133,9 @@ void render_reason(const Decided &x, int i, char *out, size_t cap) {
             "fits this node; UCXTLS_WRITE=always writes the template here");
       break;
     case Reason::write_always: r.add("UCXTLS_WRITE=always (the default template on every GPU node)"); break;
-    case Reason::too_long: {
-      static constexpr auto kTooLong =
-          lit("UCXTLS_TEMPLATE gives a value longer than ") + decimal<kValueMax - 1>() + lit(" bytes; UCX_TLS left unchanged");
-      r.add(kTooLong.s);
+    case Reason::too_long:
+      r.add("UCXTLS_TEMPLATE gives a value longer than ").add((long long)(kValueMax - 1)).add(" bytes; UCX_TLS left unchanged");
       break;
-    }
     case Reason::empty_value:
       r.add("the template gives an empty value for family ").add(family_name(x.d.family)).add(": nothing to write");
       break;
@@ -176,8 +172,7 @@ size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_w
       t.add(i ? "; " : ": ").add(reason);
     }
   }
-  // Evidence carries names read from the file system (directory entries, link targets): a control
-  // byte there would break the one-line promise, so the whole line gets the add_quoted rule.
+  // Evidence carries names read from the file system: control bytes would break the one line.
   return t.end_line();
 }
 
@@ -219,9 +214,7 @@ size_t format_unknown_line(const Inputs &in, const Settings &s, char *out, size_
     return 0;
   }
   const size_t n = env_name_len(in.unknown);
-  // An entry without '=' (only a program's own execve can make one) is no variable at all: getenv
-  // never finds it, so it sets nothing; it is named as what it is, with no suggestion (its name
-  // may be an option's own: "did you mean UCXTLS_DEBUG?" for UCXTLS_DEBUG would make no sense).
+  // An entry without '=' (a program's own execve) sets nothing: named so, with no suggestion.
   const bool no_equals = !in.unknown[n];
   t.add(no_equals ? "environment entry " : "unknown variable ").add(in.unknown, n > 64 ? 64 : n);
   if (n > 64) t.add("...");

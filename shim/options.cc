@@ -1,5 +1,4 @@
-// The options table, the one pass over the environment, unknown variables and the settings:
-// pure functions only (see options.h).
+// The options table, the pass over the environment, unknown variables, the settings (options.h).
 #include "options.h"
 
 #include <string.h>
@@ -10,9 +9,7 @@ namespace ucxtls {
 
 namespace {
 
-// The words a Kind::word row allows, one space apart, in the order --help names them; the first
-// is the default. One string, not an array: every pointer in the table is one more relocation the
-// loader applies in every process.
+// A Kind::word row's words, the default first; one string, not an array of relocated pointers.
 constexpr char kAccelWords[] = "auto cuda rocm ze none";
 constexpr Family kAccelFamily[] = {Family::none, Family::cuda, Family::rocm, Family::ze, Family::none};
 constexpr char kProbeWords[] = "kernel driver";  // ProbeTier's order
@@ -31,58 +28,21 @@ constexpr size_t count_words(const char *w) {
 }
 static_assert(sizeof kAccelFamily / sizeof kAccelFamily[0] == count_words(kAccelWords), "one family per word of UCXTLS_ACCEL");
 
-// "is not one of a, b, c", built at compile time from a row's words.
-constexpr char kNotOneOf[] = "is not one of ";
-template <const auto &Words>
-constexpr StaticText<sizeof kNotOneOf + sizeof Words - 1 + count_words(Words) - 1> not_one_of() {
-  StaticText<sizeof kNotOneOf + sizeof Words - 1 + count_words(Words) - 1> t;
-  size_t k = 0;
-  for (size_t i = 0; kNotOneOf[i]; i++) t.s[k++] = kNotOneOf[i];
-  for (size_t i = 0; Words[i]; i++) {
-    if (Words[i] == ' ') t.s[k++] = ',';
-    t.s[k++] = Words[i];
-  }
-  return t;
-}
-
 // The boolean words of a toggle (UCX's own, ucs_config_sscanf_bool in src/ucs/config/parser.c:
-// y/yes/on/1 and n/no/off/0, plus true/false), read in any case: the on words, then the off ones,
-// each list in the order --help names it.
+// y/yes/on/1 and n/no/off/0, plus true/false), read in any case.
 constexpr char kOnWords[] = "y yes on 1 true";
 constexpr char kOffWords[] = "n no off 0 false";
-constexpr char kBoolWhyHead[] = "is not a boolean word (";
-// "is not a boolean word (y, yes, on, 1, true; n, no, off, 0, false; any case)", from the lists.
-constexpr StaticText<sizeof kBoolWhyHead + 2 * (sizeof kOnWords + sizeof kOffWords) + 12> bool_why() {
-  StaticText<sizeof kBoolWhyHead + 2 * (sizeof kOnWords + sizeof kOffWords) + 12> t;
-  size_t k = 0;
-  auto put = [&t, &k](const char *w) {
-    for (size_t i = 0; w[i]; i++) {
-      if (w[i] == ' ') t.s[k++] = ',';
-      t.s[k++] = w[i];
-    }
-  };
-  auto raw = [&t, &k](const char *w) {
-    for (size_t i = 0; w[i]; i++) t.s[k++] = w[i];
-  };
-  raw(kBoolWhyHead);
-  put(kOnWords);
-  raw("; ");
-  put(kOffWords);
-  raw("; any case)");
-  t.s[k] = '\0';
-  return t;
-}
 
-// Text that names a limit, built from the limit's constant at compile time.
-constexpr auto kBoolWhy = bool_why();
-constexpr auto kAccelWhy = not_one_of<kAccelWords>();
-constexpr auto kProbeWhy = not_one_of<kProbeWords>();
-constexpr auto kWriteWhy = not_one_of<kWriteWords>();
-constexpr auto kTimeoutDefault = decimal<kProbeTimeoutMsDefault>();
-constexpr auto kTimeoutRange = decimal<kProbeTimeoutMsMin>() + lit(" to ") + decimal<kProbeTimeoutMsMax>();
-constexpr auto kTimeoutMeaning = lit("bound on `ucxtls probe` (the driver APIs' helper), ") + kTimeoutRange + lit(" ms");
-constexpr auto kTimeoutWhy = lit("is not a whole number of milliseconds from ") + kTimeoutRange;
-constexpr auto kSysrootTooLong = lit("is longer than ") + decimal<kSysrootMax>() + lit(" bytes");
+// The messages name the words and limits above: change both together.
+constexpr char kBoolWhy[] = "is not a boolean word (y, yes, on, 1, true; n, no, off, 0, false; any case)";
+constexpr char kAccelWhy[] = "is not one of auto, cuda, rocm, ze, none";
+constexpr char kProbeWhy[] = "is not one of kernel, driver";
+constexpr char kWriteWhy[] = "is not one of needed, always";
+static_assert(kProbeTimeoutMsDefault == 5000 && kProbeTimeoutMsMin == 1 && kProbeTimeoutMsMax == 600000 &&
+              kSysrootMax == 256, "the texts below name these limits");
+constexpr char kTimeoutMeaning[] = "bound on `ucxtls probe` (the driver APIs' helper), 1 to 600000 ms";
+constexpr char kTimeoutWhy[] = "is not a whole number of milliseconds from 1 to 600000";
+constexpr char kSysrootTooLong[] = "is longer than 256 bytes";
 constexpr char kNotAbsolute[] = "is not an absolute path";
 
 constexpr Kind kToggle = Kind::toggle, kWord = Kind::word, kPattern = Kind::pattern, kNumber = Kind::number,
@@ -91,38 +51,36 @@ constexpr Scope kEvery = Scope::process;
 
 }  // namespace
 
-// The one table behind parsing, the error messages, `ucxtls --help`, the man page and the
-// documentation's table (tests/cli/test_man.py compares the README's with them). constexpr, so
-// that the checks below read it at compile time; "const Option kOptions" opens its own line, where
-// the tests that read the names from this file look for it.
+// constexpr, so that the checks below read it at compile time; "const Option kOptions" opens its
+// own line, where tests/cli read the names from this file.
 constexpr
 const Option kOptions[kVarCount] = {
     {"UCXTLS_DISABLE", kDisable, kToggle, kEvery, "unset",
      "y, yes, on, 1, true (any case): turn the library off; n, no, off, 0, false: leave it on", kOnWords,
-     0, 0, kBoolWhy.s},
+     0, 0, kBoolWhy},
     {"UCXTLS_ACCEL", kAccel, kWord, kEvery, "auto", "accelerator family: auto (probe), cuda, rocm, ze or none (as without GPUs)",
-     kAccelWords, 0, 0, kAccelWhy.s},
+     kAccelWords, 0, 0, kAccelWhy},
     {"UCXTLS_REPAIR", kRepair, kToggle, kEvery, "unset",
      "y, yes, on, 1, true (any case): a kept UCX_TLS with only another GPU family's transports gets this node's instead, one without this node's copy transport gets it appended; n, no, off, 0, false: not",
-     kOnWords, 0, 0, kBoolWhy.s},
+     kOnWords, 0, 0, kBoolWhy},
     {"UCXTLS_TEMPLATE", kTemplate, kPattern, kEvery, kDefaultTemplate,
      "UCX_TLS pattern: {copy} the copy transport, {ipc} cuda_ipc/rocm_ipc, {rdma} the RDMA transports; an empty one goes with one comma"},
     {"UCXTLS_WRITE", kWrite, kWord, kEvery, "needed",
      "where the default template writes: needed (all, UCX's own default, where a hard-coded CUDA rc list would be wrong: other GPUs than NVIDIA's, or no rc device; nothing elsewhere) or always (on every GPU node, as before 0.2.0)",
-     kWriteWords, 0, 0, kWriteWhy.s},
+     kWriteWords, 0, 0, kWriteWhy},
     {"UCXTLS_PROBE", kProbe, kWord, kEvery, "kernel",
      "kernel (device files only) or driver (the CUDA/Level Zero answer `ucxtls probe --save` stored)", kProbeWords,
-     0, 0, kProbeWhy.s},
-    {"UCXTLS_PROBE_TIMEOUT_MS", kProbeTimeoutMs, kNumber, Scope::probe_command, kTimeoutDefault.s,
-     kTimeoutMeaning.s, nullptr, kProbeTimeoutMsMin, kProbeTimeoutMsMax, kTimeoutWhy.s},
+     0, 0, kProbeWhy},
+    {"UCXTLS_PROBE_TIMEOUT_MS", kProbeTimeoutMs, kNumber, Scope::probe_command, "5000",
+     kTimeoutMeaning, nullptr, kProbeTimeoutMsMin, kProbeTimeoutMsMax, kTimeoutWhy},
     {"UCXTLS_CACHE_DIR", kCacheDir, kPath, Scope::driver_tier, "unset",
      "where `ucxtls probe --save` stores the driver's answer and the library reads it (an absolute path); unset: $XDG_RUNTIME_DIR/ucxtls, then /run/ucxtls"},
     {"UCXTLS_DEBUG", kDebug, kToggle, kEvery, "unset",
      "y, yes, on, 1, true (any case): one line on stderr saying what was decided and why; n, no, off, 0, false: none",
-     kOnWords, 0, 0, kBoolWhy.s},
+     kOnWords, 0, 0, kBoolWhy},
     {"UCXTLS_SYSROOT", kSysroot, kPath, kEvery, "unset",
      "directory put in front of every /dev, /sys, /proc, /etc path the probe reads", nullptr, 0, kSysrootMax,
-     kSysrootTooLong.s},
+     kSysrootTooLong},
     {"UCXTLS_DERIVED", kDerived, kInput, kEvery, "-",
      "written by the library with UCX_TLS: marks the value as derived, so it is derived again"},
     {"UCXTLS_SAID", kSaid, kInput, kEvery, "-",
@@ -143,10 +101,8 @@ const Option kOptions[kVarCount] = {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// The table checks itself at compile time: one row per Var, in the enum's order; the library's
-// own names (UCXTLS_) first; each kind with what it needs; a word row's default its first word
-// and its meaning naming every word (so --help cannot omit one the parser takes).
+// The table checks itself at compile time: one row per Var, in order, own names first, each kind
+// complete, a word row's default its first word and its meaning naming every word (for --help).
 
 constexpr bool own_name(const char *n) {
   for (size_t i = 0; kOwnPrefix[i]; i++)
@@ -163,7 +119,6 @@ constexpr bool names_word(const char *text, const char *word, size_t n) {
   }
   return false;
 }
-// Its meaning names every word of its list.
 constexpr bool names_every_word(const char *meaning, const char *words) {
   for (size_t i = 0; words[i];) {
     size_t n = 0;
@@ -173,7 +128,6 @@ constexpr bool names_every_word(const char *meaning, const char *words) {
   }
   return true;
 }
-// The row's default is its first word, and its meaning names every word.
 constexpr bool words_ok(const Option &o) {
   size_t first = 0;
   while (o.words[first] && o.words[first] != ' ') first++;
@@ -190,7 +144,7 @@ constexpr bool row_ok(const Option &o, int v) {
   switch (o.kind) {
     case Kind::word: return o.words && o.why && words_ok(o);
     case Kind::toggle:  // the boolean words, every one named in --help
-      return o.words == kOnWords && o.why == kBoolWhy.s && names_every_word(o.meaning, kOnWords) &&
+      return o.words == kOnWords && o.why == kBoolWhy && names_every_word(o.meaning, kOnWords) &&
              names_every_word(o.meaning, kOffWords);
     case Kind::number: return o.why && o.min <= o.max;
     case Kind::path: return !o.max || o.why;
@@ -208,71 +162,46 @@ static_assert(kOptions[kProbeTimeoutMs].min <= kProbeTimeoutMsDefault && kProbeT
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// The one pass over the environment
-
-// It runs in every process, over environments of hundreds of entries: one test of the first two
-// letters rejects almost every entry; the rest are measured up to '=' and compared in place, from
-// the end, with the names of that length alone (an index built from kOptions at compile time: no
-// strlen, no strncmp, no loop over every name). An entry that starts like ours ("UCXTLS_") but
-// matched no name is an unknown variable.
-namespace {
-
-constexpr size_t kNameMax = 23;      // the longest name (UCXTLS_PROBE_TIMEOUT_MS)
-constexpr int kSameLengthMax = 4;    // names of one length (12: UCXTLS_ACCEL, _WRITE, _PROBE, _DEBUG)
-struct NameIndex {
-  unsigned long long second[64] = {};  // [a & 63], bit (b & 63): a name starts with the letters a, b
-  uint8_t count[kNameMax + 1] = {};
-  uint8_t var[kNameMax + 1][kSameLengthMax] = {};
-};
-// A name longer than kNameMax, or a fifth name of one length, is an index out of bounds: the
-// compiler refuses it.
-constexpr NameIndex build_name_index() {
-  NameIndex x;
-  for (int v = 0; v < kVarCount; v++) {
-    const size_t n = __builtin_strlen(kOptions[v].name);
-    x.var[n][x.count[n]++] = uint8_t(v);
-    x.second[kOptions[v].name[0] & 63] |= 1ULL << (kOptions[v].name[1] & 63);
-  }
-  return x;
+// A bit per first letter of the names (its low six bits): one test rejects most entries.
+constexpr unsigned long long first_letters() {
+  unsigned long long m = 0;
+  for (const Option &o : kOptions) m |= 1ULL << (o.name[0] & 63);
+  return m;
 }
-constexpr NameIndex kNameIndex = build_name_index();
-static_assert(!kNameIndex.second[0], "no name starts with a letter whose low six bits are those of NUL");
-
-}  // namespace
+constexpr unsigned long long kFirstLetters = first_letters();
+static_assert(!(kFirstLetters & 1), "an empty entry matches no first letter");
+constexpr size_t kOwnPrefixLen = sizeof kOwnPrefix - 1;
 
 void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
   in->unknown = nullptr;
   in->unknown_count = 0;
-  if (!envp) return;
   // Each slot is loaded once: a thread's unsetenv may be moving the entries down meanwhile (the
-  // library writes nothing then, but it reads first), and a slot read twice may be NULL the second time.
-  for (char *const *e = envp;; e++) {
+  // library then writes nothing, but it reads first), and a slot read twice may be NULL.
+  for (char *const *e = envp; e; e++) {
     const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);
     if (!entry) break;
-    // entry[1] is read only after entry[0] matched a first letter, so never past an empty entry's NUL.
-    const unsigned long long seconds = kNameIndex.second[entry[0] & 63];
-    if (!seconds || !(seconds >> (entry[1] & 63) & 1)) continue;
-    const size_t n = env_name_len(entry);  // names are short: this stops long before a value
-    bool known = false;
-    if (n <= kNameMax && entry[n] == '=') {
-      for (int k = 0; k < kNameIndex.count[n] && !known; k++) {
-        const Var v = Var(kNameIndex.var[n][k]);
-        const char *name = kOptions[v].name;
-        size_t i = n;
-        while (i && entry[i - 1] == name[i - 1]) i--;
-        if (i) continue;
-        if (!in->var[v]) in->var[v] = entry + n + 1;  // a later duplicate is known, not read
-        known = true;
-      }
+    if (!(kFirstLetters >> (entry[0] & 63) & 1)) continue;
+    // The prefix once: then the own names' tails, or the other names.
+    size_t skip = 0;
+    while (skip < kOwnPrefixLen && entry[skip] == kOwnPrefix[skip]) skip++;
+    const bool own = skip == kOwnPrefixLen;
+    if (!own) skip = 0;
+    const char *rest = entry + skip;
+    const int last = own ? kOwnVarCount : kVarCount;
+    int v = own ? 0 : kOwnVarCount;
+    size_t n = 0;
+    for (; v < last; v++) {
+      const char *name = kOptions[v].name + skip;
+      for (n = 0; name[n] && rest[n] == name[n];) n++;
+      if (!name[n] && rest[n] == '=') break;
     }
-    if (known) continue;
-    size_t i = 0;
-    while (kOwnPrefix[i] && entry[i] == kOwnPrefix[i]) i++;
-    if (kOwnPrefix[i]) continue;
-    if (!in->unknown) in->unknown = entry;
-    in->unknown_count++;
+    if (v < last) {
+      if (!in->var[v]) in->var[v] = rest + n + 1;  // the first wins, as with getenv
+    } else if (own) {
+      if (!in->unknown) in->unknown = entry;
+      in->unknown_count++;
+    }
   }
 }
 
@@ -281,9 +210,6 @@ size_t env_name_len(const char *entry) {
   while (entry[n] && entry[n] != '=') n++;
   return n;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Unknown variables: the closest option
 
 Var closest_option(const char *name, size_t n) {
   const size_t prefix = sizeof kOwnPrefix - 1;
@@ -299,9 +225,6 @@ Var closest_option(const char *name, size_t n) {
   }
   return best;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Settings
 
 namespace {
 // Is v (n bytes) one of the words, ignoring ASCII case?
@@ -336,7 +259,7 @@ void mark_invalid(Settings *s, Var v, const char *why) {
 
 namespace {
 
-// What a row's rule makes of a value. Unset and empty are the same: the default.
+// A value by its row's rule; unset and empty are the default.
 struct Parsed {
   bool set = false;           // a non-empty value (a toggle: on)
   long number = 0;            // Kind::word: the word's index; Kind::number: the number
@@ -380,8 +303,6 @@ Parsed parse_value(const Option &o, const char *v) {
   return p;
 }
 
-// The setting a row's value gives (the inputs, UCXTLS_CACHE_DIR among them, are read where they
-// are used).
 void store(Settings *s, Var v, const char *value, const Parsed &p) {
   const bool good = p.set && !p.why;
   switch (v) {
@@ -428,8 +349,6 @@ void parse_settings(const Inputs &in, Settings *s) {
       case Scope::driver_tier: s->cache_dir_why = p.why; break;
     }
   }
-  // A bad UCXTLS_CACHE_DIR with the driver tier switches nothing off either: no saved answer is
-  // read (driver_cache.cc), so the kernel probe answers, as for any other driver-tier failure.
 }
 
 }  // namespace ucxtls

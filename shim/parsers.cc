@@ -52,9 +52,7 @@ bool parse_nvidia_information(const char *text, size_t len, NvInfo *out) {
   return out->has_minor;
 }
 
-// Runs in the constructor of every process on an AMD node, over files of 40-odd lines: a line is
-// looked at only when its first byte can start one of the four keys, and a value is parsed only
-// for a key that matches.
+// Every process on an AMD node reads these 40-odd lines: a value is parsed only for a key that matches.
 bool parse_kfd_properties(const char *text, size_t len, KfdNode *out, bool want_id) {
   *out = KfdNode();
   bool any = false;

@@ -1,12 +1,6 @@
-// The kernel probe (docs/design.md, "Kernel probe"): what the probes share, the ucx.conf probe,
-// and probe(), which fills the fact a decision asks for. The RDMA probe is probe_rdma.cc, the GPU
-// families' probe_gpus.cc; the rules they apply are device_rules.h's, so these files only gather
-// facts, stopping as soon as the answer is known unless ProbeOptions::exhaustive asks for the
-// whole picture.
-//
-// A failed probe is not a "no": only "not there" (sys.h absent()) is a negative answer. Any other
-// failure (EMFILE with a full fd table, ENOMEM, EIO, EACCES, a listing cut short) leaves the fact
-// unknown with its error, unless the answer is already certain without the part that failed.
+// The kernel probe (docs/design.md, "Kernel probe"): what the probes share, the ucx.conf scan, and
+// probe(). A failed probe is not a "no": only "not there" (sys.h absent()) is; any other failure
+// leaves the fact unknown with its error, unless the answer is certain without the part that failed.
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,11 +11,8 @@
 namespace ucxtls {
 namespace probes {
 
-// Static scratch in a file-backed section (sys.h UCXTLS_FILE_BACKED): no constructor runs, and the
-// loader maps it with the library's data instead of one more mmap for a large .bss.
-UCXTLS_FILE_BACKED_AT("3file") char g_file[4096];
+UCXTLS_FILE_BACKED char g_file[4096];
 
-// Reads a small file into g_file: its length, or -errno.
 ssize_t read_file(const Path &p) { return read_small(p, g_file, sizeof g_file); }
 
 bool name_has_prefix(const char *name, const char *prefix, const char **rest) {
@@ -66,10 +57,8 @@ void Failure::note(const char *what, const Path &p, long err, bool evidence) {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// UCX reads these in this order (UCX's src/ucs/config/parser.c ucs_config_parse_config_files;
-// docs/design.md, "Facts and sources"), a later file overriding an earlier one; the
-// library-relative file cannot be known before UCX is loaded. Place i (0..3): false when unset.
+// UCX's order (src/ucs/config/parser.c ucs_config_parse_config_files), a later file overriding;
+// the library-relative file is not known before UCX is loaded. Place i (0..3): false when unset.
 bool ucx_conf_place(int i, const Inputs &in, const Settings &s, Path *p) {
   const char *base = i == 1 ? in.get(kHome) : i == 2 ? in.get(kUcxConfigDir) : nullptr;
   *p = Path(i == 0 ? s.sysroot : nullptr, i == 0 ? "/etc/ucx/ucx.conf" : i == 3 ? "./ucx.conf" : "");
@@ -83,75 +72,66 @@ bool ucx_conf_place(int i, const Inputs &in, const Settings &s, Path *p) {
 // 1 MiB is far beyond any real ucx.conf: a bigger file is read that far only.
 constexpr size_t kConfMax = 1 << 20;
 
-UCXTLS_OWN_FRAME void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
+// UCX reads its variables from the environment first, then from the ucx.conf files
+// (parser.c ucs_config_apply_config_vars: "Env variable has precedence over file config").
+UCXTLS_OWN_FRAME void scan_ucx_conf(const Inputs &in, const Settings &s, bool evidence, bool whole, Facts *f) {
+  static const char kName[] = "UCX_IB_GID_INDEX";
+  GidSetting &g = f->gid;
+  const char *env = in.get(kUcxIbGidIndex);
+  Text gt;
+  gt.init(g.shown, sizeof g.shown);
+  if (env) {
+    g.read = true;
+    g.index = parse_gid_index(env);
+    describe_variable(gt, kName, env);
+    if (g.index == kGidUnknown) gt.add(" is not a number or auto");
+    if (f->ucx_conf.value != Tri::unknown) return;  // the GID was all a RoCE port asked for
+  }
+  f->ucx_conf = Fact();
   Text ev;
-  ev.init(f->ucx_conf.evidence, o.evidence ? sizeof f->ucx_conf.evidence : 0);
+  ev.init(f->ucx_conf.evidence, evidence ? sizeof f->ucx_conf.evidence : 0);
+  char value[24] = {}, last[24] = {};
+  int from = -1;
+  bool in_section = false;
   for (int i = 0; i < 4; i++) {
     Path p(nullptr, "");
     if (!ucx_conf_place(i, in, s, &p)) continue;
-    ConfScan scan;
-    int r = read_chunks(p, kConfMax, [&](const char *c, size_t n) { scan.feed(c, n); });
+    ConfScan tls, gid;
+    gid.key = kName;
+    gid.value = value;
+    gid.value_cap = sizeof value;
+    int r = read_chunks(p, kConfMax, [&](const char *c, size_t n) {
+      tls.feed(c, n);
+      if (!env) gid.feed(c, n);
+    });
     // A file UCX cannot read either (EACCES) is as good as absent; anything else is "cannot tell".
     if (r < 0 && !absent(r) && r != -EACCES) {
-      f->ucx_conf.error = r;
-      describe_failure(ev, "read", p, r);
+      if (f->ucx_conf.value != Tri::yes) f->ucx_conf.error = r, describe_failure(ev, "read", p, r);
+      if (!env) g.read = true, g.error = r, g.index = kGidUnknown, describe_failure(gt, "read", p, r);
       return;
     }
-    if (absent(r)) f->ucx_conf_absent |= uint8_t(1u << i);  // a RoCE port's UCX_IB_GID_INDEX skips it
-    if (scan.found) {
+    gid.finish();
+    if (gid.found) from = i, in_section = gid.value_in_section, memcpy(last, value, sizeof last);
+    if (tls.found && f->ucx_conf.value != Tri::yes) {
       f->ucx_conf.value = Tri::yes;
       ev.add(p.buf);
-      return;
+      if (!whole) return;  // the decision keeps the file's value: no GID is asked for
     }
   }
-  f->ucx_conf.value = Tri::no;
-  ev.add("no UCX_TLS line in any ucx.conf");
-}
-
-// UCX reads its variables from the environment first, then from the ucx.conf files
-// (parser.c ucs_config_apply_config_vars: "Env variable has precedence over file config").
-UCXTLS_OWN_FRAME void read_gid_index(const Inputs &in, const Settings &s, GidSetting *g) {
-  static const char kName[] = "UCX_IB_GID_INDEX";
-  g->read = true;
-  Text t;
-  t.init(g->shown, sizeof g->shown);
-  if (const char *env = in.get(kUcxIbGidIndex)) {
-    g->index = parse_gid_index(env);
-    describe_variable(t, kName, env);
-    if (g->index == kGidUnknown) t.add(" is not a number or auto");
-    return;
-  }
-  char value[24] = {}, last[24] = {};
-  Path from(nullptr, "");
-  bool found = false, in_section = false;
-  for (int i = 0; i < 4; i++) {
-    Path p(nullptr, "");
-    if ((g->absent >> i & 1) || !ucx_conf_place(i, in, s, &p)) continue;
-    ConfScan scan;
-    scan.key = kName;
-    scan.value = value;
-    scan.value_cap = sizeof value;
-    int r = read_chunks(p, kConfMax, [&](const char *c, size_t n) { scan.feed(c, n); });
-    if (r < 0 && !absent(r) && r != -EACCES) {
-      g->error = r;
-      g->index = kGidUnknown;
-      describe_failure(t, "read", p, r);
-      return;
-    }
-    scan.finish();
-    if (!scan.found) continue;
-    found = true, in_section = scan.value_in_section, from = p;
-    memcpy(last, value, sizeof last);
-  }
-  if (!found) return void(t.add(kName).add(" unset (auto)"));
+  if (f->ucx_conf.value != Tri::yes) f->ucx_conf.value = Tri::no, ev.add("no UCX_TLS line in any ucx.conf");
+  if (env) return;
+  g.read = true;
+  if (from < 0) return void(gt.add(kName).add(" unset (auto)"));
   // A [section] applies only where its filters match this machine: which value UCX reads is not
   // known from the file alone.
-  g->index = in_section ? kGidUnknown : parse_gid_index(last);
-  describe_variable(t, kName, last);
-  if (in_section) t.add(" is in a [section] of ");
-  else if (g->index == kGidUnknown) t.add(" is not a number or auto, in ");
-  else t.add(" of ");
-  t.add(from.buf);
+  g.index = in_section ? kGidUnknown : parse_gid_index(last);
+  describe_variable(gt, kName, last);
+  if (in_section) gt.add(" is in a [section] of ");
+  else if (g.index == kGidUnknown) gt.add(" is not a number or auto, in ");
+  else gt.add(" of ");
+  Path p(nullptr, "");
+  ucx_conf_place(from, in, s, &p);
+  gt.add(p.buf);
 }
 
 }  // namespace probes
@@ -161,7 +141,7 @@ using namespace probes;
 void probe(Need need, const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   switch (need) {
     case Need::rdma: return probe_rdma(in, s, o, f);
-    case Need::ucx_conf: return probe_ucx_conf(in, s, o, f);
+    case Need::ucx_conf: return scan_ucx_conf(in, s, o.evidence, false, f);
     case Need::driver: return probe_driver(in, s, &f->driver);
     case Need::cuda: return probe_cuda(in, s, o, f);
     case Need::rocm: return probe_rocm(in, s, o, f);

@@ -1,6 +1,5 @@
-// The GPU families' kernel probes (docs/design.md, "NVIDIA", "AMD", "Intel (ze)"): device files,
-// listings and small sysfs/procfs files, no driver loaded, no device opened; the visibility
-// variables (visibility.h) and the device rules (device_rules.h) judge what they find.
+// The GPU families' kernel probes (docs/design.md, "Kernel probe"); visibility.h and
+// device_rules.h judge what they find.
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,16 +43,15 @@ struct DeviceTable {
   }
 };
 
-UCXTLS_FILE_BACKED_AT("2devices") DeviceTable g_devices;
+UCXTLS_FILE_BACKED DeviceTable g_devices;
 
 void record_visible(FamilyFact *ff, int visible_n) {
   ff->visible_n = visible_n;
   ff->value = visible_n > 0 ? Tri::yes : Tri::no;
 }
 
-// The end of a listing probe (CUDA, ROCm): the devices found and how many are visible, or, when a
-// part failed and the answer could depend on it, "cannot tell" with the failure as the evidence.
-// True when the fact is settled (the caller adds the variables to the evidence, after "; ").
+// The end of a listing probe: the devices and how many are visible, or "cannot tell" when a part
+// failed that the answer could depend on. True when settled.
 bool conclude_listing(FamilyFact *ff, int present, int visible_n, const Failure &fail, const char *a, const char *b,
             const char *c, const ProbeOptions &o, Text &ev) {
   ff->present = present;
@@ -68,8 +66,7 @@ bool conclude_listing(FamilyFact *ff, int present, int visible_n, const Failure 
   return true;
 }
 
-// The family's control node (/dev/nvidiactl, /dev/kfd): absent, the family's answer is "no"
-// (true, with the evidence); a check that failed otherwise is noted, and the listing decides.
+// The control node (/dev/nvidiactl, /dev/kfd): absent, the answer is "no" (true).
 bool control_node_absent(const Settings &s, const char *node, const ProbeOptions &o, FamilyFact *ff, Text &ev,
                          Failure *fail) {
   Path p(s.sysroot, node);
@@ -150,7 +147,6 @@ UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const Prob
   ev.add(": ").add((long long)ff->visible_n).add(ff->partial ? "+" : "").add(" visible");
 }
 
-// ---------------------------------------------------------------------------------------------
 UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::rocm)];
   Text ev;
@@ -200,7 +196,6 @@ UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const Prob
   ev.add(": ").add((long long)ff->visible_n).add(ff->partial ? "+" : "").add(" visible");
 }
 
-// ---------------------------------------------------------------------------------------------
 // Intel: a render node whose PCI device is an Intel GPU (device_rules.h intel_gpu); the device's
 // uevent says its driver, vendor and class in one read.
 UCXTLS_OWN_FRAME void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {

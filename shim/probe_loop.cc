@@ -1,7 +1,4 @@
-// The probe loop (the ladder itself is decide() in decide.cc): ask the decision which fact it
-// needs, probe that fact, ask again, until it answers (run_ladder); the same loop for the family
-// question alone (probe_family). Shell: it calls the probes and makes the sysroot's one system
-// call. See probe.h.
+// The probe loop: ask the decision which fact it needs, probe it, ask again (see probe.h).
 #include "probe.h"
 #include "sys.h"
 
@@ -14,14 +11,9 @@ __attribute__((noinline)) bool is_directory(const char *path) {
   return path_exists(Path(nullptr, path).add("/."));  // "/." fails on a file
 }
 
-// The probe loop the ladder and the family question share: ask which fact is missing, probe it,
-// ask again, until nothing is. Each pass fills one fact; there are only so many facts, so the
-// loop is bounded. The sysroot's last rule (a directory: options.h sysroot_problem) is checked
-// once the facts are in, and only when no call under the sysroot succeeded (one that did proves
-// it a directory: a replayed node pays no call for it); so the paths that probe nothing (UCX_TLS
-// set, disabled) stay free of system calls. A sysroot that is not usable marks the settings
-// invalid, and ask() is asked again: the decision is pure, so what the probes of a bad sysroot
-// found is never used.
+// Bounded: each pass fills one fact. The sysroot is checked to be a directory once the facts are
+// in, and only when no call under it succeeded; the paths that probe nothing make no call. A bad
+// sysroot marks the settings invalid and ask() is asked again: its facts are never used.
 template <typename Ask>
 void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, Facts *f) {
   bool sysroot_checked = !s->sysroot, probed = false;
@@ -45,11 +37,10 @@ void probe_until(Ask ask, const Inputs &in, Settings *s, const ProbeOptions &o, 
 
 void run_ladder(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f, Decision *d) {
   Settings checked = s;
-  d->explained = o.evidence;  // one switch: the evidence and the reasons are read, or neither
   probe_until(
       [&](const Settings &cs) {
-        decide(in, cs, *f, d);
-        return d->action == Action::need ? d->need : Need::nothing;
+        decide(in, cs, *f, d, o.evidence);
+        return d->action == Action::undecided ? d->need : Need::nothing;
       },
       in, &checked, o, f);
 }

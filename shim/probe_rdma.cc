@@ -11,9 +11,7 @@ namespace ucxtls {
 namespace probes {
 namespace {
 
-// Is there a device UCX's rc transport runs on? Checked from the device nodes this process has (a
-// container may be given one HCA of eight): the node readable and writable, and the facts
-// device_rules.h judges (the PCI driver, the ports' states, node_type).
+// One uverbs node's verdict: a container may be given one HCA of eight.
 
 struct RdmaDevice {
   Rdma kind = Rdma::none;  // what it runs; none: not usable, with `why`
@@ -38,9 +36,8 @@ long port_state(const Settings &s, const char *dev, long port) {
   return v < 0 ? 0 : v;
 }
 
-// The ports after port 1, until one is ACTIVE: out->port, or the reason none is. A CA's ports are
-// numbered 1 to its port count (the kernel's rdma_end_port), so the first missing state file ends
-// them: on the usual one-port function that is one failed open, not a listing.
+// The ports after port 1, until one is ACTIVE. Ports are 1 to the count (the kernel's
+// rdma_end_port): the first missing state file ends them, no listing.
 constexpr long kPortMax = 64;
 void find_active_port(const Settings &s, long port1, RdmaDevice *out, Text &why) {
   long states[kPortStates] = {};  // how many ports are in each state (index 0: an unknown state)
@@ -57,8 +54,7 @@ void find_active_port(const Settings &s, long port1, RdmaDevice *out, Text &why)
   why.add(rdma_ports_problem(states, seen));
 }
 
-// Is the node readable and writable, as UCX's uct_ib_device_is_accessible checks it? False (with
-// out->missing, out->why or out->error) when not.
+// Readable and writable, as UCX's uct_ib_device_is_accessible checks.
 bool node_accessible(const Settings &s, const char *node, RdmaDevice *out, Text &why) {
   Path p(s.sysroot, "/dev/infiniband/");
   p.add(node);
@@ -69,24 +65,17 @@ bool node_accessible(const Settings &s, const char *node, RdmaDevice *out, Text 
   return true;
 }
 
-// A RoCE port (link_layer Ethernet), as UCX judges it (openucx/ucx v1.22.0, src/uct/ib/base/;
-// device_rules.h RocePort). The port check that lists it for rc and ud (ib_device.c
-// uct_ib_device_port_check) queries the GID UCX_IB_GID_INDEX names, 0 for auto
-// (uct_ib_device_get_ib_gid_index); a GID whose interface id is zero is invalid
-// (uct_ib_device_is_gid_valid), an index past the table fails ibv_query_gid: not listed. The
-// interface's GID (ib_iface.c uct_ib_iface_init_roce_gid_info): for auto, every valid GID of the
-// table, by RoCE v2 then v1 and IPv4 then IPv6 (uct_ib_device_select_gid: every type and family the
-// kernel shows has a row, so neither rules a GID out), whose address handle can be created
-// (uct_ib_device_test_roce_gid_index); with none, uct_iface_open fails "Address not valid", which
-// fails the whole worker (src/ucp/core/ucp_worker.c). For a number, that GID alone
-// (uct_ib_device_query_gid_info), whose address handle endpoint creation builds (ibv_create_ah
-// fails "Invalid argument"). An address handle needs the GID's net device in the caller's network
-// namespace under MLNX_OFED's ib_core (ib_resolve_eth_dmac: rdma_check_gid_user_access); a
-// container given the host's mlx5_bond_0 without its bond is that case. rc_gda (UCX 1.21+, in all
-// and ib) opens a ConnectX's first port with no port check (src/uct/ib/mlx5/gdaki/gdaki.c
-// uct_gdaki_query_tl_devices), so a ConnectX's table is searched even when the port is not listed.
-// An empty entry's ndevs read fails (ENODATA; a fixture leaves the file out); the gids files end
-// the table.
+// A RoCE port as UCX v1.22.0 judges it (src/uct/ib/base/). uct_ib_device_port_check lists it for
+// rc and ud when the GID UCX_IB_GID_INDEX names (0 for auto: uct_ib_device_get_ib_gid_index) is
+// valid: interface id not zero (uct_ib_device_is_gid_valid), inside the table. The interface
+// (ib_iface.c uct_ib_iface_init_roce_gid_info) needs, for auto, any valid GID whose address handle
+// can be created (uct_ib_device_select_gid, uct_ib_device_test_roce_gid_index; none: uct_iface_open
+// fails "Address not valid" and the worker with it), for a number that GID (ibv_create_ah fails
+// "Invalid argument"). An address handle needs the GID's net device in the caller's network
+// namespace under MLNX_OFED's ib_core (ib_resolve_eth_dmac: rdma_check_gid_user_access): a
+// container given mlx5_bond_0 without its bond. rc_gda (UCX 1.21+) opens a ConnectX's first port
+// with no port check (src/uct/ib/mlx5/gdaki/gdaki.c uct_gdaki_query_tl_devices), so its table is
+// searched even when the port is not listed. An empty entry's ndevs read fails (ENODATA).
 
 // The port's GID k: valid (1), zero (0), past the table (kGidPast), or -errno.
 constexpr long kGidPast = 2;
@@ -157,19 +146,14 @@ bool check_roce(const Settings &s, const GidSetting &g, bool mlx5, RdmaDevice *o
   return true;
 }
 
-// One path buffer, rebuilt for each file: the constructor runs on the host's stack. The reads go
-// cheapest disqualifier first, so that a node of many devices pays little for each one that does
-// not qualify: the driver link alone rules out EFA (1 system call) and, once an rc device was
-// found (found_rc), every device but a ConnectX, which alone could change the answer; the ports
-// before node_type (a port DOWN is the common "no", and a ConnectX is always a CA); the node's own
-// access last, except where its presence is not yet known (uverbs0, tried before any listing:
-// on a node without RDMA that one failed call is the whole probe).
+// Cheapest disqualifier first: the driver link rules out EFA and, once an rc device was found,
+// every device but a ConnectX; the ports before node_type (DOWN is the common "no"); the node's
+// access last, except for uverbs0, tried before any listing (without RDMA that is the whole probe).
 void check_uverbs(const Inputs &in, const Settings &s, const char *node, bool listed, bool found_rc,
-                  const ProbeOptions &o, GidSetting *gid, RdmaDevice *out) {
+                  const ProbeOptions &o, Facts *f, RdmaDevice *out) {
   Text why;
   why.init(out->why, sizeof out->why);
   if (!listed && !node_accessible(s, node, out, why)) return;
-  // The driver: it alone may rule the device out (device_rules.h rdma_driver).
   Path p(s.sysroot, "/sys/class/infiniband_verbs/");
   p.add(node).add("/device/driver");
   ssize_t n = read_link(p, g_file, sizeof g_file);
@@ -193,7 +177,6 @@ void check_uverbs(const Inputs &in, const Settings &s, const char *node, bool li
   }
   memcpy(out->name, g_file, size_t(n));
   out->name[n] = '\0';
-  // A port in state ACTIVE: port 1 first (most devices have one port), then the others.
   long st = port_state(s, out->name, 1);
   if (st < 0) return void(out->error = int(st));
   if (st == kPortActive) out->port = 1;
@@ -213,8 +196,8 @@ void check_uverbs(const Inputs &in, const Settings &s, const char *node, bool li
   n = read_file(p);
   if (n < 0 && !absent(n)) return void(out->error = int(n));
   if (n > 0 && link_layer_ethernet(g_file, size_t(n))) {
-    if (!gid->read) read_gid_index(in, s, gid);  // once, for the first RoCE port
-    if (!check_roce(s, *gid, mlx5, out, why) || !out->port) return;
+    if (!f->gid.read) scan_ucx_conf(in, s, o.evidence, true, f);  // not yet read with UCX_TLS
+    if (!check_roce(s, f->gid, mlx5, out, why) || !out->port) return;
   }
   if (listed && !node_accessible(s, node, out, why)) return void(out->port = 0);
   out->kind = rdma_runs(kind);
@@ -237,11 +220,9 @@ UCXTLS_OWN_FRAME void probe_rdma(const Inputs &in, const Settings &s, const Prob
   Failure fail;
   char first_usable[96] = {}, first_unusable[kEvidenceMax] = {};
   bool unopenable = false;  // a RoCE port UCX lists but cannot open
-  GidSetting gid;
-  gid.absent = f->ucx_conf_absent;  // step 6 looked a moment ago
   auto check = [&](const char *node, bool listed) {  // false: the node is not there
     RdmaDevice dev;
-    check_uverbs(in, s, node, listed, best != Rdma::none, o, &gid, &dev);
+    check_uverbs(in, s, node, listed, best != Rdma::none, o, f, &dev);
     if (dev.missing) return false;
     if (dev.passed) return true;
     if (dev.error && dev.why[0] && !fail.error) {  // a setting, not a read, could not be told

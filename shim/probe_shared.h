@@ -1,6 +1,4 @@
-// What the kernel probes share (probe.cc, probe_rdma.cc, probe_gpus.cc): the one buffer a small
-// file is read into, the failure record, the evidence helpers, and each fact's probe. Internal to
-// the probes; the device rules they apply are device_rules.h's.
+// What the kernel probes share (probe.cc, probe_rdma.cc, probe_gpus.cc).
 #pragma once
 
 #include <stddef.h>
@@ -12,23 +10,19 @@
 namespace ucxtls {
 namespace probes {
 
-// Each probe keeps its own stack frame (its directory buffer, its paths), entered only when its
-// fact is needed: inlined into the probe loop (link-time optimisation would), every path of the
-// constructor, the ones that probe nothing included, would carry the largest frame of them all.
+// Each probe keeps its own stack frame: inlined (as LTO would), every path of the constructor
+// would carry the largest one.
 #define UCXTLS_OWN_FRAME __attribute__((noinline))
 
-// The contents of the one small file being parsed (static, file-backed: sys.h UCXTLS_FILE_BACKED;
-// the constructor runs on the host's stack and no thread runs a probe).
+// The one small file being parsed (static: the host's stack; no thread runs a probe).
 extern char g_file[4096];
-// Reads a small file into g_file: its length, or -errno.
 ssize_t read_file(const Path &p);
 
 bool name_has_prefix(const char *name, const char *prefix, const char **rest);
 long all_digits(const char *s);  // "123" -> 123; anything else -> -1
 const char *basename_of(const char *path);
 void describe_variable(Text &t, const char *name, const char *value);  // NAME="value" or NAME unset
-// Why a probe could not finish, for the evidence: "EMFILE: could not read PATH" (the error first:
-// a long sysroot may cut the path short).
+// "EMFILE: could not read PATH" (the error first: a long sysroot may cut the path short).
 void describe_failure(Text &t, const char *what, const Path &p, long err);
 
 // Records a failure: the first error is kept, with its evidence.
@@ -38,21 +32,11 @@ struct Failure {
   void note(const char *what, const Path &p, long err, bool evidence);
 };
 
-// UCX_IB_GID_INDEX as UCX reads it (probe.cc read_gid_index): the environment's, else the last
-// ucx.conf line that assigns it, the files in UCX's order (a later one overrides); read only when
-// a RoCE port needs it.
-struct GidSetting {
-  bool read = false;
-  long index = -1;    // device_rules.h: kGidAuto (UCX's default), an index, or kGidUnknown
-  int error = 0;      // -errno: a ucx.conf could not be read (then index is kGidUnknown)
-  uint8_t absent = 0;  // the ucx.conf places step 6 found not there (Facts::ucx_conf_absent): not asked again
-  char shown[96] = {};  // where it came from, for the evidence: UCX_IB_GID_INDEX="3" (FILE)
-};
-void read_gid_index(const Inputs &in, const Settings &s, GidSetting *g);
+// Reads the ucx.conf files once for UCX_TLS and UCX_IB_GID_INDEX; whole: on past a UCX_TLS line,
+// since a RoCE port needs the GID index's last line (f->gid.read then).
+void scan_ucx_conf(const Inputs &in, const Settings &s, bool evidence, bool whole, Facts *f);
 
-// The probe of each fact (probe.cc probe() dispatches).
 void probe_rdma(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);  // probe_rdma.cc
-void probe_ucx_conf(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);  // probe.cc
 void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);      // probe_gpus.cc
 void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);      // probe_gpus.cc
 void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f);        // probe_gpus.cc

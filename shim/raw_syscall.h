@@ -1,17 +1,8 @@
-// System calls made with the architecture's own instruction, not through libc's syscall(3).
-//
-// Why: every function the library imports is looked up by the loader in the executable first, so
-// a host that defines its own `syscall`, `malloc` or `sigprocmask` (a program with its own
-// allocator, a tracer, a test double) would be called before its `main`, and before its own
-// constructors have set it up. The library therefore imports no function at all (checked on the
-// built file: tests/e2e/test_hygiene.py, tests/hardening/test_host_safety.py). The kernel's
-// convention is kept: the result, or -errno (-4095..-1), and errno is never touched.
-//
-// x86_64 (`syscall`: rax = number, rdi rsi rdx r10 r8 r9; rcx and r11 are clobbered), i386
-// (`int $0x80`: eax, ebx ecx edx esi edi; works on every x86 kernel, the vDSO's entry is only
-// faster), aarch64 (`svc 0`: x8, x0..x5). Linux's syscall(2) man page, "Architecture calling
-// conventions". Another architecture falls back to libc's syscall(3), turned into the same -errno
-// convention (then the library imports `syscall` and `__errno_location`: a limit, README).
+// System calls with the architecture's own instruction: an imported function binds to the
+// executable's definition first (a host's own `syscall` or `sigprocmask`), called before its
+// constructors set it up, so the library imports none. The result, or -errno; errno untouched.
+// Registers: syscall(2), "Architecture calling conventions" (i386's int $0x80 works on every x86
+// kernel). Another architecture falls back to libc's syscall(3) (an import: a limit, README).
 #pragma once
 
 namespace ucxtls {
@@ -29,8 +20,7 @@ inline long raw_syscall(long nr, long a = 0, long b = 0, long c = 0, long d = 0,
   return ret;
 }
 #elif defined(__i386__)
-// Five arguments at most (ebp would be the sixth): the library's calls need no more (mmap goes
-// through old_mmap, whose one argument points to the six: sys.cc map_pages).
+// Five arguments at most (ebp would be the sixth): mmap goes through old_mmap (sys.cc map_pages).
 inline long raw_syscall(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
   long ret;
   __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(a), "c"(b), "d"(c), "S"(d), "D"(e) : "memory");

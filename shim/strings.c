@@ -1,28 +1,15 @@
-/* Local copies of the string functions the library calls, linked into libucxtls.so alone.
- *
- * Why: every symbol the library imports is bound by the loader in every process it is preloaded
- * into, before main, whether the constructor needs it or not; glibc's string functions are IFUNCs,
- * so each one also costs a resolver call. Defined here with hidden visibility, the static linker
- * binds the calls of the core, probe.cc and sys.cc to these definitions and the library imports
- * none of them (the loader's symbol binding was most of the instructions the library added to a
- * process start: docs/performance.md). The strings it handles are short paths, variable names and small
- * file texts, where a plain loop is as fast as a vectorised one.
- *
- * Plain C, compiled with -fno-builtin -fno-tree-loop-distribute-patterns so that the compiler
- * cannot turn a loop here back into a call to the function being defined. The `ucxtls` command
- * and the unit tests link the core without this file and use libc's own.
- */
+/* The string functions the library calls, hidden in libucxtls.so alone: the loader binds every
+ * import in every process (glibc's are IFUNCs: a resolver call each), which was most of the
+ * instructions the library added to a process start (docs/performance.md). Built with -fno-builtin
+ * so that no loop turns back into a call to itself; the command uses libc's. */
 #include <stddef.h>
 
-/* hot: placed in .text.hot, at the start of .text, with the code every process runs (the loader maps
- * .text in 64 KiB windows: a function past the first costs one more page fault). */
+/* hot: in .text.hot, with the code every process runs (one page fault less). */
 #define LOCAL __attribute__((visibility("hidden"), hot))
 
 typedef unsigned long long __attribute__((may_alias, aligned(1))) word_t;
 
-/* Unaligned 8-byte access that may alias anything: memcpy moves words, then the last word (which may
- * overlap the one before: the buffers do not overlap, so that is the same bytes twice), or, under 8
- * bytes, a 4-, 2- and 1-byte step. The paths it copies are 10 to 60 bytes. */
+/* memcpy moves words, the last one overlapping the one before; under 8 bytes, 4-, 2-, 1-byte steps. */
 typedef unsigned int __attribute__((may_alias, aligned(1))) half_t;
 typedef unsigned short __attribute__((may_alias, aligned(1))) quarter_t;
 

@@ -93,14 +93,9 @@ void close_fd(int fd) {
 }
 
 ssize_t read_small(const Path &p, char *buf, size_t cap) {
-  // Under a sysroot, a regular file that everyone may read only, checked before the open: every
-  // sysfs and procfs attribute the probe reads is one, on a real kernel and in a recording. A
-  // FIFO, device or socket there (a link under a user's UCXTLS_SYSROOT) is never opened, since a
-  // device's open alone acts (a watchdog arms, a tape rewinds at close), and counts as absent; a
-  // link to /proc/kmsg or another root-only file is refused even to root: cannot tell. Without a
-  // sysroot the paths are the kernel's own attributes, so the check would cost a call per read for
-  // nothing; doctor --pid reads in the process's place with its credentials (cli/process_view.h),
-  // and O_NONBLOCK keeps a FIFO from hanging in any case.
+  // Under a sysroot, only a regular file everyone may read, checked before the open (every sysfs
+  // and procfs attribute is one): a device's open alone acts (a watchdog arms), and a link to
+  // /proc/kmsg is refused even to root. Without one the paths are the kernel's own attributes.
   if (p.rooted) {
     FileFacts st;
     const int s = stat_path(p, &st);
@@ -194,12 +189,9 @@ const char *DirReader::next() {
 
 }  // namespace ucxtls
 
-// --- stat through the system call the architecture has, in the kernel's own layout.
-// 64-bit ABIs: newfstatat and fstat with struct stat, which is the kernel's there (x86_64, aarch64,
-// ppc64le, s390x, riscv64). 32-bit ABIs: statx first, whose struct is the same on every
-// architecture; glibc's struct stat64 is the kernel's only without -D_TIME_BITS=64, so fstatat64
-// and fstat64 are the fallback (a kernel before 4.11, or a seccomp profile without statx) only
-// then.
+// --- stat in the kernel's own layout: newfstatat/fstat on 64-bit ABIs (struct stat is the
+// kernel's); on 32-bit ones statx, else fstatat64 (a kernel before 4.11, a seccomp profile without
+// statx) only without -D_TIME_BITS=64, where glibc's stat64 is the kernel's.
 
 namespace ucxtls {
 
@@ -282,8 +274,7 @@ int open_regular(const Path &p) {
   int fd = stat_fd(pfd, &st);
   if (fd == 0 && ((st.mode & S_IFMT) != S_IFREG || st.size <= 0)) fd = -ENOENT;
   if (fd == 0) {
-    // Open what was checked through the descriptor's link, not the path again: the path may have
-    // been pointed elsewhere since.
+    // Open what was checked, through the descriptor's link: the path may point elsewhere now.
     Path self(nullptr, "/proc/self/fd/");
     self.add_num(pfd);
     fd = open_ro(self);
@@ -344,7 +335,7 @@ void *map_pages(size_t bytes) {
   return r < 0 && r > -4096 ? nullptr : reinterpret_cast<void *>(r);
 }
 
-UCXTLS_FILE_BACKED_AT("4block") static char g_first_block[2048] __attribute__((aligned(16)));
+UCXTLS_FILE_BACKED static char g_first_block[2048] __attribute__((aligned(16)));
 static bool g_first_block_used;
 
 void *allocate_block(size_t bytes) {

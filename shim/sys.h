@@ -1,10 +1,6 @@
-// The thin system layer under the probes: the only file-system calls the library makes.
-//
-// Every call is the architecture's system call instruction (raw_syscall.h): faccessat, openat,
-// read, readlinkat, close, getdents64, write, stat, mmap. No import at all: the loader would bind
-// one to the executable's definition first (a host's own syscall or malloc); never opendir (it
-// allocates 32 KiB on the heap). Files are opened O_NONBLOCK so that a FIFO planted where a file belongs cannot hang
-// the host; reads go into the caller's fixed buffers.
+// The only file-system calls the library makes, each a raw system call (raw_syscall.h): an import
+// would bind to the executable's definition first (a host's own syscall or malloc). No opendir (32
+// KiB of heap); O_NONBLOCK, so that a FIFO planted where a file belongs cannot hang the host.
 #pragma once
 
 #include <stddef.h>
@@ -12,30 +8,21 @@
 
 #include "core.h"
 
-// Large static scratch (the constructor keeps its stack small, since the host's may be): placed in
-// .data, not .bss. Zero-filled pages past the file would cost every process one more mmap at load.
-// The library is linked with --sort-section=name: the sections ".data.ucxtls.<n>..." follow in the
-// order of n, and .data ends on the page the loader already writes (it zeroes .bss after .data). So
-// the order is: the driver tier's report (cold), the probes' scratch, the first environment block,
-// the decision (its head hot), the facts last (on that page): every path writes few pages.
-#define UCXTLS_FILE_BACKED_AT(order) __attribute__((section(".data.ucxtls." order)))
+// Large static scratch, in .data rather than .bss: zero-filled pages past the file would cost
+// every process one more mmap at load (the constructor keeps its stack small: the host's may be).
+#define UCXTLS_FILE_BACKED __attribute__((section(".data.ucxtls")))
 
 namespace ucxtls {
 
-// A path under the optional sysroot, written by a Text into a fixed buffer. When the path would
-// not fit, the text is cut (ok() turns false, and stays false); every call on such a path then
-// fails with ENAMETOOLONG, which the probes read as "cannot tell", never as "not there". 512
-// bytes: the sysroot (at most kSysrootMax) plus the longest sysfs path the probe builds, and the
-// constructor's stack stays small.
-// strlen(sysroot), remembered: a process has one sysroot, and every path starts with it.
-size_t root_length(const char *sysroot);
+// A path under the optional sysroot. One that does not fit is cut, and every call on it fails with
+// ENAMETOOLONG ("cannot tell", never "not there"). 512 bytes: kSysrootMax and the longest sysfs path.
+size_t root_length(const char *sysroot);  // strlen(sysroot), measured once per process
 
 struct Path {
   char buf[512];
   Text text;  // writes into buf
   bool rooted = false;  // starts with the sysroot
-  // sysroot may be NULL. Inline, so that the length of a literal `abs` is known at compile time;
-  // the sysroot's is measured once per process (root_length).
+  // sysroot may be NULL. Inline: a literal's length is known at compile time.
   Path(const char *sysroot, const char *abs) {
     text.init(buf, sizeof buf);
     if (sysroot) text.add(sysroot, root_length(sysroot)), rooted = true;
@@ -49,8 +36,7 @@ struct Path {
   bool ok() const { return !text.truncated; }
 
  private:
-  // A literal part (its length known here) is copied in place, without a call; anything that
-  // might not fit, and every other part, through Text::add, which cuts it.
+  // A literal part (its length known here) is copied in place, without a call.
   Path &append(const char *s, size_t n) {
     if (__builtin_constant_p(n) && n < 64 && text.len + n < sizeof buf) {
       __builtin_memcpy(buf + text.len, s, n);
@@ -62,11 +48,9 @@ struct Path {
   }
 };
 
-// Every call below returns a negative errno on failure, so that the probes can tell "not there"
-// (absent(), a real negative answer) from "cannot tell" (EMFILE, ENOMEM, EIO, EACCES...).
+// Failures are -errno: "not there" (absent()) is a negative answer; anything else "cannot tell".
 bool absent(long err);                                      // -ENOENT, -ENOTDIR, -EISDIR, -ELOOP
-// Whether a call on a path under the sysroot has succeeded in this process: the sysroot is then a
-// directory, without a call of its own to say so (probe_loop.cc).
+// A call under the sysroot has succeeded: it is a directory, no call needed (probe_loop.cc).
 bool sysroot_answered();
 bool path_exists(const Path &p);                            // access(F_OK) == 0
 int path_access(const Path &p, int mode);                   // 0 or -errno
@@ -75,15 +59,13 @@ ssize_t read_small(const Path &p, char *buf, size_t cap);
 ssize_t read_link(const Path &p, char *buf, size_t cap);    // NUL-terminated: length, or -errno
 const char *errno_name(long err);                           // "EMFILE" for -EMFILE (or EMFILE)
 
-// stat(2) and fstat(2) through the raw system calls (the library must not import stat/fstatat:
-// GLIBC_2.33 on new glibc). stat_path follows symlinks. 0, or -errno.
+// stat(2), fstat(2) (libc's are GLIBC_2.33 on new glibc). stat_path follows symlinks. 0, or -errno.
 int stat_path(const Path &p, FileFacts *out);
 int stat_fd(int fd, FileFacts *out);
 
-// Reads a whole regular file in chunks, at most max_bytes, calling feed(chunk, n). Returns 0, or
-// -errno when it cannot: a path that is not a regular file of non-zero size (a device, a FIFO,
-// /proc/kmsg, a procfs file) is never opened and counts as absent (-ENOENT), since opening a device
-// can change the machine (/dev/ptmx allocates a pty) and reading a stream takes another reader's data.
+// Feeds a regular file of non-zero size to feed(chunk, n), at most max_bytes: 0, or -errno. Anything
+// else counts as absent (-ENOENT), never opened: opening /dev/ptmx allocates a pty, and reading a
+// stream (/proc/kmsg) takes another reader's data.
 template <typename Feed>
 int read_chunks(const Path &p, size_t max_bytes, Feed feed);
 
@@ -100,28 +82,20 @@ struct DirReader {
   const char *next();
 };
 
-// Secure execution (AT_SECURE), without getauxval (a host may define its own: raw_syscall.h).
-// stack_envp is the environment array the kernel built on the stack (the constructor's envp when
-// it lies right after argv), or NULL. The auxiliary vector follows its NULL; an unsetenv before
-// the library shifted the entries down, leaving NULLs before it, which are skipped. Without it, or
-// when the words there are not an auxiliary vector, /proc/self/auxv is read. When neither tells,
-// the answer is true: secure execution reads nothing, the safe side.
+// AT_SECURE, without getauxval: from the auxiliary vector after stack_envp's NULL (an earlier
+// unsetenv leaves NULLs before it), else /proc/self/auxv; true when neither tells (the safe side).
 bool secure_execution(char *const *stack_envp);
 
-// How many threads the process has: /proc/self/task's link count less 2 (procfs adds one link per
-// thread: fs/proc/base.c, proc_task_getattr), one stat; where that does not tell (fewer than 3
-// links: another kernel, no /proc), field 20 of /proc/self/stat (3 calls). -1 when neither tells.
+// /proc/self/task's link count less 2 (one link per thread: fs/proc/base.c proc_task_getattr), else
+// field 20 of /proc/self/stat; -1 when neither tells.
 long thread_count();
 
-// Fresh zero-filled pages (mmap), never unmapped: the library's one allocation, the environment
-// strings and array it publishes (environ_edit.cc). Not malloc: a host may define its own, and a
-// preloaded constructor runs before the host's constructors set it up. NULL when there is no memory.
+// Fresh pages (mmap), never unmapped; not malloc, which the host may define and not have set up
+// yet. NULL when there is no memory.
 void *map_pages(size_t bytes);
 
-// The environment edit's block (environ_edit.cc): the first one that fits is static storage on the
-// page the facts share (sys.h UCXTLS_FILE_BACKED_AT), which every path writes already: a write of
-// UCX_TLS costs no mmap and no fresh page. A larger or a later one is map_pages. Never freed; the
-// library is linked -z nodelete, so a dlclose never unmaps an environment published from it.
+// The environment edit's block: the first that fits is static (a write of UCX_TLS costs no mmap),
+// others map_pages. Never freed; -z nodelete keeps a dlclose from unmapping a published one.
 void *allocate_block(size_t bytes);
 
 // --- implementation details of read_chunks
@@ -130,9 +104,8 @@ ssize_t read_some(int fd, char *buf, size_t n);          // bytes, or -errno; re
 ssize_t write_some(int fd, const char *buf, size_t n);  // one write, retried on EINTR
 void close_fd(int fd);
 
-// The regular file of non-zero size at p, opened for reading: fd; -ENOENT when p is anything else
-// (a device, a FIFO, a procfs file); -errno. The check is made on the file itself (O_PATH), and
-// what is opened is what was checked, even if p is pointed elsewhere meanwhile.
+// The regular file of non-zero size at p, opened: fd, -ENOENT for anything else, or -errno. Checked
+// through O_PATH, so that what is opened is what was checked.
 int open_regular(const Path &p);
 
 template <typename Feed>
@@ -160,9 +133,7 @@ int read_chunks(const Path &p, size_t max_bytes, Feed feed) {
 // --- the driver tier's cache (driver_cache.cc): opens that keep a directory fd.
 namespace ucxtls {
 int open_dir(const Path &p);                     // O_RDONLY|O_DIRECTORY: fd, or -errno
-// The entry `name` of dirfd, not followed if a symbolic link (fstatat AT_SYMLINK_NOFOLLOW): 0, or
-// -errno. The cache reader checks the file with it before opening it, so that a FIFO named like
-// the file gets no reader and a device no open.
+// fstatat(AT_SYMLINK_NOFOLLOW): 0, or -errno; checked before an open (a FIFO gets no reader).
 int stat_in(int dirfd, const char *name, FileFacts *out);
 int open_file_in(int dirfd, const char *name);   // O_RDONLY|O_NOFOLLOW|O_NONBLOCK: fd, or -errno
 unsigned effective_uid();

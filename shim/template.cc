@@ -51,14 +51,15 @@ const char *misspelt_placeholder(const char *p, size_t n) {
   return nullptr;
 }
 
-constexpr auto kTooLong = lit("is longer than ") + decimal<kTemplateMax>() + lit(" bytes");
+static_assert(kTemplateMax == 3584, "kTooLong names it");
+constexpr char kTooLong[] = "is longer than 3584 bytes";
 
 }  // namespace
 
 bool template_valid(const char *t, const char **why) {
   size_t len = strlen(t);
   if (len > kTemplateMax) {
-    *why = kTooLong.s;
+    *why = kTooLong;
     return false;
   }
   if (strchr(t, ' ') || strchr(t, '\t')) {

@@ -1,15 +1,12 @@
-// Text, the one way the core writes and reads strings: a bounded writer (Text), messages built at
-// compile time (StaticText), and the small readers every parser shares (list items, blanks,
-// control bytes, numbers). No allocation: the library's constructor runs before main.
+// Text, the one way the core writes and reads strings: a bounded writer (Text) and the small
+// readers every parser shares (list items, blanks, control bytes, numbers). No allocation.
 #pragma once
 
 #include <stddef.h>
 
 namespace ucxtls {
 
-// ---------------------------------------------------------------------------------------------
-// Small fixed-capacity text buffer: appends are truncated, never overflow, always NUL-terminated.
-// Once an append was cut (truncated), every later one adds nothing: the text is a prefix.
+// A fixed-capacity buffer: appends are cut, never overflow, always NUL-terminated.
 struct Text {
   char *data;
   size_t cap;  // including the terminating NUL
@@ -23,25 +20,17 @@ struct Text {
   }
   __attribute__((noinline)) Text &add(const char *s, size_t n);  // one copy of the appending code
   Text &add(long long v);
-  // s[0..n) with control bytes shown as '?' (text read from outside stays one printable line).
+  // Control bytes shown as '?': text read from outside stays one printable line.
   Text &add_scrubbed(const char *s, size_t n);
   Text &add_quoted(const char *s, size_t max_shown = 60);  // "value" shortened with "...", scrubbed
-  // Ends a stderr line: control bytes become '?' (one printable line), then "\n". init() must have
-  // been given one byte less than the buffer. Returns the length.
+  // Scrubs, then "\n" (init() was given one byte less than the buffer). Returns the length.
   size_t end_line();
 };
 
-// A control byte (below 0x20, or DEL): it would break a one-line promise.
 inline bool is_control(char c) { return (unsigned char)c < 0x20 || c == 0x7f; }
-// Every control byte of s[0..n) becomes '?', in place.
 void scrub_controls(char *s, size_t n);
 
-// ---------------------------------------------------------------------------------------------
-// Reading: the items of a separated list, blanks, numbers.
-
-// The items of a list separated by any byte of `seps`, in order, empty ones included: "a,,b" has
-// three items, "" has one (empty). The template, the visibility lists, LD_PRELOAD and the doctor's
-// lists are all read with it.
+// The items of a list separated by any byte of `seps`, empty ones included ("" has one).
 struct Items {
   const char *p;
   const char *seps;
@@ -63,7 +52,6 @@ struct Items {
   }
 };
 
-// Space, tab, CR or LF: what a file's value is trimmed of.
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 inline void trim(const char **p, size_t *n) {
   while (*n && is_space(**p)) (*p)++, (*n)--;
@@ -78,38 +66,5 @@ inline bool starts_with(const char *p, size_t n, const char *prefix, size_t k) {
 
 // Parses a decimal integer that spans the whole string (optional sign). No overflow.
 bool parse_long(const char *s, size_t n, long *out);
-
-// ---------------------------------------------------------------------------------------------
-// Static text built at compile time, so that a message naming a limit takes the number from the
-// limit's constant (lit("up to ") + decimal<kMax>()), with no code run and nothing allocated.
-template <size_t N>
-struct StaticText {
-  char s[N] = {};  // N counts the NUL
-};
-
-template <size_t N>
-constexpr StaticText<N> lit(const char (&text)[N]) {
-  StaticText<N> t;
-  for (size_t i = 0; i < N; i++) t.s[i] = text[i];
-  return t;
-}
-
-constexpr size_t decimal_digits(unsigned long long v) { return v < 10 ? 1 : 1 + decimal_digits(v / 10); }
-
-template <unsigned long long V>
-constexpr StaticText<decimal_digits(V) + 1> decimal() {
-  StaticText<decimal_digits(V) + 1> t;
-  unsigned long long v = V;
-  for (size_t i = decimal_digits(V); i > 0; i--, v /= 10) t.s[i - 1] = char('0' + v % 10);
-  return t;
-}
-
-template <size_t A, size_t B>
-constexpr StaticText<A + B - 1> operator+(const StaticText<A> &a, const StaticText<B> &b) {
-  StaticText<A + B - 1> t;
-  for (size_t i = 0; i + 1 < A; i++) t.s[i] = a.s[i];
-  for (size_t i = 0; i < B; i++) t.s[A - 1 + i] = b.s[i];
-  return t;
-}
 
 }  // namespace ucxtls

@@ -27,12 +27,9 @@ void ConfScan::finish() {
   state = kSkip;
 }
 
-// ucx.conf as UCX's INI reader (inih, with multi-line values and a UTF-8 BOM allowed) reads it:
-// a line is an assignment of the key when its key, after leading blanks, is exactly the key
-// followed by blanks and '=' (or ':'). Comment lines ('#', ';') and [section] lines never are, and
-// neither is an indented line that follows a name=value line of the same section: inih takes it
-// as the continuation of that value, which replaces the value when it continues the key's line
-// (UCX's handler, src/ucs/config/parser.c ucs_config_parse_config_file_line, is called again).
+// As UCX's inih reads it (multi-line values, a UTF-8 BOM): an assignment is the key after leading
+// blanks, then blanks and '=' or ':'. An indented line after a name=value line continues that
+// value, replacing it when it is the key's (ucs_config_parse_config_file_line is called again).
 void ConfScan::feed(const char *p, size_t n) {
   size_t key_length = 0;
   while (key[key_length]) key_length++;

@@ -23,14 +23,12 @@ long leading_index(const char *p, size_t n) {
 bool is_mig(const char *tok, size_t n) { return starts_with(tok, n, "MIG-", 4); }
 bool is_gpu_id(const char *tok, size_t n) { return starts_with(tok, n, "GPU-", 4); }
 
-// The devices of `devs` named by `list` up to its first invalid entry (CUDA's and ROCr's shared
-// rule). Ordinals index devs; "GPU-" entries are unique prefixes of ids (optimistic when the ids
-// are unknown); "MIG-" entries (CUDA only) count as one visible device and end the list, since
-// CUDA enumerates a single MIG instance.
+// The devices `list` names up to its first invalid entry (CUDA's and ROCr's rule): ordinals, unique
+// "GPU-" id prefixes (optimistic when ids are unknown); a "MIG-" entry (CUDA) is one device and ends
+// the list: CUDA enumerates a single MIG instance.
 int visible_in_list(const char *list, const DeviceIds &devs, bool mig_ok) {
   if (!list) return devs.n;
-  // Which devices are already chosen: a repeat ends the list. Device counts are small; beyond
-  // the bitmap's reach the repeat check is skipped (no allocation).
+  // A repeat ends the list (checked within the bitmap's reach: no allocation).
   unsigned char chosen[128] = {};
   int count = 0;
   Items items(list);

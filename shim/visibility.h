@@ -1,6 +1,5 @@
-// The visibility variables, by each runtime's own rules: how many of the devices a probe found a
-// process may use under CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and
-// ZE_AFFINITY_MASK, and how many devices a probe must list to answer exactly. Pure (see core.h).
+// The visibility variables, by each runtime's own rules: how many devices a process may use, and
+// how many a probe must list to answer exactly. Pure (see core.h).
 #pragma once
 
 namespace ucxtls {
@@ -11,10 +10,8 @@ struct DeviceIds {
   const char *const *ids = nullptr;    // ids[i] for i < n, or NULL when ids are unknown
 };
 
-// CUDA_VISIBLE_DEVICES by CUDA's rules: NULL = all; "" = none; a comma list of ordinals,
-// GPU-<uuid prefix> (unique) and MIG-<...> entries that ends at the first invalid entry
-// (negative, out of range, not a number, unknown or ambiguous GPU- prefix, repeated).
-// Returns how many devices are visible.
+// CUDA_VISIBLE_DEVICES: NULL = all, "" = none; ordinals, unique GPU-<uuid prefix> and MIG- entries,
+// ending at the first invalid one (negative, out of range, not a number, unknown, repeated).
 int cuda_visible_count(const char *cvd, const DeviceIds &devs);
 // How many devices the probe must enumerate to answer "is any device visible?" exactly:
 // 0 when the answer needs no device (none visible), else a bound; kAllDevices when ids matter.

@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int pass = 0;
   for (; pass < 16; pass++) {
     decide(inputs, s, f, &d);
-    if (d.action != Action::need) break;
+    if (d.action != Action::undecided) break;
     Tri t = tri(in.byte());
     // A probe answers yes or no, or fails (unknown with an error): decide must then answer too.
     int err = t == Tri::unknown ? -24 : 0;
@@ -91,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       default: FUZZ_CHECK(false);  // "need" must name a fact
     }
   }
-  FUZZ_CHECK(d.action != Action::need);
+  FUZZ_CHECK(d.action != Action::undecided);
   if (d.action == Action::set) FUZZ_CHECK(d.value[0] && strlen(d.value) < sizeof d.value);
   (void)effective_value(inputs, d);
 

@@ -840,7 +840,7 @@ TEST_CASE("decide asks for facts in cost order and stops at the first visible fa
   // before ucx.conf: without a GPU the answer does not depend on it.
   for (int i = 0; i < 10; i++) {
     decide(e.in, s, f, &d);
-    if (d.action != Action::need) break;
+    if (d.action != Action::undecided) break;
     asked.push_back(d.need);
     switch (d.need) {
       case Need::rdma: f.rdma.value = Y; break;

@@ -48,7 +48,6 @@ Got decide_on(std::vector<std::pair<Var, const char *>> vars, Facts f) {
   Settings s;
   parse_settings(in, &s);
   Decision d;
-  d.explained = true;
   Got g;
   // The probe loop, played here: a fact asked is the node's; the asks are recorded.
   const Facts known = f;
@@ -56,8 +55,8 @@ Got decide_on(std::vector<std::pair<Var, const char *>> vars, Facts f) {
   f.rdma.error = 0;
   for (Family fam : {Family::cuda, Family::rocm, Family::ze}) f.family[int(fam)].value = Tri::unknown;
   for (int i = 0; i < 8; i++) {
-    decide(in, s, f, &d);
-    if (d.action != Action::need) break;
+    decide(in, s, f, &d, true);
+    if (d.action != Action::undecided) break;
     g.asked.push_back(d.need);
     if (d.need == Need::rdma) f.rdma = known.rdma;
     else if (d.need == Need::ucx_conf) f.ucx_conf = known.ucx_conf;

@@ -40,8 +40,7 @@ Decision decided(const Env &e, Family node, bool explained = true) {
   Settings s;
   parse_settings(e.in, &s);
   Decision d;
-  d.explained = explained;
-  decide(e.in, s, node_of(node), &d);
+  decide(e.in, s, node_of(node), &d, explained);
   return d;
 }
 

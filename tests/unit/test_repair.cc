@@ -156,11 +156,10 @@ Result decide_keep(const Env &e, Family node, bool quiet) {
   Facts known = f;
   for (Family g : {Family::cuda, Family::rocm, Family::ze}) f.family[int(g)].value = Tri::unknown;
   Decision d;
-  d.explained = !quiet;
   Result r;
   for (int i = 0; i < 8; i++) {
-    decide(e.in, s, f, &d);
-    if (d.action != Action::need) break;
+    decide(e.in, s, f, &d, !quiet);
+    if (d.action != Action::undecided) break;
     r.asked.push_back(d.need);
     Family g = d.need == Need::cuda ? Family::cuda : d.need == Need::rocm ? Family::rocm : Family::ze;
     f.family[int(g)].value = known.family[int(g)].value;
