@@ -1,12 +1,13 @@
 // Small helpers the commands share (see util.h).
 #include "util.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "text.h"
 
@@ -19,16 +20,6 @@
 
 namespace ucxtls {
 namespace cli {
-
-bool read_all(int fd, std::string *out) {
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) out->append(buf, size_t(n));
-    else if (n == 0) return true;
-    else if (errno != EINTR) return false;
-  }
-}
 
 std::string shell_quote(const char *s) {
   std::string o = "'";
@@ -46,6 +37,20 @@ std::vector<std::string> split(const char *list, const char *seps) {
   size_t n;
   while (items.next(&item, &n)) out.emplace_back(item, n);
   return out;
+}
+
+std::vector<std::string> words(const std::string &text, const char *blanks) {
+  std::vector<std::string> out = split(text.c_str(), blanks);
+  out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
+  return out;
+}
+
+std::vector<std::string> status_words(const std::string &status, const char *name) {
+  const std::string key = std::string("\n") + name + ":";
+  const size_t at = ("\n" + status).find(key);
+  if (at == std::string::npos) return {};
+  const size_t from = at + key.size() - 1, end = status.find('\n', from);
+  return words(status.substr(from, end == std::string::npos ? std::string::npos : end - from), " \t");
 }
 
 bool own_directory(std::string *dir) {
