@@ -1,6 +1,7 @@
 // The file layer's plain part (root_fs.h): no Root, no system call beyond the named ones, so
 // that the node hook, which imports no syscall(), links it alone.
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 
@@ -68,6 +69,16 @@ std::string file_text(const std::string &path, int dirfd) {
   std::string out;
   read_file(path, &out, SIZE_MAX, dirfd);
   return out;
+}
+
+bool own_directory(std::string *dir) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = '\0';
+  const char *slash = strrchr(exe, '/');
+  *dir = !slash ? "." : slash == exe ? "/" : std::string(exe, size_t(slash - exe));
+  return true;
 }
 
 std::vector<std::string> path_parts(const std::string &path) {

@@ -2,16 +2,24 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <string.h>
 
 #include <algorithm>
 
 #include "root_fs.h"
 
+// openat2(2) (Linux 5.6), named here so that older kernel headers build it: its number is the same
+// on every architecture (include/uapi/asm-generic/unistd.h), struct open_how and RESOLVE_IN_ROOT
+// are include/uapi/linux/openat2.h's.
 #ifndef SYS_openat2
-#define SYS_openat2 437  // the same number on every architecture (include/uapi/asm-generic/unistd.h)
+#define SYS_openat2 437
 #endif
+namespace {
+struct OpenHow {
+  uint64_t flags, mode, resolve;
+};
+constexpr uint64_t kResolveInRoot = 0x10;
+}  // namespace
 
 namespace ucxtls {
 namespace files {
@@ -111,8 +119,7 @@ int resolve_in_root(Root &root, const std::string &path, std::string *inside, in
   if (root.out_of_bounds()) return *err = ETIMEDOUT, -1;
   if (!inside && try_openat2) {  // the kernel's walk (Linux 5.6): the same rules, one system call
     const std::string full = path[0] == '/' ? path : root.cwd + "/" + path;
-    open_how how = {};
-    how.flags = O_PATH | O_CLOEXEC, how.resolve = RESOLVE_IN_ROOT;
+    const OpenHow how = {O_PATH | O_CLOEXEC, 0, kResolveInRoot};
     const int fd = int(syscall(SYS_openat2, root.fd, full.c_str(), &how, sizeof how));
     if (fd >= 0) return fd;
     if (errno == ENOENT || errno == ENOTDIR || errno == EACCES) return *err = errno, -1;

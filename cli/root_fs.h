@@ -36,7 +36,13 @@ bool read_all(int fd, std::string *out, size_t max = SIZE_MAX);
 bool read_file(const std::string &path, std::string *out, size_t max = SIZE_MAX, int dirfd = AT_FDCWD);
 std::string file_text(const std::string &path, int dirfd = AT_FDCWD);
 
+// The directory this program's executable is in (/proc/self/exe); false when it cannot be read.
+bool own_directory(std::string *dir);
+
 // Closes every descriptor from fd up (close_range, Linux 5.9); inline for ucxtls-probe (no libstdc++).
+#ifndef SYS_close_range
+#define SYS_close_range 436  // Linux 5.9, the same number on every architecture
+#endif
 inline void close_from(int fd) {
   if (syscall(SYS_close_range, unsigned(fd), ~0u, 0u) != 0)
     for (int k = fd; k < 65536; k++) close(k);

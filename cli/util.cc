@@ -1,7 +1,6 @@
 // Small helpers the commands share (see util.h).
 #include "util.h"
 
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,16 +50,6 @@ std::vector<std::string> status_words(const std::string &status, const char *nam
   if (at == std::string::npos) return {};
   const size_t from = at + key.size() - 1, end = status.find('\n', from);
   return words(status.substr(from, end == std::string::npos ? std::string::npos : end - from), " \t");
-}
-
-bool own_directory(std::string *dir) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return false;
-  exe[n] = '\0';
-  const char *slash = strrchr(exe, '/');
-  *dir = !slash ? "." : slash == exe ? "/" : std::string(exe, size_t(slash - exe));
-  return true;
 }
 
 void install_candidates(const std::string &dir, const char *name, std::string out[2]) {

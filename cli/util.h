@@ -21,9 +21,6 @@ std::vector<std::string> split(const char *list, const char *seps);
 std::vector<std::string> words(const std::string &text, const char *blanks);
 std::vector<std::string> status_words(const std::string &status, const char *name);
 
-// The directory this command's executable is in (/proc/self/exe); false when it cannot be read.
-bool own_directory(std::string *dir);
-
 // Where a file installed with the command may be, in order: beside it in dir (a build tree, the
 // wheel's _bin), then where an installed tree puts it, relative to the command's bindir (fixed at
 // configure time): the library in libdir (UCXTLS_BIN_TO_LIB), a helper the command runs in

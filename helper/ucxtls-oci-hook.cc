@@ -65,12 +65,8 @@ std::string errno_text(const std::string &what) {
 // one beside this program (a build tree keeps both side by side); the installed path when neither
 // exists, for the message.
 std::string default_library() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "";
-  self[n] = 0;
-  std::string dir(self);
-  dir.resize(dir.rfind('/'));
+  std::string dir;
+  if (!files::own_directory(&dir)) return "";
   char libdir[PATH_MAX];  // the libdir named plainly: /opt/ucxtls/lib, not .../libexec/ucxtls/../../lib
   std::string installed = (realpath((dir + "/" UCXTLS_HELPERS_TO_LIB).c_str(), libdir) ? std::string(libdir)
                                                                                          : dir + "/" UCXTLS_HELPERS_TO_LIB) +
