@@ -195,13 +195,7 @@ void take_credentials(int out, const FileCreds &c) {
   msg.append(reinterpret_cast<const char *>(&a), sizeof a);
   put(&msg, r->listing_differs);
   put(&msg, library_line(*r));
-  for (size_t at = 0; at < msg.size();) {
-    const ssize_t n = write(out, msg.data() + at, msg.size() - at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) _exit(1);
-    at += size_t(n);
-  }
-  _exit(0);
+  _exit(write_all(out, msg.data(), msg.size()) ? 0 : 1);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // device or socket is waited on; files, bytes and time are bounded. Nothing read is executed.
 #pragma once
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,17 @@ std::string file_text(const std::string &path, int dirfd = AT_FDCWD);
 bool own_directory(std::string *dir);
 
 // Closes every descriptor from fd up (close_range, Linux 5.9); inline for ucxtls-probe (no libstdc++).
+// All n bytes at p written to fd (a write interrupted by a signal is retried); inline as close_from.
+inline bool write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w, n -= size_t(w);
+  }
+  return true;
+}
+
 #ifndef SYS_close_range
 #define SYS_close_range 436  // Linux 5.9, the same number on every architecture
 #endif

@@ -13,17 +13,7 @@
 namespace ucxtls {
 
 using files::close_keeping_errno;
-
-bool write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
+using files::write_all;
 
 int open_dir_below(int dirfd, const std::vector<std::string> &parts, bool create, bool own_last, std::string *where) {
   int fd = dup(dirfd);

@@ -11,8 +11,6 @@
 
 namespace ucxtls {
 
-bool write_all(int fd, const char *p, size_t n);
-
 // The directory `parts` below dirfd, each component opened with O_DIRECTORY | O_NOFOLLOW (the
 // kernel refuses a link or a non-directory before opening anything). With `create`, a missing one
 // is made and set to 0755 whatever the umask; with `own_last`, the last one is set to 0755 always

@@ -215,11 +215,5 @@ int main(int argc, char **argv) {
   ask_ze(&r.ze);
   static char report[kDriverReportMax];
   size_t len = format_driver_report(r, report, sizeof report);
-  size_t off = 0;
-  while (off < len) {
-    ssize_t w = write(fd, report + off, len - off);
-    if (w <= 0) _exit(4);
-    off += size_t(w);
-  }
-  _exit(0);  // skip the drivers' destructors: the answer is out
+  _exit(files::write_all(fd, report, len) ? 0 : 4);  // skip the drivers' destructors: the answer is out
 }
