@@ -9,19 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 namespace ucxtls {
 namespace cli {
-
-long long monotonic_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 namespace {
 
@@ -59,27 +53,46 @@ struct Forwarding {
   }
 };
 
-// Every descriptor but stdio and the report's: nothing the caller left open (a terminal, a
-// socket) reaches the helper.
-void close_inherited(int keep) {
-  const unsigned from = keep > 2 ? unsigned(keep) + 1 : 3;
-  if (keep > 3 && syscall(SYS_close_range, 3u, unsigned(keep) - 1, 0u) != 0)
-    for (int fd = 3; fd < keep; fd++) close(fd);
-  if (syscall(SYS_close_range, from, ~0u, 0u) != 0)
-    for (long fd = from, max = sysconf(_SC_OPEN_MAX) > 0 && sysconf(_SC_OPEN_MAX) < 65536 ? sysconf(_SC_OPEN_MAX) : 65536; fd < max; fd++)
-      close(int(fd));
-}
-
 }  // namespace
 
-void relay_from_child() {
-  const pid_t child = fork();
-  if (child < 0) _exit(126);
-  if (child == 0) {
+pid_t fork_tied() {
+  const pid_t parent = getpid(), pid = fork();
+  if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    return;
+    if (getppid() != parent) _exit(126);  // the parent is already gone
   }
-  end_as(child);
+  return pid;
+}
+
+bool read_until(int fd, long long deadline, size_t max, bool (*complete)(const std::string &), std::string *out) {
+  char buf[8192];
+  while (out->size() < max && !(complete && complete(*out))) {
+    const long long left = deadline - monotonic_ms();
+    pollfd pfd = {fd, POLLIN, 0};
+    const int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;  // the deadline
+    const ssize_t n = read(fd, buf, std::min(sizeof buf, max - out->size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return true;
+    out->append(buf, size_t(n));
+  }
+  return false;
+}
+
+bool reap_by(pid_t pid, long long until, int *status) {
+  for (; monotonic_ms() < until; usleep(1000)) {
+    const pid_t w = waitpid(pid, status, WNOHANG);
+    if (w == pid) return true;
+    if (w < 0 && errno != EINTR) break;
+  }
+  return false;
+}
+
+void relay_from_child() {
+  const pid_t child = fork_tied();
+  if (child < 0) _exit(126);
+  if (child > 0) end_as(child);
 }
 
 namespace {
@@ -116,8 +129,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   sigemptyset(&block);
   for (int sig : kForwarded) sigaddset(&block, sig);
   sigprocmask(SIG_BLOCK, &block, &saved);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
+  const pid_t pid = fork_tied();  // it dies with the command, however that ends (SIGKILL cannot be forwarded)
   if (pid < 0) {
     *err = std::string("fork: ") + strerror(errno);
     sigprocmask(SIG_SETMASK, &saved, nullptr);
@@ -129,16 +141,15 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     // started), without the caller's controlling terminal: nothing it loads can open /dev/tty to
     // read the caller's keys or push input into the caller's shell (TIOCSTI).
     if (setsid() < 0) setpgid(0, 0);
-    // It dies with the command, however the command ends (a SIGKILL cannot be forwarded).
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);  // the command is already gone
     // (execve resets the handlers above to the default; an ignored SIGHUP, as under nohup, stays.)
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     // Above 0-3 first, so that no dup2 below overwrites the other (stdio may have been closed).
     int w = fcntl(p[1], F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
     if (w < 0 || n4 < 0 || dup2(n4, 0) < 0 || dup2(n4, 1) < 0 || dup2(n4, 2) < 0 || dup2(w, report_fd) < 0)
       _exit(126);
-    close_inherited(report_fd);
+    // Nothing else the caller left open (a terminal, a socket) reaches the helper.
+    for (int fd = 3; fd < report_fd; fd++) close(fd);
+    close_from(report_fd > 2 ? report_fd + 1 : 3);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -152,19 +163,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   g_child_group = pid;  // its session's id, and its group's
   sigprocmask(SIG_SETMASK, &saved, nullptr);
   close(p[1]);
-  char buf[4096];
-  while (r->report.size() < max && !complete(r->report)) {
-    long long left = deadline - monotonic_ms();
-    if (left <= 0) break;
-    pollfd pfd = {p[0], POLLIN, 0};
-    int k = poll(&pfd, 1, int(left));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    ssize_t got = read(p[0], buf, sizeof buf < max - r->report.size() ? sizeof buf : max - r->report.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // EOF: the helper is gone
-    r->report.append(buf, size_t(got));
-  }
+  read_until(p[0], deadline, max, complete, &r->report);
   close(p[0]);
   // Let it exit on its own until the deadline (asked without reaping, so its group id stays its
   // own), then kill the group: the helper if it is still there, and anything it left in it.
@@ -176,12 +175,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   }
   kill(-pid, SIGKILL);
   kill(pid, SIGKILL);  // in case it had not yet made its session
-  for (long long until = monotonic_ms() + 1000; !r->reaped && monotonic_ms() < until;) {
-    pid_t w = waitpid(pid, &r->status, WNOHANG);
-    if (w == pid) r->reaped = true;
-    else if (w < 0 && errno != EINTR) break;
-    else usleep(1000);
-  }
+  r->reaped = reap_by(pid, monotonic_ms() + 1000, &r->status);
   r->ms = monotonic_ms() - start;
   if (r->report.size() > 6 && !r->report.compare(0, 6, "!exec ")) r->exec_errno = atoi(r->report.c_str() + 6);
 }
@@ -195,32 +189,23 @@ bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, 
   if (pipe2(p, O_CLOEXEC) != 0) return *err = std::string("pipe2: ") + strerror(errno), false;
   fflush(stdout);
   fflush(stderr);
-  const pid_t parent = getpid(), pid = fork();
+  const pid_t pid = fork_tied();
   if (pid < 0) return *err = std::string("fork: ") + strerror(errno), false;
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);
     close(p[0]);
     g_done_fd = p[1];
     return true;
   }
   close(p[1]);
-  int k;
-  do {
-    const long long left = deadline - monotonic_ms();
-    pollfd pfd = {p[0], POLLIN, 0};
-    k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
-  } while (k < 0 && errno == EINTR);
-  const bool answered = k > 0;  // its reads are over (a byte), or it ended before (EOF: an error it printed)
+  std::string byte;
+  // Its reads are over (a byte), or it ended before (EOF: an error it printed).
+  const bool answered = read_until(p[0], deadline, 1, nullptr, &byte) || !byte.empty();
   // It is the command now, and ends by the same deadline: its own reads stop there and say so, in
   // the grace after it; one stuck in a read that never answers (a FUSE or hard NFS mount, after
   // its ucx.conf places: the build's files) is killed then, and this process says so instead.
   const long long grace_ms = 1000;
-  for (int status = 0; answered && monotonic_ms() < deadline + grace_ms; usleep(2000)) {
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) end_with(status);
-    if (w < 0 && errno != EINTR) break;
-  }
+  int status = 0;
+  if (answered && reap_by(pid, deadline + grace_ms, &status)) end_with(status);
   kill(pid, SIGKILL);  // killable even in a FUSE wait; not waited for
   close(p[0]);
   *err = "could not tell: reading " + std::string(answered ? "the files of " : "the ucx.conf places of ") + who +

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "root_fs.h"
+
 namespace ucxtls {
 namespace cli {
 
@@ -35,7 +37,14 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
                  bool (*complete)(const std::string &report), ChildRun *r, std::string *err,
                  int report_fd = kReportFd);
 
-long long monotonic_ms();
+// fork, the child killed when this process ends (PR_SET_PDEATHSIG; it exits 126 at once when this
+// one is already gone).
+pid_t fork_tied();
+// Appends what fd gives to *out until max bytes, complete(*out) (nullptr: never), or the deadline
+// (monotonic_ms): false; or until its end or a failed read: true.
+bool read_until(int fd, long long deadline, size_t max, bool (*complete)(const std::string &), std::string *out);
+// Whether pid ended (and was reaped: *status) before until (monotonic_ms).
+bool reap_by(pid_t pid, long long until, int *status);
 
 // In a child: forks, and returns in the new child alone; this process waits for it and ends as it
 // ends (its exit status, or its signal). Whatever the new child leaves stays in this one's group.

@@ -74,15 +74,8 @@ void mismatch_line(const Report &r, const std::string &value) {
 }
 
 std::string ucx_info_path(const Environment &env) {
-  for (char *const *e = env.envp(); *e; e++) {
-    if (strncmp(*e, "PATH=", 5)) continue;
-    for (const std::string &dir : split(*e + 5, ":")) {
-      const std::string p = (dir.empty() ? "." : dir) + "/ucx_info";
-      struct stat st;
-      if (access(p.c_str(), X_OK) == 0 && stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return p;
-    }
-  }
-  return "";
+  const char *path = env_lookup(env.envp(), "PATH", Dup::first);  // getenv's, as a shell's execvp
+  return path ? find_in_path("ucx_info", path) : "";
 }
 
 std::vector<std::string> env_list(const Environment &env) {

@@ -1,10 +1,7 @@
 // One reader of ELF objects, with bounded reads through a ReadAt (see elf.h).
 #include "elf.h"
 #include <elf.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 
@@ -270,19 +267,6 @@ std::vector<uint64_t> find_text(const ReadAt &read, const ElfObject &o, const st
     }
   }
   return at;
-}
-
-bool read_elf_dynamic(const std::string &path, ElfDynamic *out) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return false;
-  struct stat st;
-  ElfObject o;
-  std::string why;
-  const bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                  read_elf([fd](void *b, size_t n, off_t off) { return pread(fd, b, n, off); }, &o, false, &why);
-  close(fd);
-  out->needed = o.needed;
-  return ok;
 }
 
 }  // namespace cli

@@ -71,12 +71,5 @@ uint64_t relocation_to(const ReadAt &read, const ElfObject &o, uint64_t target);
 // The addresses of every place in the loaded segments holding text followed by NUL (at most 16).
 std::vector<uint64_t> find_text(const ReadAt &read, const ElfObject &o, const std::string &text);
 
-// What `run` needs: the DT_NEEDED names of a program, read with pread from a regular file
-// (opened without blocking). A static object is true with nothing in it.
-struct ElfDynamic {
-  std::vector<std::string> needed;
-};
-bool read_elf_dynamic(const std::string &path, ElfDynamic *out);
-
 }  // namespace cli
 }  // namespace ucxtls

@@ -1,7 +1,6 @@
 // The environment as it was at exec (see environment.h).
 #include "environment.h"
 
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -11,19 +10,12 @@ namespace ucxtls {
 namespace cli {
 
 void Environment::load() {
-  int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    const bool whole = read_all(fd, &raw);
-    close(fd);
-    if (whole) {
-      for (size_t i = 0; i < raw.size(); i += strlen(&raw[i]) + 1)
-        if (raw[i]) vars.push_back(&raw[i]);
-      vars.push_back(nullptr);
-      return;
-    }
-    raw.clear();
+  if (read_file("/proc/self/environ", &raw)) {
+    for (size_t i = 0; i < raw.size(); i += strlen(&raw[i]) + 1)
+      if (raw[i]) vars.push_back(&raw[i]);
+  } else {
+    for (char **e = environ; *e; e++) vars.push_back(*e);
   }
-  for (char **e = environ; *e; e++) vars.push_back(*e);
   vars.push_back(nullptr);
 }
 

@@ -33,15 +33,24 @@ uint32_t u32(const std::string &s, size_t at) {
   return v;
 }
 
+// The ELF object at path inside the root, as far as it reads; a cut list of symbols noted.
+void read_elf_in(Root &root, const std::string &path, ElfObject *o, bool symbols) {
+  int e = 0;
+  const int fd = open_regular(root, path, nullptr, &e);
+  if (fd < 0) return;
+  std::string why;
+  read_elf([&root, fd](void *b, size_t n, off_t off) { return read_at(root, fd, b, n, off); }, o, symbols, &why);
+  close(fd);
+  if (o->symbols_cut) root.note("its limit on symbol names read, in " + root.shown + path);
+}
+
 }  // namespace
 
 std::vector<std::string> library_path_of(const std::vector<std::string> &env, bool secure) {
   std::vector<std::string> dirs;
-  const std::string *last = nullptr;  // rtld.c process_envvars: each LD_LIBRARY_PATH replaces the one before
-  for (const std::string &e : env)
-    if (!e.compare(0, 16, "LD_LIBRARY_PATH=")) last = &e;
-  if (!last || secure) return dirs;  // secure execution: ld.so ignores it
-  const std::string v = last->substr(16);
+  const char *value = env_lookup(env, "LD_LIBRARY_PATH", Dup::last);
+  if (!value || secure) return dirs;  // secure execution: ld.so ignores it
+  const std::string v = value;
   if (v.empty()) return dirs;  // set but empty: no directory at all (_dl_init_paths: llp != NULL && *llp != '\0')
   size_t b = 0;
   for (;;) {  // fillin_rpath (elf/dl-load.c): separators ':' and ';', an empty entry is "./"
@@ -237,16 +246,7 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
   subdirs_.clear();
   for (const std::string &l : levels_) subdirs_.push_back("glibc-hwcaps/" + l + "/");
   for (const std::string &s : legacy_hwcap_subdirs(names_)) subdirs_.push_back(s);
-  if (!exe.empty()) {
-    std::string why;
-    int e = 0;
-    const int fd = open_regular(*root, exe, nullptr, &e);
-    if (fd >= 0) {
-      Root *rp = root;
-      read_elf([rp, fd](void *b, size_t n, off_t o) { return read_at(*rp, fd, b, n, o); }, &exe_elf, false, &why);
-      close(fd);
-    }
-  }
+  if (!exe.empty()) read_elf_in(*root, exe, &exe_elf, false);
 }
 
 int LdSearch::candidate(const std::string &path, std::string *error) {
@@ -426,15 +426,7 @@ std::string LdSearch::load_closure(std::vector<LoadedObject> *objects, int start
       }
       LoadedObject o;
       o.name = n, o.path = path, o.parent = int(i);
-      int e = 0;
-      const int fd = open_regular(*root, path, nullptr, &e);
-      std::string why;
-      if (fd >= 0) {
-        Root *rp = root;
-        read_elf([rp, fd](void *b, size_t k, off_t off) { return read_at(*rp, fd, b, k, off); }, &o.elf, symbols, &why);
-        close(fd);
-        if (o.elf.symbols_cut) root->note("its limit on symbol names read, in " + root->shown + path);
-      }
+      read_elf_in(*root, path, &o.elf, symbols);
       objects->push_back(std::move(o));
     }
   }

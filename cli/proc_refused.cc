@@ -1,7 +1,6 @@
 // Why doctor could not read a process's /proc files (see proc_refused.h).
 #include "proc_refused.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,15 +15,6 @@ namespace {
 // so the refusal is named for the capabilities only when all three are missing.
 constexpr int kMapsCaps[] = {19 /* CAP_SYS_PTRACE */, 21 /* CAP_SYS_ADMIN */, 38 /* CAP_PERFMON */};
 const char kHostUidMap[] = "0 0 4294967295";  // user_namespaces(7): the initial user namespace's map
-
-std::string read_small(const char *path) {
-  std::string out;
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  if (!read_all(fd, &out)) out.clear();
-  close(fd);
-  return out;
-}
 
 // The first line, its runs of blanks made one space, NULs and the newline dropped.
 std::string first_line(const std::string &s) {
@@ -41,13 +31,6 @@ std::string first_line(const std::string &s) {
   return out;
 }
 
-// The value after "key" at the start of a line of text ("" when absent).
-std::string field(const std::string &text, const char *key) {
-  const std::string k = std::string("\n") + key;
-  const size_t at = ("\n" + text).find(k);
-  return at == std::string::npos ? "" : first_line(text.substr(at + k.size() - 1));
-}
-
 // Where a process lives in a container or namespace doctor is not in: run it there.
 std::string inside() { return "or inside the process's container (podman exec, kubectl exec), naming its PID there"; }
 
@@ -56,18 +39,18 @@ std::string inside() { return "or inside the process's container (podman exec, k
 RefusalFacts refusal_facts() {
   RefusalFacts f;
   f.root = geteuid() == 0;
-  f.uid_map = first_line(read_small("/proc/self/uid_map"));
-  const std::string eff = field(read_small("/proc/self/status"), "CapEff:");
+  f.uid_map = first_line(file_text("/proc/self/uid_map"));
+  const std::vector<std::string> eff = status_words(file_text("/proc/self/status"), "CapEff");
   if (!eff.empty()) {
-    const unsigned long long caps = strtoull(eff.c_str(), nullptr, 16);
+    const unsigned long long caps = strtoull(eff[0].c_str(), nullptr, 16);
     f.maps_cap = false;
     for (int c : kMapsCaps) f.maps_cap = f.maps_cap || ((caps >> c) & 1);
   }
-  std::string label = first_line(read_small("/proc/self/attr/apparmor/current"));
-  if (label.empty()) label = first_line(read_small("/proc/self/attr/current"));
+  std::string label = first_line(file_text("/proc/self/attr/apparmor/current"));
+  if (label.empty()) label = first_line(file_text("/proc/self/attr/current"));
   f.label = label.find("unconfined") == std::string::npos ? label : "";
-  f.lsms = first_line(read_small("/sys/kernel/security/lsm"));
-  for (const std::string &line : split(read_small("/proc/mounts").c_str(), "\n")) {
+  f.lsms = first_line(file_text("/sys/kernel/security/lsm"));
+  for (const std::string &line : split(file_text("/proc/mounts").c_str(), "\n")) {
     const std::vector<std::string> w = split(line.c_str(), " ");
     if (w.size() < 4 || w[1] != "/proc" || w[2] != "proc") continue;
     f.hidepid.clear();  // the last mount on /proc is the one seen

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,31 +37,6 @@ struct FileCreds {
 };
 constexpr unsigned long long kFileCaps = (1ull << CAP_DAC_OVERRIDE) | (1ull << CAP_DAC_READ_SEARCH);
 
-std::string proc_file(const std::string &path, int dirfd = AT_FDCWD) {
-  std::string out;
-  const int fd = openat(dirfd, path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  if (!read_all(fd, &out)) out.clear();
-  close(fd);
-  return out;
-}
-
-// The words of text, blanks of any length between them (util.h split keeps empty items).
-std::vector<std::string> words(const std::string &text, const char *blanks) {
-  std::vector<std::string> out = split(text.c_str(), blanks);
-  out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
-  return out;
-}
-
-// The words of /proc/PID/status's line "Name:\t..." (proc(5)).
-std::vector<std::string> status_words(const std::string &status, const char *name) {
-  const std::string key = std::string("\n") + name + ":";
-  const size_t at = ("\n" + status).find(key);
-  if (at == std::string::npos) return {};
-  const size_t from = at + key.size() - 1, end = status.find('\n', from);
-  return words(status.substr(from, end == std::string::npos ? std::string::npos : end - from), " \t");
-}
-
 // Its capabilities count only in doctor's own user namespace: a container's root has them over
 // its namespace's files alone (user_namespaces(7)), and in doctor's they would reach every file
 // (a host file bind-mounted into a rootless container).
@@ -73,7 +47,7 @@ bool same_user_ns(int proc) {
 }
 
 bool file_creds(int proc, FileCreds *c) {
-  const std::string status = proc_file("status", proc);
+  const std::string status = file_text("status", proc);
   const std::vector<std::string> uid = status_words(status, "Uid"), gid = status_words(status, "Gid"),
                                  cap = status_words(status, "CapEff");
   if (uid.size() != 4 || gid.size() != 4 || cap.size() != 1) return false;
@@ -123,7 +97,7 @@ bool take(const std::string &in, size_t *at, std::string *s) {
 // attribute belongs) would read root's variables. The area is the one proc(5) names in
 // /proc/self/stat (fields 50 and 51, env_start and env_end).
 void wipe_own_environment() {
-  const std::string stat = proc_file("/proc/self/stat");
+  const std::string stat = file_text("/proc/self/stat");
   const size_t paren = stat.rfind(')');
   if (paren == std::string::npos) return;
   const std::vector<std::string> f = words(stat.substr(paren + 1), " \n");  // f[0] is field 3
@@ -142,8 +116,7 @@ void keep_only(int null, int out, int root, int cwd) {
       (moved[3] >= 0 && dup3(moved[3], 5, O_CLOEXEC) < 0))
     give_up(out, "cannot arrange its descriptors");
   if (moved[3] < 0) close(5);
-  if (syscall(SYS_close_range, 6u, ~0u, 0u) != 0)  // Linux before 5.9
-    for (int fd = 6; fd < 65536; fd++) close(fd);
+  close_from(6);
 }
 
 // Whether doctor's root is already the process's (the same directory, the same mount namespace):
@@ -192,10 +165,8 @@ void take_credentials(int out, const FileCreds &c) {
 // The child: takes the process's place, decides there, writes the answer on fd 3, ends.
 // proc: /proc/PID, opened once, so that every file read of it is of the same process (a process
 // id reused meanwhile makes each open fail).
-[[noreturn]] void decide_there(Report *r, pid_t pid, int proc_fd, pid_t parent, const FileCreds &c, bool secure, const char *tmpl,
-                               int out) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(126);
+[[noreturn]] void decide_there(Report *r, pid_t pid, int proc_fd, const FileCreds &c, bool secure, const char *tmpl, int out) {
+  const pid_t parent = getppid();  // fork_tied: still doctor
   const std::string proc = "/proc/" + std::to_string(pid);
   wipe_own_environment();
   const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -224,13 +195,7 @@ void take_credentials(int out, const FileCreds &c) {
   msg.append(reinterpret_cast<const char *>(&a), sizeof a);
   put(&msg, r->listing_differs);
   put(&msg, library_line(*r));
-  for (size_t at = 0; at < msg.size();) {
-    const ssize_t n = write(out, msg.data() + at, msg.size() - at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) _exit(1);
-    at += size_t(n);
-  }
-  _exit(0);
+  _exit(write_all(out, msg.data(), msg.size()) ? 0 : 1);
 }
 
 }  // namespace
@@ -248,36 +213,20 @@ bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, in
   fflush(stdout);
   fflush(stderr);
   const long long deadline = monotonic_ms() + timeout_ms;
-  const pid_t parent = getpid(), child = fork();
+  const pid_t child = fork_tied();
   if (child < 0) return close(p[0]), close(p[1]), close(proc_fd), *err = std::string("fork: ") + strerror(errno), false;
   if (child == 0) {
     close(p[0]);
-    decide_there(r, pid, proc_fd, parent, creds, secure, tmpl, p[1]);
+    decide_there(r, pid, proc_fd, creds, secure, tmpl, p[1]);
   }
   close(p[1]);
   close(proc_fd);
   std::string got;
-  bool eof = false;
-  char buf[8192];
-  while (!eof) {
-    const long long left = deadline - monotonic_ms();
-    pollfd pfd = {p[0], POLLIN, 0};
-    const int k = left > 0 ? poll(&pfd, 1, int(left)) : 0;
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;  // the deadline
-    const ssize_t n = read(p[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) eof = true;
-    else got.append(buf, size_t(n));
-  }
+  const bool eof = read_until(p[0], deadline, SIZE_MAX, nullptr, &got);
   close(p[0]);
   // Reaped when it has ended; otherwise killed (killable even in a FUSE wait) and left.
   int status = 0;
-  bool reaped = false;
-  for (long long until = std::min(deadline, monotonic_ms() + 1000); eof && !reaped && monotonic_ms() < until;)
-    if (waitpid(child, &status, WNOHANG) == child) reaped = true;
-    else usleep(1000);
-  if (!reaped) kill(child, SIGKILL), waitpid(child, &status, WNOHANG);
+  if (!eof || !reap_by(child, std::min(deadline, monotonic_ms() + 1000), &status)) kill(child, SIGKILL), waitpid(child, &status, WNOHANG);
   if (!eof)
     return *err = "reading the devices, sysfs and ucx.conf places of " + who + " gave no answer within " +
                   std::to_string(timeout_ms) + " ms (a mount that does not answer?): stopped; --timeout-ms sets the bound",

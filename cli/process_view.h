@@ -15,14 +15,10 @@ namespace ucxtls {
 namespace cli {
 
 // r->env holds the process's start environment. Decides as the library in process pid decided
-// (report.h evaluate_loaded, and its line, library_line) in a child of doctor that first takes
-// the process's place: its root (chroot to /proc/PID/root: absolute links resolve inside it, and
-// /dev, /sys and /proc are what its mount namespace shows), its working directory, its file
-// credentials from /proc/PID/status (fsuid, fsgid, groups; of its effective capabilities only the
-// two that open files), no_new_privs, no descriptor of doctor's and none of doctor's environment
-// (a link to /proc/self/environ would read it). The facts, the decision and the line come back
-// over a pipe. False with *err (one line) when the child gave no answer within timeout_ms or
-// could not take the process's place.
+// (report.h evaluate_loaded, library_line) in a child of doctor that first takes the process's
+// place (process_view.cc: its root, working directory and file credentials; no descriptor and no
+// environment of doctor's); the answer comes back over a pipe. False with *err (one line) when
+// the child gave no answer within timeout_ms or could not take the process's place.
 bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err);
 
 }  // namespace cli

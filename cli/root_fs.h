@@ -1,19 +1,79 @@
-// Reading a build's files as readelf and lddtree read them, inside one root (`/`, or a process's
-// /proc/PID/root): every path resolves component by component below that root, symbolic links
-// included, the way openat2's RESOLVE_IN_ROOT resolves them (an absolute target or ".." never
-// leaves it); only regular files are ever opened for reading (O_PATH first, fstat, then reopened
-// through /proc/self/fd), so no FIFO, device or socket is waited on; files, bytes and time are
-// bounded. Nothing read is ever executed.
+// The one file layer of doctor and the node hook (built without exceptions or RTTI for the hook).
+// A Root reads a build's files as readelf and lddtree read them, inside one root (`/`, or a
+// process's /proc/PID/root): a path resolves below it, symbolic links included, as openat2's
+// RESOLVE_IN_ROOT resolves it (an absolute target or ".." never leaves it); only regular files
+// are opened for reading (O_PATH first, fstat, then reopened through /proc/self/fd), so no FIFO,
+// device or socket is waited on; files, bytes and time are bounded. Nothing read is executed.
 #pragma once
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
 
 namespace ucxtls {
-namespace cli {
+namespace files {
+
+long long monotonic_ms();
+void close_keeping_errno(int fd);
+
+// dirfd/name opened for reading once an O_PATH descriptor of it shows a regular file (no device's
+// open runs, no FIFO blocks; nofollow: a link is not followed), -1 with errno ELOOP (a link),
+// EISDIR or EINVAL otherwise. Its steps: is_regular (fstat of the O_PATH descriptor), reopen (it,
+// closed, reopened through /proc/self/fd: that very object, never a path again).
+int open_regular_at(int dirfd, const char *name, bool nofollow, struct stat *st);
+bool is_regular(int pfd, struct stat *st);
+int reopen(int pfd);
+// What fd gives until its end, at most max bytes: false on an error or when there is more (EFBIG).
+bool read_all(int fd, std::string *out, size_t max = SIZE_MAX);
+// A regular file (links followed) read whole, at most max bytes; false and *out empty, or "".
+bool read_file(const std::string &path, std::string *out, size_t max = SIZE_MAX, int dirfd = AT_FDCWD);
+std::string file_text(const std::string &path, int dirfd = AT_FDCWD);
+
+// The directory this program's executable is in (/proc/self/exe); false when it cannot be read.
+bool own_directory(std::string *dir);
+
+// Closes every descriptor from fd up (close_range, Linux 5.9); inline for ucxtls-probe (no libstdc++).
+// All n bytes at p written to fd (a write interrupted by a signal is retried); inline as close_from.
+inline bool write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w, n -= size_t(w);
+  }
+  return true;
+}
+
+#ifndef SYS_close_range
+#define SYS_close_range 436  // Linux 5.9, the same number on every architecture
+#endif
+inline void close_from(int fd) {
+  if (syscall(SYS_close_range, unsigned(fd), ~0u, 0u) != 0)
+    for (int k = fd; k < 65536; k++) close(k);
+}
+
+// A path's components as written, empty ones dropped ("//a/./b/" -> a . b); its directory part
+// ("/a/b/c" -> "/a/b"; "c" -> ".").
+std::vector<std::string> path_parts(const std::string &path);
+std::string dir_of(const std::string &path);
+
+// A NAME in an environment (NAME=value entries) holding it more than once: getenv takes the
+// first (stdlib/getenv.c), ld.so the last for its LD_* variables (elf/rtld.c process_envvars
+// reads them all, each replacing the one before). The value, or nullptr when unset.
+enum class Dup { first, last };
+const char *env_lookup(const std::vector<std::string> &env, const char *name, Dup rule);
+const char *env_lookup(char *const *envp, const char *name, Dup rule);
+
+// The first executable regular file `name` in a PATH value's directories, as execvp looks; "" if none.
+std::string find_in_path(const char *name, const char *path);
 
 struct Root {
   int fd = -1;           // the root directory (O_PATH)
@@ -28,35 +88,38 @@ struct Root {
   std::string reached;
   bool open(const std::string &dir, const std::string &cwd_inside, const std::string &shown_as, int timeout);
   ~Root();
-  bool out_of_bounds();  // the time, file or byte budget is spent (noted in reached): what is left is "could not tell"
+  bool out_of_bounds();  // the time, file or byte budget is spent (noted in reached)
   void note(const std::string &bound);  // a bound stopped something: the first one is kept
 };
 
-// Resolves path (absolute: from the root; relative: from root.cwd) inside the root, following at
-// most 40 symbolic links. Gives an O_PATH descriptor of the object (or -1 with *err an errno value,
-// ELOOP for too many links) and in *inside its path from the root without links.
+// Test seams: false makes resolve_in_root walk where openat2 would do; walks counts the walker's.
+extern bool try_openat2;
+extern unsigned long walks;
+
+// path (absolute: from the root; relative: from root.cwd) resolved inside the root, at most 40
+// links: an O_PATH descriptor, or -1 with *err. With inside, its path without links (walker only).
 int resolve_in_root(Root &root, const std::string &path, std::string *inside, int *err);
 
-// A regular file inside the root, opened for reading (O_RDONLY, never a FIFO or device: those give
-// -1 and *err = EINVAL). Counts against the file budget.
+// A regular file inside the root, opened for reading (open_regular_at's errors); a file counted.
 int open_regular(Root &root, const std::string &path, std::string *inside, int *err, off_t *size = nullptr);
 
 // pread, counted against the byte budget (short or failed reads give fewer bytes).
 ssize_t read_at(Root &root, int fd, void *buf, size_t n, off_t off);
 
-// The whole of a small regular file (at most max bytes): false when it is not one or cannot be read.
+// The whole of a small regular file (at most max bytes): false when it is not one or unreadable.
 bool read_small(Root &root, const std::string &path, size_t max, std::string *out, int *err = nullptr);
 
-// The names in a directory inside the root, sorted; false when it is not one (a link to one counts).
-// At most kMaxNames: a directory with more is cut there, and root.reached says so.
+// The names in a directory inside the root (a link to one counts), sorted; false when it is not
+// one. At most kMaxNames: a directory with more is cut there, and root.reached says so.
 constexpr size_t kMaxNames = 4096;
 bool list_dir(Root &root, const std::string &path, std::vector<std::string> *names);
 
 // Whether path is a directory inside the root (a link to one counts); nothing of it is listed.
 bool is_dir_in_root(Root &root, const std::string &path);
 
-// The directory part of an inside path ("/a/b/c" -> "/a/b"; "c" -> ".").
-std::string dir_of(const std::string &path);
+}  // namespace files
 
+namespace cli {
+using namespace files;
 }  // namespace cli
 }  // namespace ucxtls

@@ -50,34 +50,26 @@ bool preload_has(const char *list, const std::string &lib) {
   return false;
 }
 
-// The program execvp would run for name: itself when it has a slash, else the first executable in
-// PATH (the caller's; "/bin:/usr/bin" when unset, as execvp). "" when none.
-std::string program_path(const char *name) {
-  if (strchr(name, '/')) return name;
-  const char *path = getenv("PATH");
-  for (const std::string &dir : split(path ? path : "/bin:/usr/bin", ":")) {
-    std::string p = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st;  // execve runs a regular file only: a FIFO or directory there is passed over
-    if (access(p.c_str(), X_OK) == 0 && stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return p;
-  }
-  return "";
-}
-
-// The DT_NEEDED names of an ELF file; none for anything else (a script, a file it cannot read).
-std::vector<std::string> elf_needed(const std::string &path) {
-  ElfDynamic e;
-  return read_elf_dynamic(path, &e) ? e.needed : std::vector<std::string>();
-}
+bool is_asan(const std::string &name) { return !name.compare(0, 10, "libasan.so") || !name.compare(0, 16, "libclang_rt.asan"); }
 
 // AddressSanitizer's runtime, when the program links it dynamically (gcc's default: NEEDED
 // libasan.so.N; clang's -shared-libsan: libclang_rt.asan-<arch>.so). It must be the first library
 // of the process, and ld.so puts every LD_PRELOAD entry before NEEDED ones: so it goes first in
 // LD_PRELOAD, by the name the program gives it (ld.so finds it as it would have). "" when none.
 std::string asan_runtime(const char *program) {
-  const std::string path = program_path(program);
-  if (path.empty()) return "";
-  for (const std::string &n : elf_needed(path))
-    if (!n.compare(0, 10, "libasan.so") || !n.compare(0, 16, "libclang_rt.asan")) return n;
+  // The program execvp would run: itself when named with a slash, else the caller's PATH's
+  // ("/bin:/usr/bin" when unset, as execvp).
+  const char *search = getenv("PATH");
+  const std::string path = strchr(program, '/') ? program : find_in_path(program, search ? search : "/bin:/usr/bin");
+  // Its DT_NEEDED names; none for anything else (a script, a file it cannot read).
+  struct stat st;
+  const int fd = path.empty() ? -1 : open_regular_at(AT_FDCWD, path.c_str(), false, &st);
+  ElfObject o;
+  std::string why;
+  const bool ok = fd >= 0 && read_elf([fd](void *b, size_t n, off_t off) { return pread(fd, b, n, off); }, &o, false, &why);
+  if (fd >= 0) close(fd);
+  for (const std::string &n : o.needed)
+    if (ok && is_asan(n)) return n;
   return "";
 }
 
@@ -109,20 +101,13 @@ int cmd_run(int argc, char **argv) {
   // Debian 12's glibc 2.36): that one is kept, the others go (a duplicate would only confuse).
   Environment env;
   env.load();
-  const char *old = nullptr;
-  for (char *const *e = env.envp(); *e; e++)
-    if (!strncmp(*e, "LD_PRELOAD=", 11)) old = *e + 11;
+  const char *old = env_lookup(env.envp(), "LD_PRELOAD", Dup::last);
   std::string list = old ? old : "";
   // A program that names ASan's runtime in its DT_NEEDED, started with nothing that puts that
   // runtime first: it goes first, so that the program starts (it would refuse any preload).
   const std::string asan = asan_runtime(argv[i]);
-  bool asan_first = false;
-  for (const std::string &entry : split(list.c_str(), ": ")) {
-    const size_t slash = entry.rfind('/');
-    const std::string base = slash == std::string::npos ? entry : entry.substr(slash + 1);
-    asan_first = !base.compare(0, 10, "libasan.so") || !base.compare(0, 16, "libclang_rt.asan");
-    break;
-  }
+  const std::string first = split(list.c_str(), ": ")[0];  // split gives one item at least
+  const bool asan_first = is_asan(first.substr(first.rfind('/') + 1));  // npos + 1: the whole entry
   if (!asan.empty() && !asan_first) list = list.empty() ? asan : asan + ":" + list;
   if (!preload_has(list.c_str(), lib)) list = list.find_first_not_of(": ") == std::string::npos ? lib : list + ":" + lib;
   std::string preload = "LD_PRELOAD=" + list;

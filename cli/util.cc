@@ -1,12 +1,12 @@
 // Small helpers the commands share (see util.h).
 #include "util.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "text.h"
 
@@ -19,16 +19,6 @@
 
 namespace ucxtls {
 namespace cli {
-
-bool read_all(int fd, std::string *out) {
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) out->append(buf, size_t(n));
-    else if (n == 0) return true;
-    else if (errno != EINTR) return false;
-  }
-}
 
 std::string shell_quote(const char *s) {
   std::string o = "'";
@@ -48,14 +38,18 @@ std::vector<std::string> split(const char *list, const char *seps) {
   return out;
 }
 
-bool own_directory(std::string *dir) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return false;
-  exe[n] = '\0';
-  const char *slash = strrchr(exe, '/');
-  *dir = !slash ? "." : slash == exe ? "/" : std::string(exe, size_t(slash - exe));
-  return true;
+std::vector<std::string> words(const std::string &text, const char *blanks) {
+  std::vector<std::string> out = split(text.c_str(), blanks);
+  out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
+  return out;
+}
+
+std::vector<std::string> status_words(const std::string &status, const char *name) {
+  const std::string key = std::string("\n") + name + ":";
+  const size_t at = ("\n" + status).find(key);
+  if (at == std::string::npos) return {};
+  const size_t from = at + key.size() - 1, end = status.find('\n', from);
+  return words(status.substr(from, end == std::string::npos ? std::string::npos : end - from), " \t");
 }
 
 void install_candidates(const std::string &dir, const char *name, std::string out[2]) {

@@ -1,16 +1,14 @@
-// Small helpers the commands share: reading a descriptor, shell quoting, list items, and where
-// the files installed with the command are.
+// Small helpers the commands share: shell quoting, list items, and where the files installed with
+// the command are (reading files: root_fs.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "root_fs.h"
+
 namespace ucxtls {
 namespace cli {
-
-// Appends what fd gives until its end (reads interrupted by a signal are retried): true at the
-// end, false on an error.
-bool read_all(int fd, std::string *out);
 
 // POSIX shell single quotes: only ' itself needs care ('\'').
 std::string shell_quote(const char *s);
@@ -18,8 +16,10 @@ std::string shell_quote(const char *s);
 // The items of a separated list (text.h Items), as strings.
 std::vector<std::string> split(const char *list, const char *seps);
 
-// The directory this command's executable is in (/proc/self/exe); false when it cannot be read.
-bool own_directory(std::string *dir);
+// The words of text, blanks of any length between them; and those of /proc/PID/status's line
+// "Name:\t..." (proc(5)).
+std::vector<std::string> words(const std::string &text, const char *blanks);
+std::vector<std::string> status_words(const std::string &status, const char *name);
 
 // Where a file installed with the command may be, in order: beside it in dir (a build tree, the
 // wheel's _bin), then where an installed tree puts it, relative to the command's bindir (fixed at

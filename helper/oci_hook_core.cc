@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../cli/root_fs.h"
+
 namespace ucxtls {
 
 namespace {
@@ -128,11 +130,8 @@ bool preload_list_has_ucxtls(const std::string &list) {
 }
 
 std::string env_value(const std::vector<std::string> &env, const char *name) {
-  std::string prefix = std::string(name) + "=";
-  std::string value;
-  for (const std::string &e : env)  // the last one wins, as execve's consumers read it
-    if (e.compare(0, prefix.size(), prefix) == 0) value = e.substr(prefix.size());
-  return value;
+  const char *value = files::env_lookup(env, name, files::Dup::last);  // as ld.so reads LD_PRELOAD
+  return value ? value : "";
 }
 
 std::vector<std::string> glibc_preload_names(const std::string &file) {
@@ -201,18 +200,10 @@ PreloadPlan plan_preload_file(const std::string &existing, const std::string &li
 }
 
 bool split_container_path(const std::string &path, std::vector<std::string> *parts) {
-  parts->clear();
-  if (path.empty() || path[0] != '/') return false;
-  size_t i = 1;
-  while (i <= path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    std::string part = path.substr(i, j - i);
+  *parts = files::path_parts(path);
+  for (const std::string &part : *parts)
     if (part == "." || part == "..") return false;
-    if (!part.empty()) parts->push_back(part);
-    i = j + 1;
-  }
-  return !parts->empty();
+  return !path.empty() && path[0] == '/' && !parts->empty();
 }
 
 bool mount_hides(const std::string &destination, const std::string &path) {

@@ -4,70 +4,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "../cli/root_fs.h"
+
 namespace ucxtls {
 
-namespace {
-
-void close_keeping_errno(int fd) {
-  int saved = errno;
-  close(fd);
-  errno = saved;
-}
-
-}  // namespace
-
-int open_regular_at(int dirfd, const char *name, bool nofollow, struct stat *st) {
-  int pfd = openat(dirfd, name, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
-  if (pfd < 0) return -1;
-  if (fstat(pfd, st) != 0) {
-    close_keeping_errno(pfd);
-    return -1;
-  }
-  if (!S_ISREG(st->st_mode)) {
-    close(pfd);
-    errno = S_ISLNK(st->st_mode) ? ELOOP : EINVAL;
-    return -1;
-  }
-  // The file that was checked, through its descriptor (a name may have been pointed elsewhere
-  // since). Without /proc there is no such way, and nothing is opened.
-  char self[64];
-  snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
-  int fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  close_keeping_errno(pfd);
-  return fd;
-}
-
-bool read_all(int fd, size_t max, std::string *out) {
-  out->clear();
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    if (n == 0) return true;
-    if (out->size() + (size_t)n > max) {
-      errno = EFBIG;
-      return false;
-    }
-    out->append(buf, (size_t)n);
-  }
-}
-
-bool write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
+using files::close_keeping_errno;
+using files::write_all;
 
 int open_dir_below(int dirfd, const std::vector<std::string> &parts, bool create, bool own_last, std::string *where) {
   int fd = dup(dirfd);
@@ -145,12 +91,10 @@ bool is_own_layer(int rootfd, std::string *why) {
 
 void append_log(const std::string &file, const std::string &line) {
   struct stat st;
-  int pfd = open(file.c_str(), O_PATH | O_CLOEXEC);
-  if (pfd >= 0) {
-    bool regular = fstat(pfd, &st) == 0 && S_ISREG(st.st_mode);
-    close(pfd);
-    if (!regular) return;  // a FIFO would block, a device is not a log
-  }
+  const int pfd = open(file.c_str(), O_PATH | O_CLOEXEC);
+  const bool regular = pfd < 0 || files::is_regular(pfd, &st);
+  if (pfd >= 0) close(pfd);
+  if (!regular) return;  // a FIFO would block, a device is not a log
   int fd = open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
   if (fd < 0) return;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) write_all(fd, line.data(), line.size());

@@ -1,6 +1,6 @@
-// The file work of ucxtls-oci-hook: opening only what is known to be a regular file or directory,
-// walking a root file system one component at a time without following its links, writing files
-// by rename with explicit modes. Each call returns -1 or false with errno set.
+// The file work of ucxtls-oci-hook beyond the shared layer (cli/root_fs.h): walking a root file
+// system one component at a time without following its links, writing files by rename with
+// explicit modes. Each call returns -1 or false with errno set.
 #pragma once
 
 #include <sys/stat.h>
@@ -10,15 +10,6 @@
 #include <vector>
 
 namespace ucxtls {
-
-// dirfd/name opened for reading once an O_PATH descriptor of it (no device's open runs, no FIFO
-// blocks) shows a regular file: through /proc/self/fd, else by name again and checked to be the
-// same file. `nofollow`: a symbolic link is not followed (ELOOP). A file that is not regular fails
-// with EINVAL (an absent one with ENOENT); *st is the file's.
-int open_regular_at(int dirfd, const char *name, bool nofollow, struct stat *st);
-// Up to `max` bytes of fd; false on an error or when there is more (EFBIG).
-bool read_all(int fd, size_t max, std::string *out);
-bool write_all(int fd, const char *p, size_t n);
 
 // The directory `parts` below dirfd, each component opened with O_DIRECTORY | O_NOFOLLOW (the
 // kernel refuses a link or a non-directory before opening anything). With `create`, a missing one

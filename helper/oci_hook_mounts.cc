@@ -19,10 +19,11 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+
+#include "../cli/root_fs.h"
 
 namespace ucxtls {
 
@@ -30,28 +31,10 @@ namespace {
 
 const int kMaxLinks = 255;  // SecureJoin's limit (ELOOP beyond it: the runtime fails the start)
 
-std::vector<std::string> components(const std::string &p) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i <= p.size()) {
-    size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) parts.push_back(p.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
-}
-
 std::string joined(const std::vector<std::string> &parts) {
   std::string out;
   for (const std::string &d : parts) out += "/" + d;
   return out.empty() ? "/" : out;
-}
-
-long long now_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 enum class Link { kYes, kNo, kUnknown };
@@ -115,7 +98,7 @@ std::vector<int> MountPlaces::covering(const std::string &path) const {
   // directory above it, component by component.
   std::vector<int> found = landed_[0].mounts;
   size_t node = 0;
-  for (const std::string &part : components(path)) {
+  for (const std::string &part : files::path_parts(path)) {
     auto it = landed_[node].below.find(part);
     if (it == landed_[node].below.end()) break;
     node = it->second;
@@ -130,7 +113,7 @@ MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_ps
   for (int i : covering(path)) {
     const ContainerMount &m = mounts_[size_t(i)];
     if (at_[size_t(i)] == path) return Found::kOther;  // the root of a mount is no link
-    std::vector<std::string> rel = components(path.substr(at_[size_t(i)] == "/" ? 0 : at_[size_t(i)].size()));
+    std::vector<std::string> rel = files::path_parts(path.substr(at_[size_t(i)] == "/" ? 0 : at_[size_t(i)].size()));
     switch (mount_view(m)) {
       case MountView::kCopy:
         continue;  // what was there before it
@@ -163,19 +146,19 @@ MountPlaces::Found MountPlaces::look_up(const std::string &path, bool *inside_ps
       }
     }
   }
-  Link l = read_link_below(rootfd_, components(path), false, target, &walk_);
+  Link l = read_link_below(rootfd_, files::path_parts(path), false, target, &walk_);
   if (l == Link::kUnknown) *why = "the image's " + path + " cannot be read";
   return l == Link::kYes ? Found::kLink : l == Link::kNo ? Found::kOther : Found::kUnknown;
 }
 
 bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why) {
-  std::vector<std::string> done, parts = components(m.destination);
+  std::vector<std::string> done, parts = files::path_parts(m.destination);
   std::vector<std::string> stack(parts.rbegin(), parts.rend());  // what is left, next at the back
   int links = 0;
   bool inside_pseudo = false;  // a component was taken as written inside sysfs or proc (links unread)
   at->clear();
   while (!stack.empty()) {
-    if (deadline_ms_ && now_ms() > deadline_ms_) {  // deep paths through many links cost a walk each
+    if (deadline_ms_ && files::monotonic_ms() > deadline_ms_) {  // deep paths through many links cost a walk each
       *why = "the hook's bound on placing the mounts was reached";
       return false;
     }
@@ -201,7 +184,7 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
     }
     done.pop_back();
     if (target[0] == '/') done.clear();
-    parts = components(target);
+    parts = files::path_parts(target);
     stack.insert(stack.end(), parts.rbegin(), parts.rend());
   }
   *at = joined(done);

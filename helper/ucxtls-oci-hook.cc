@@ -1,20 +1,14 @@
-// ucxtls-oci-hook: an OCI hook for the createRuntime stage (hooks.d of CRI-O and Podman, NRI's
-// hook-injector for containerd, a CDI spec's hooks; docs/containers.md, "A node hook").
-//
-// The runtime starts it with the container's state on stdin, after the container's root file
-// system is mounted and before its process starts. For a container given a GPU device node
-// (linux.devices of the bundle's config.json) it copies the node's libucxtls.so into the root file
-// system and appends that copy to the container's /etc/ld.so.preload, keeping the image's own
-// entries. It changes no environment variable, so the image's and the pod's LD_PRELOAD and UCX_TLS
-// stay as they were; the library then decides from what the container sees.
-//
-// It runs nothing from the image, opens nothing in it before knowing it is a regular file or a
-// directory, and follows no symbolic link inside it: every path in the root file system is walked
-// one component at a time with O_NOFOLLOW, and files are replaced by rename, so a link planted by
-// the image (say /etc/ld.so.preload -> a host path) cannot redirect a write. It writes only into a
-// container's own writable layer, and only where the container's mounts leave the files visible.
-// A failure never stops the container: one line on stderr (the runtime's hook output), exit 0,
-// unless --strict.
+// ucxtls-oci-hook: an OCI createRuntime hook (hooks.d of CRI-O and Podman, NRI's hook-injector
+// for containerd, a CDI spec's hooks; docs/containers.md, "A node hook"). The runtime starts it
+// with the container's state on stdin, its root file system mounted, its process not yet started.
+// For a container given a GPU device node (config.json linux.devices) it copies the node's
+// libucxtls.so into the root and appends the copy to the container's /etc/ld.so.preload, the
+// image's entries kept; no variable changes, so the library decides from what the container sees.
+// It runs nothing from the image, opens nothing there before knowing it is a regular file or a
+// directory, and follows no link there (each component O_NOFOLLOW; files replaced by rename, so a
+// planted /etc/ld.so.preload -> host path redirects nothing); it writes only into the container's
+// own writable layer, where its mounts leave the files visible. A failure never stops the
+// container: one line on stderr (the runtime's hook output), exit 0, unless --strict.
 //
 //   ucxtls-oci-hook [--library=PATH] [--log=FILE] [--strict]
 #include <errno.h>
@@ -24,12 +18,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "../cli/root_fs.h"
 #include "oci_hook_core.h"
 #include "oci_hook_fs.h"
 #include "oci_hook_mounts.h"
@@ -63,33 +57,16 @@ int fail(const std::string &what) {
 
 std::string errno_text(const std::string &what) {
   if (errno == ELOOP) return what + ": a symbolic link (not followed)";
-  if (errno == EINVAL) return what + ": not a regular file";
+  if (errno == EINVAL || errno == EISDIR) return what + ": not a regular file";
   return what + ": " + strerror(errno);
-}
-
-// A regular file of at most `max` bytes, read whole (named by path; links followed: the
-// runtime's and the administrator's paths, not the image's).
-bool read_regular(const std::string &path, size_t max, std::string *out) {
-  struct stat st;
-  int fd = open_regular_at(AT_FDCWD, path.c_str(), false, &st);
-  if (fd < 0) return false;
-  bool ok = read_all(fd, max, out);
-  int saved = errno;
-  close(fd);
-  errno = saved;
-  return ok;
 }
 
 // The node's library: --library, else <this program's directory>/<helperdir to libdir>, else the
 // one beside this program (a build tree keeps both side by side); the installed path when neither
 // exists, for the message.
 std::string default_library() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "";
-  self[n] = 0;
-  std::string dir(self);
-  dir.resize(dir.rfind('/'));
+  std::string dir;
+  if (!files::own_directory(&dir)) return "";
   char libdir[PATH_MAX];  // the libdir named plainly: /opt/ucxtls/lib, not .../libexec/ucxtls/../../lib
   std::string installed = (realpath((dir + "/" UCXTLS_HELPERS_TO_LIB).c_str(), libdir) ? std::string(libdir)
                                                                                          : dir + "/" UCXTLS_HELPERS_TO_LIB) +
@@ -156,18 +133,17 @@ int open_root(const ContainerSpec &spec, const std::string &bundle, const std::s
 int run(int argc, char **argv) {
   // Every container start waits for the hook: placing its mounts ends here (runc mounts thousands
   // in about 2 s), and past it the hook says it cannot tell, writes nothing, and the start goes on.
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const long long deadline_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + kPlacingMs;
+  const long long deadline_ms = files::monotonic_ms() + kPlacingMs;
   std::string bad, state, config, where;
   if (!parse_args(argc, argv, &bad)) return fail("unknown argument '" + bad + "' in the hook's JSON (args)");
-  if (!read_all(0, kStateMax, &state)) return fail(errno_text("reading the container state on stdin"));
+  if (!files::read_all(0, &state, kStateMax)) return fail(errno_text("reading the container state on stdin"));
   ContainerState cs;
   bool have_state = read_container_state(state.data(), state.size(), &cs);
   if (!cs.id.empty()) container_id = cs.id;
   if (!have_state) return fail("no bundle path in the container state on stdin");
   const std::string config_path = cs.bundle + "/config.json";
-  if (!read_regular(config_path, kConfigMax, &config)) return fail(errno_text("reading " + config_path));
+  // The runtime's and the administrator's paths (links followed), not the image's.
+  if (!files::read_file(config_path, &config, kConfigMax)) return fail(errno_text("reading " + config_path));
   ContainerSpec spec;
   if (!read_container_spec(config.data(), config.size(), &spec)) return fail(config_path + ": not JSON with a root.path");
   bool gpu = false;
@@ -176,7 +152,7 @@ int run(int argc, char **argv) {
   if (!gpu || preload_list_has_ucxtls(env_value(spec.env, "LD_PRELOAD"))) return 0;
 
   std::string library = opts.library.empty() ? default_library() : opts.library, lib_bytes;
-  if (!read_regular(library, kLibraryMax, &lib_bytes)) return fail(errno_text("the node's library " + library));
+  if (!files::read_file(library, &lib_bytes, kLibraryMax)) return fail(errno_text("the node's library " + library));
   const std::string root = rootfs_path(cs.bundle, spec.root);
   int rc = 0;
   int rootfd = open_root(spec, cs.bundle, root, deadline_ms, &rc);
@@ -186,10 +162,10 @@ int run(int argc, char **argv) {
   if (etc < 0) return fail(errno_text("the image's " + where));
   std::string existing;
   struct stat st;
-  int fd = open_regular_at(etc, "ld.so.preload", true, &st);
+  int fd = files::open_regular_at(etc, "ld.so.preload", true, &st);
   bool have_file = fd >= 0;
   if (fd < 0 && errno != ENOENT) return fail(errno_text(std::string("the image's ") + kPreload) + "; left as it is");
-  if (fd >= 0 && !read_all(fd, kPreloadMax, &existing))
+  if (fd >= 0 && !files::read_all(fd, &existing, kPreloadMax))
     return fail(std::string("the image's ") + kPreload + " is larger than 1 MiB; left as it is");
   if (fd >= 0) close(fd);
   PreloadPlan plan = plan_preload_file(existing, kTarget);

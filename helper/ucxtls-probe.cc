@@ -9,16 +9,15 @@
 // lists every device; each process applies its own variables to the saved list.
 //
 //   ucxtls-probe [--report-fd=N]    (default: stdout, for a person at a shell)
-#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../cli/root_fs.h"
 #include "driver_report.h"
 #include "vendor.h"
 
@@ -185,27 +184,6 @@ void ask_ze(FamilyReport *f) {
   f->ndev = gpus < kDriverDevicesMax ? gpus : kDriverDevicesMax;
 }
 
-// Keeps 0-2 and the report fd; closes everything else the host left open, so that no driver
-// (or a process it starts) holds the host's pipes or sockets.
-void close_inherited_fds(int keep) {
-  int from = (keep > 2 ? keep : 2) + 1;
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, (unsigned)from, ~0u, 0u) == 0) return;
-#endif
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) {
-    for (int fd = from; fd < 4096; fd++) close(fd);
-    return;
-  }
-  int fds[1024], n = 0;
-  while (dirent *e = readdir(d)) {
-    int fd = atoi(e->d_name);
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd >= from && fd != dirfd(d) && n < 1024) fds[n++] = fd;
-  }
-  closedir(d);
-  for (int i = 0; i < n; i++) close(fds[i]);
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -224,7 +202,9 @@ int main(int argc, char **argv) {
     }
   }
   if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return 3;  // no report fd: nobody to answer
-  close_inherited_fds(fd);
+  // Every other descriptor the host left open goes: no driver (or a process it starts) holds its
+  // pipes or sockets.
+  files::close_from((fd > 2 ? fd : 2) + 1);
   // A host may have blocked signals; the drivers expect the defaults.
   sigset_t none;
   sigemptyset(&none);
@@ -235,11 +215,5 @@ int main(int argc, char **argv) {
   ask_ze(&r.ze);
   static char report[kDriverReportMax];
   size_t len = format_driver_report(r, report, sizeof report);
-  size_t off = 0;
-  while (off < len) {
-    ssize_t w = write(fd, report + off, len - off);
-    if (w <= 0) _exit(4);
-    off += size_t(w);
-  }
-  _exit(0);  // skip the drivers' destructors: the answer is out
+  _exit(files::write_all(fd, report, len) ? 0 : 4);  // skip the drivers' destructors: the answer is out
 }
