@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "exit.h"
+#include "json.h"
 #include "node_findings.h"
 #include "report.h"
 #include "sys.h"
@@ -158,64 +160,41 @@ void explain_text(const Report &r) {
 
 void explain_json(const Report &r) {
   const Decision &d = r.d;
-  std::string o = "{";
-  o += "\"action\":" + json_str(action_name(d.action));
-  o += ",\"value\":" + json_str(effective_value(r.in, d));
-  o += ",\"family\":" + json_str(family_name(r.family));
-  o += std::string(",\"family_decided\":") + (r.family_decided ? "true" : "false");
-  o += ",\"reasons\":[";
   const std::vector<std::string> why = reasons(r);
-  for (size_t i = 0; i < why.size(); i++) o += (i ? "," : "") + json_str(why[i].c_str());
-  o += "],\"summary\":" + json_str(summary(r).c_str());
-  o += ",\"error\":" + (d.error ? json_str(why[0].c_str()) : std::string("null"));
-  const std::string warning = kept_value_warning(r);
-  o += ",\"warning\":" + (warning.empty() ? std::string("null") : json_str(warning.c_str()));
-  const std::string note = left_out_note(r);
-  o += ",\"left_out\":" + (note.empty() ? std::string("null") : json_str(note.c_str()));
-  o += ",\"findings\":[";
-  const std::vector<NodeFinding> found = node_findings(r, effective_value(r.in, d));
-  for (size_t i = 0; i < found.size(); i++)
-    o += std::string(i ? "," : "") + "{\"tag\":" + json_str(found[i].tag) + ",\"text\":" + json_str(found[i].text.c_str()) + "}";
-  o += "]";
-  o += ",\"repaired_from\":" + json_str(d.action == Action::repair ? r.in.get(kUcxTls) : nullptr);
+  Json j;
+  j.object().str("action", action_name(d.action)).str("value", effective_value(r.in, d)).str("family", family_name(r.family));
+  j.boolean("family_decided", r.family_decided).list("reasons", why).str("summary", summary(r));
+  j.raw("error", d.error ? json_str(why[0].c_str()) : "null");
+  j.str_or_null("warning", kept_value_warning(r)).str_or_null("left_out", left_out_note(r)).array("findings");
+  for (const NodeFinding &n : node_findings(r, effective_value(r.in, d))) j.object().str("tag", n.tag).str("text", n.text).end();
+  j.end().str("repaired_from", d.action == Action::repair ? r.in.get(kUcxTls) : nullptr);
   // A misspelt UCXTLS_* variable (the first one, by name) and how many there are.
-  std::string unknown = r.in.unknown ? std::string(r.in.unknown, strcspn(r.in.unknown, "=")) : "";
-  o += ",\"unknown_variable\":" + (unknown.empty() ? std::string("null") : json_str(unknown.c_str()));
-  o += ",\"unknown_variables\":" + std::to_string(r.in.unknown_count);
-  o += std::string(",\"secure\":") + (r.in.secure ? "true" : "false");
-  o += ",\"template\":" + json_str(r.s.tmpl);
-  o += std::string(",\"template_from_user\":") + (r.s.template_from_user ? "true" : "false");
-  o += ",\"probe\":" + json_str(r.s.tier == ProbeTier::driver ? "driver" : "kernel");
+  j.str_or_null("unknown_variable", r.in.unknown ? std::string(r.in.unknown, strcspn(r.in.unknown, "=")) : "");
+  j.number("unknown_variables", r.in.unknown_count).boolean("secure", r.in.secure).str("template", r.s.tmpl);
+  j.boolean("template_from_user", r.s.template_from_user).str("probe", r.s.tier == ProbeTier::driver ? "driver" : "kernel");
   std::string line = library_line(r);
   line.pop_back();  // the newline
-  o += ",\"line\":" + json_str(line.c_str());
-  o += ",\"evidence\":{";
-  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.shown.rdma.value)) + ",\"transports\":" +
-       json_str(rdma_transports(rdma_kind(r.shown))) + ",\"error\":" + json_str(r.shown.rdma.error ? errno_name(r.shown.rdma.error) : nullptr) +
-       ",\"evidence\":" + json_str(r.shown.rdma.evidence) + "}";
-  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.shown.ucx_conf.value)) +
-       ",\"evidence\":" + json_str(r.shown.ucx_conf.evidence) + "}";
+  j.str("line", line).object("evidence").object("rdma").raw("usable", json_tri(r.shown.rdma.value));
+  j.str("transports", rdma_transports(rdma_kind(r.shown))).str("error", r.shown.rdma.error ? errno_name(r.shown.rdma.error) : nullptr);
+  j.str("evidence", r.shown.rdma.evidence).end();
+  j.object("ucx_conf").raw("assigns_ucx_tls", json_tri(r.shown.ucx_conf.value)).str("evidence", r.shown.ucx_conf.evidence).end();
   if (r.s.tier == ProbeTier::driver)
-    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.shown.driver.value)) +
-         ",\"evidence\":" + json_str(r.shown.driver.evidence) + "}";
+    j.object("driver").raw("ran", json_tri(r.shown.driver.value)).str("evidence", r.shown.driver.evidence).end();
   for (Family fam : kShown) {
     const FamilyFact &ff = r.shown.family[int(fam)];
-    o += ",\"" + std::string(family_name(fam)) + "\":{\"visible\":" + json_tri(ff.value) +
-         ",\"present\":" + std::to_string(ff.present) + ",\"visible_count\":" + std::to_string(ff.visible_n) +
-         ",\"error\":" + json_str(ff.error ? errno_name(ff.error) : nullptr) +
-         ",\"evidence\":" + json_str(ff.evidence) + "}";
+    j.object(family_name(fam)).raw("visible", json_tri(ff.value)).number("present", ff.present).number("visible_count", ff.visible_n);
+    j.str("error", ff.error ? errno_name(ff.error) : nullptr).str("evidence", ff.evidence).end();
   }
-  o += "},\"variables\":{";
-  for (int v = 0; v < kVarCount; v++) o += (v ? "," : "") + json_str(kOptions[v].name) + ":" + json_str(r.in.get(Var(v)));
-  o += "}}\n";
-  fputs(o.c_str(), stdout);
+  j.end().object("variables");
+  for (int v = 0; v < kVarCount; v++) j.str(kOptions[v].name, r.in.get(Var(v)));
+  fputs(j.text().c_str(), stdout);
 }
 
 }  // namespace
 
 int cmd_explain(int argc, char **argv) {
   bool json = false;
-  if (const char *bad = only_flag(argc, argv, "--json", &json))
+  if (const char *bad = first_unknown(argc, argv, "--json", &json))
     return fail(kUsage, std::string("explain: unknown option '") + bad + "' (try ucxtls --help)");
   auto r = std::make_unique<Report>();
   evaluate(r.get());

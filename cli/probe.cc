@@ -34,6 +34,7 @@
 #include "load.h"
 #include "probe.h"
 #include "commands.h"
+#include "args.h"
 #include "exit.h"
 #include "util.h"
 
@@ -184,7 +185,7 @@ bool save(const std::string &dir, const char *text, size_t len, std::string *err
 
 int cmd_probe(int argc, char **argv) {
   bool want_save = false;
-  if (const char *bad = only_flag(argc, argv, "--save", &want_save))
+  if (const char *bad = first_unknown(argc, argv, "--save", &want_save))
     return probe_fail(kUsage, std::string("unknown option '") + bad + "' (ucxtls probe [--save])");
   Inputs in;
   Settings s;
@@ -203,7 +204,7 @@ int cmd_probe(int argc, char **argv) {
   // A replayed machine has no drivers to ask: the answer is this machine's, stamped (with --save)
   // with the replayed machine's boot id, and it wins over the replay's kernel answer.
   if (s.sysroot)
-    fail(0, std::string("probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's, not the replayed machine's") +
+    note(std::string("probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's, not the replayed machine's") +
                 (want_save ? ", and the answer is saved as the replayed machine's" : ""));
   const std::string helper = helper_path();
   auto run = std::unique_ptr<HelperRun>(new HelperRun());

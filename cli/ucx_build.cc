@@ -169,6 +169,7 @@ bool process_secure(const std::string &proc) {
 
 bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   const std::string proc = "/proc/" + std::to_string(pid);
+  m->pid = pid;
   std::string maps;
   int e = 0;
   if (!read_file(proc + "/maps", &maps, &e)) {

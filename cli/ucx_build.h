@@ -60,6 +60,7 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
 // mapped: the names and sonames of every object it maps. A process that has exited (a zombie) is
 // an error that says so, exit status kUsage.
 struct MappedUcx {
+  pid_t pid = 0;
   std::string comm;
   std::vector<std::string> libucp;     // as shown to the user
   std::vector<std::string> as_mapped;  // the same, as doctor's /proc/PID/maps names them
@@ -87,10 +88,11 @@ struct BuildPlace {
 // name and its DT_SONAME.
 std::vector<std::pair<std::string, std::string>> mapped_names(Root &root, const std::vector<std::string> &objects);
 
-// Reads the build whose libucp is at `libucp` (inside place.root): its version, its transports,
-// the modules UCX would load there and whether each loads. False: *err, one line (not a UCX libucp,
-// not an ELF object, not a regular file).
-bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err);
+// The build whose libucp is at `libucp` (inside place.root), read as one value from its files
+// (ucx_read.cc) and its settings (ucx_settings.cc): its version, its transports, the modules UCX
+// would load there and whether each loads. False: *err, one line (not a UCX libucp, not an ELF
+// object, not a regular file).
+bool read_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err);
 
 // The libucp a program loads, as ld.so would find it for it (ucx_info on PATH, read as lddtree
 // reads it). False: why, in one line (a script, no libucp among its libraries).

@@ -1,4 +1,4 @@
-// A UCX build read from its files (ucx_build.h read_ucx_build): nothing of it is loaded or run.
+// A UCX build read from its files (ucx_build.h read_build): nothing of it is loaded or run.
 // What the old loading helper asked UCX (its version, the transports its libuct and modules
 // register, the modules it loads and why one does not) is read as readelf and lddtree read it.
 #include <ctype.h>
@@ -138,8 +138,9 @@ namespace {
 bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err);
 }  // namespace
 
-bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
+bool read_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
   Root &root = *place.root;
+  b->libucp = root.shown + libucp;
   const bool read = read_build_files(place, libucp, b, err);
   if (root.reached.empty()) return read;
   // A bound stopped the reading: what the build seems to lack may be what was not read, and
@@ -298,7 +299,7 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
       if (!list_known && !unopened.empty())
         out->unread.push_back("which " + fw.name + " modules UCX loads (its compiled list could not be read)");
       for (const auto &file : order) {
-        if (root.out_of_bounds()) break;  // read_ucx_build says so: no module of the rest is named
+        if (root.out_of_bounds()) break;  // read_build says so: no module of the rest is named
         const std::string &d = file.first, &n = file.second;
         std::string name;
         module_name(n, fw.name, ext, &name);
