@@ -22,7 +22,7 @@
 #include "exit.h"
 #include "node_findings.h"
 #include "process_view.h"
-#include "report.h"
+#include "evaluation.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -79,7 +79,7 @@ int parse_args(int argc, char **argv, DoctorArgs *a) {
 // The decision judged: that process's, made in its place from the environment it started with
 // (docs/command.md, "doctor --pid"), not the caller's; else this node's (with --value too: its
 // family and RDMA judge the build).
-int decide(const DoctorArgs &a, const MappedUcx &proc, Report *r) {
+int decide(const DoctorArgs &a, const MappedUcx &proc, Evaluation *r) {
   if (!a.pid_text || (!proc.env_read && a.value)) return evaluate(r, a.tmpl), -1;
   const std::string who = "process " + std::to_string(a.pid);
   if (!proc.env_read)
@@ -97,7 +97,7 @@ int decide(const DoctorArgs &a, const MappedUcx &proc, Report *r) {
 }
 
 // The value to judge and where it came from, or the line that says why there is none. -1: go on.
-int value_to_judge(const DoctorArgs &a, const Report &r, const MappedUcx &proc, JudgedValue *v) {
+int value_to_judge(const DoctorArgs &a, const Evaluation &r, const MappedUcx &proc, JudgedValue *v) {
   if (a.value) return v->value = a.value, v->source = "--value", -1;
   if (r.d.error && a.tmpl && r.s.invalid_var == kTemplate)  // the option's text: a usage error
     return fail(kUsage, std::string("doctor: ") + a.tmpl_option + " '" + a.tmpl + "' " + r.s.invalid_why);
@@ -154,7 +154,7 @@ int value_to_judge(const DoctorArgs &a, const Report &r, const MappedUcx &proc, 
 
 // One build: read, named, recorded for --json, judged. ucx_info: the plain doctor's (the build is
 // the libucp ld.so gives it; judged by the transports with a device here), "" otherwise.
-int check_one(const Report &r, const JudgedValue &v, BuildPlace &place, const std::string &libucp,
+int check_one(const Evaluation &r, const JudgedValue &v, BuildPlace &place, const std::string &libucp,
               const std::string &ucx_info, const MappedUcx *proc = nullptr, size_t i = 0) {
   auto b = std::make_unique<UcxBuild>();
   std::string err;
@@ -181,7 +181,7 @@ int open_here(const DoctorArgs &a, Root *root) {
 }
 
 // --ucx PATH: the build there, with the caller's environment and no program.
-int check_ucx(const DoctorArgs &a, const Report &r, const JudgedValue &v, const std::string &libucp,
+int check_ucx(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, const std::string &libucp,
               const Environment &caller) {
   Root root;
   if (int status = open_here(a, &root); status >= 0) return status;
@@ -192,7 +192,7 @@ int check_ucx(const DoctorArgs &a, const Report &r, const JudgedValue &v, const 
 
 // --pid PID: each libucp the process maps, read inside its root (links never leave it), from its
 // working directory, with its environment: what its ld.so and its UCX read (root_fs.h).
-int check_pid(const DoctorArgs &a, const Report &r, const JudgedValue &v, const MappedUcx &proc) {
+int check_pid(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, const MappedUcx &proc) {
   Root root;
   if (!root.open(proc.root, proc.cwd, proc.shown, a.left_ms()))
     return fail(kUsage, "doctor: cannot open " + proc.root + ": " + strerror(errno));
@@ -209,7 +209,7 @@ int check_pid(const DoctorArgs &a, const Report &r, const JudgedValue &v, const 
 
 // The plain doctor: the build of the ucx_info on PATH, the libucp ld.so would give it, worked out
 // from its files (ld_search.h), never by running it.
-int check_plain(const DoctorArgs &a, const Report &r, const JudgedValue &v, const Environment &caller) {
+int check_plain(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, const Environment &caller) {
   // A node without GPUs has no family to build UCX for: with nothing to check, nothing is read.
   if (!v.nothing.empty() && r.family == Family::none) return print_line("%s\n", v.nothing.c_str()), 0;
   // A replayed machine has no UCX of its own to read (as `ucxtls probe` says of its drivers).
@@ -239,7 +239,7 @@ int doctor_checks(int argc, char **argv) {
   if (a.ucx && !locate_libucp(a.ucx, &libucp, &err, a.left_ms())) return fail(kUsage, "doctor: --ucx " + err);
   int status = kUsage;
   if (a.pid_text && !mapped_ucx(a.pid, proc.get(), &err, &status)) return fail(status, "doctor: " + err);
-  auto r = std::make_unique<Report>();
+  auto r = std::make_unique<Evaluation>();
   Environment caller;  // this command's own at exec (its PATH, LD_LIBRARY_PATH, UCX_* for --ucx and ucx_info)
   caller.load();
   JudgedValue v;

@@ -7,7 +7,7 @@
 
 #include "doctor_findings.h"
 #include "node_findings.h"
-#include "report.h"
+#include "evaluation.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -67,9 +67,9 @@ void finding_lines(const std::vector<NodeFinding> &found) {
 }
 
 // The value names another family's GPU transports and none of this node's (an Intel node given the
-// CUDA list): explain's warning, in the same words (report.h), under the value line; then what the
+// CUDA list): explain's warning, in the same words (evaluation.h), under the value line; then what the
 // node and the environment add, for the value judged.
-void mismatch_line(const Report &r, const std::string &value) {
+void mismatch_line(const Evaluation &r, const std::string &value) {
   const std::string warning = gpu_mismatch_warning(value.c_str(), r.family);
   if (!warning.empty()) print_line("%-11s %s\n", "warning", warning.c_str());
   finding_lines(node_findings(r, value.c_str()));

@@ -11,7 +11,7 @@
 #include "node_findings.h"
 #include "exit.h"
 #include "repair.h"
-#include "report.h"
+#include "evaluation.h"
 #include "ucx_read.h"
 #include "util.h"
 
@@ -165,7 +165,7 @@ std::vector<std::string> value_names(const std::string &value) {
 
 // The build's problems (build_problems), a `build` line each, then the status, in every mode: an
 // empty value, a refused context, names missing, a problem for this node.
-int verdict(const Report &r, const UcxBuild &b, const JudgedValue &v, bool empty, bool gpu_only,
+int verdict(const Evaluation &r, const UcxBuild &b, const JudgedValue &v, bool empty, bool gpu_only,
             const std::vector<std::string> &missing) {
   const bool nothing = !v.nothing.empty();
   bool serious = false;
@@ -196,7 +196,7 @@ int verdict(const Report &r, const UcxBuild &b, const JudgedValue &v, bool empty
 
 }  // namespace
 
-int check_build(const Report &r, const JudgedValue &v, const UcxBuild &b, bool only_here) {
+int check_build(const Evaluation &r, const JudgedValue &v, const UcxBuild &b, bool only_here) {
   const bool nothing = !v.nothing.empty();
   if (nothing) {
     print_line("%s\n", v.nothing.c_str());

@@ -10,7 +10,7 @@
 namespace ucxtls {
 namespace cli {
 
-struct Report;
+struct Evaluation;
 
 // The value doctor judges and where it came from, or, with no value, the line that says why.
 struct JudgedValue {
@@ -22,7 +22,7 @@ struct JudgedValue {
 // The rows of build b for value v, after its name lines, and the status: the value line, what the
 // node adds, the build's transports and modules, every name's verdict (only_here: against the
 // transports with a device on this node, as the plain doctor judges), the build's problems.
-int check_build(const Report &r, const JudgedValue &v, const UcxBuild &b, bool only_here);
+int check_build(const Evaluation &r, const JudgedValue &v, const UcxBuild &b, bool only_here);
 
 // An empty value (UCX: "The TLs list is empty"), named by where it came from (--value, UCX_TLS, ...).
 int empty_value(const std::string &source, int status);

@@ -11,7 +11,7 @@
 #include "exit.h"
 #include "json.h"
 #include "node_findings.h"
-#include "report.h"
+#include "evaluation.h"
 #include "sys.h"
 #include "util.h"
 
@@ -20,11 +20,11 @@ namespace cli {
 namespace {
 
 // The decision's reasons in words (lines.h render_reason: the library's own words), rendered
-// from the facts the evidence shows (report.h `shown`: every device counted, where the full
+// from the facts the evidence shows (evaluation.h `shown`: every device counted, where the full
 // listing agrees with the library's fact), so that a reason and its evidence row give one count.
 // The library line below stays the library's: its probe stops at the first device it needs
 // (`1+ GPU(s)`), as a host process's must.
-std::vector<std::string> reasons(const Report &r) {
+std::vector<std::string> reasons(const Evaluation &r) {
   std::vector<std::string> out;
   char reason[kReasonMax];
   for (int i = 0; i < r.d.nsteps; i++) {
@@ -42,14 +42,14 @@ const char *tri_word(Tri t, int error = 0) {
 
 const Family kShown[] = {Family::cuda, Family::rocm, Family::ze};
 
-// The case ucxtls exists for, on a value the library keeps (report.h gpu_mismatch_warning).
-std::string kept_value_warning(const Report &r) {
+// The case ucxtls exists for, on a value the library keeps (evaluation.h gpu_mismatch_warning).
+std::string kept_value_warning(const Evaluation &r) {
   return r.d.action == Action::keep ? gpu_mismatch_warning(effective_value(r.in, r.d), r.family) : "";
 }
 
 // On a node where the default list is written: what it leaves out of UCX's default (all), which
 // programs other than the trainers may use. "" when nothing is, or when the value is not ours.
-std::string left_out_note(const Report &r) {
+std::string left_out_note(const Evaluation &r) {
   if (r.d.action != Action::set || r.s.template_from_user) return "";
   char names[256];
   Text t;
@@ -63,7 +63,7 @@ std::string left_out_note(const Report &r) {
 // One line: what a process started in this environment runs with, and why. Where nothing is
 // written, that is UCX's own default; the why is the ladder's last step in the library's words, or
 // for a composed value the template it comes from.
-std::string summary(const Report &r) {
+std::string summary(const Evaluation &r) {
   const Decision &d = r.d;
   const char *value = effective_value(r.in, d);
   const bool written = d.action == Action::set || d.action == Action::repair;
@@ -83,7 +83,7 @@ std::string summary(const Report &r) {
   return "a process here runs with " + what + (why.empty() ? "" : ": " + why);
 }
 
-void explain_text(const Report &r) {
+void explain_text(const Evaluation &r) {
   const Decision &d = r.d;
   const char *value = effective_value(r.in, d);
   print_line("action    %s\n", action_name(d.action));
@@ -133,7 +133,7 @@ void explain_text(const Report &r) {
            ff.value == Tri::yes ? "visible" : ff.value == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
            ff.evidence);
   }
-  if (!r.listing_differs.empty())  // evidence only: the answer is the library's (report.h)
+  if (!r.listing_differs.empty())  // evidence only: the answer is the library's (evaluation.h)
     print_line("  listing   every device listed, this read otherwise (files the library's probe does not read; "
            "shown above is what it read): %s\n", r.listing_differs.c_str());
   print_line("variables\n");
@@ -158,7 +158,7 @@ void explain_text(const Report &r) {
   printf("  %s", library_line(r).c_str());
 }
 
-void explain_json(const Report &r) {
+void explain_json(const Evaluation &r) {
   const Decision &d = r.d;
   const std::vector<std::string> why = reasons(r);
   Json j;
@@ -196,7 +196,7 @@ int cmd_explain(int argc, char **argv) {
   bool json = false;
   if (const char *bad = first_unknown(argc, argv, "--json", &json))
     return fail(kUsage, std::string("explain: unknown option '") + bad + "' (try ucxtls --help)");
-  auto r = std::make_unique<Report>();
+  auto r = std::make_unique<Evaluation>();
   evaluate(r.get());
   if (json) explain_json(*r);
   else explain_text(*r);

@@ -12,7 +12,7 @@ namespace cli {
 namespace {
 
 // A variable of the environment the decision was made in (doctor --pid: that process's).
-const char *env_get(const Report &r, const char *name) {
+const char *env_get(const Evaluation &r, const char *name) {
   const size_t n = strlen(name);
   for (char *const *e = r.env.envp(); e && *e; e++)
     if (!strncmp(*e, name, n) && (*e)[n] == '=') return *e + n + 1;
@@ -49,7 +49,7 @@ bool value_opens_rc_gda(const char *value) {
   return deny;
 }
 
-std::vector<NodeFinding> node_findings(const Report &r, const char *value) {
+std::vector<NodeFinding> node_findings(const Evaluation &r, const char *value) {
   std::vector<NodeFinding> out;
   // UCX 1.21+'s rc_gda lists a device per GPU and its nearest ConnectX without UCX's port and GID
   // check (src/uct/ib/mlx5/gdaki/gdaki.c uct_gdaki_query_tl_devices), and its uct_iface_open on a
@@ -86,7 +86,7 @@ std::vector<NodeFinding> node_findings(const Report &r, const char *value) {
   return out;
 }
 
-std::vector<NodeFinding> build_findings(const Report &r, const std::string &version,
+std::vector<NodeFinding> build_findings(const Evaluation &r, const std::string &version,
                                         const std::vector<std::string> &transports) {
   std::vector<NodeFinding> out;
   bool rocm = false;  // a build without ROCm registers no AMD memory at all (doctor's build line says so)

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
+#include "evaluation.h"
 
 namespace ucxtls {
 namespace cli {
@@ -24,12 +24,12 @@ bool value_opens_rc_gda(const char *value);
 
 // The findings about the node and the environment r was decided in, for the value in effect
 // (NULL: unset): explain and doctor print each as a line.
-std::vector<NodeFinding> node_findings(const Report &r, const char *value);
+std::vector<NodeFinding> node_findings(const Evaluation &r, const char *value);
 
 // doctor, for a build of this version ("" when it could not be told) registering these
 // transports: what a UCX before 1.23 with ROCm does with AMD GPUs beside a ConnectX. Empty when it
 // does not apply.
-std::vector<NodeFinding> build_findings(const Report &r, const std::string &version,
+std::vector<NodeFinding> build_findings(const Evaluation &r, const std::string &version,
                                         const std::vector<std::string> &transports);
 
 }  // namespace cli

@@ -192,7 +192,7 @@ void take_credentials(int out, const FileCreds &c) {
 // The child: takes the process's place, decides there, writes the answer on fd 3, ends.
 // proc: /proc/PID, opened once, so that every file read of it is of the same process (a process
 // id reused meanwhile makes each open fail).
-[[noreturn]] void decide_there(Report *r, pid_t pid, int proc_fd, pid_t parent, const FileCreds &c, bool secure, const char *tmpl,
+[[noreturn]] void decide_there(Evaluation *r, pid_t pid, int proc_fd, pid_t parent, const FileCreds &c, bool secure, const char *tmpl,
                                int out) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(126);
@@ -235,7 +235,7 @@ void take_credentials(int out, const FileCreds &c) {
 
 }  // namespace
 
-bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err) {
+bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err) {
   const std::string who = "process " + std::to_string(pid), proc = "/proc/" + std::to_string(pid);
   FileCreds creds;
   const int proc_fd = open(proc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -9,13 +9,13 @@
 
 #include <string>
 
-#include "report.h"
+#include "evaluation.h"
 
 namespace ucxtls {
 namespace cli {
 
 // r->env holds the process's start environment. Decides as the library in process pid decided
-// (report.h evaluate_loaded, and its line, library_line) in a child of doctor that first takes
+// (evaluation.h evaluate_loaded, and its line, library_line) in a child of doctor that first takes
 // the process's place: its root (chroot to /proc/PID/root: absolute links resolve inside it, and
 // /dev, /sys and /proc are what its mount namespace shows), its working directory, its file
 // credentials from /proc/PID/status (fsuid, fsgid, groups; of its effective capabilities only the
@@ -23,7 +23,7 @@ namespace cli {
 // (a link to /proc/self/environ would read it). The facts, the decision and the line come back
 // over a pipe. False with *err (one line) when the child gave no answer within timeout_ms or
 // could not take the process's place.
-bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err);
+bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err);
 
 }  // namespace cli
 }  // namespace ucxtls
