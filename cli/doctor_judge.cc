@@ -151,26 +151,15 @@ int failed_in_row(const std::string &msg) {
   return fail(kFailed, msg);
 }
 
-// The names a value gives UCX to match (for the build problems): aux and \ marks dropped.
-std::vector<std::string> value_names(const std::string &value) {
-  std::vector<std::string> names;
-  if (!value.empty() && value[0] == '^') return names;  // a deny list names nothing it wants
-  for (const std::string &item : split(value.c_str(), ",")) {
-    std::string n = strip_aux(item);
-    if (!n.empty() && n[0] == '\\') n.erase(0, 1);
-    names.push_back(n);
-  }
-  return names;
-}
-
 // The build's problems (build_problems), a `build` line each, then the status, in every mode: an
 // empty value, a refused context, names missing, a problem for this node.
 int verdict(const Evaluation &r, const UcxBuild &b, const JudgedValue &v, bool empty, bool gpu_only,
             const std::vector<std::string> &missing) {
   const bool nothing = !v.nothing.empty();
-  bool serious = false;
-  const std::vector<std::string> problems = build_problems(b, nothing ? std::vector<std::string>() : value_names(v.value),
-                                                           r.family, rdma_kind(r.f), &serious);
+  bool serious = false, deny = false;
+  std::vector<std::string> names = tls_entries(v.value.c_str(), &deny);  // a deny list names nothing it wants
+  if (nothing || deny) names.clear();
+  const std::vector<std::string> problems = build_problems(b, names, r.family, rdma_kind(r.f), &serious);
   for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
   DoctorFindings &found = doctor_findings();
   found.missing.insert(found.missing.end(), missing.begin(), missing.end());

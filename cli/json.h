@@ -28,17 +28,12 @@ class Json {
   Json &object(const char *key = nullptr) { return open(key, '{', '}'); }
   Json &array(const char *key) { return open(key, '[', ']'); }
   Json &end() {
-    text_ += closers_.back();
-    closers_.pop_back();
-    first_ = false;
+    text_ += closers_.back(), closers_.pop_back(), first_ = false;
     return *this;
   }
   // true, false, null or a number, as written.
   Json &raw(const char *key, const std::string &literal) {
-    if (!first_) text_ += ',';
-    first_ = false;
-    if (key) text_ += json_str(key) + ":";
-    text_ += literal;
+    text_ += (first_ ? "" : ",") + (key ? json_str(key) + ":" : "") + literal, first_ = false;
     return *this;
   }
   // The document, every object and array closed, and a newline.
@@ -49,9 +44,7 @@ class Json {
 
  private:
   Json &open(const char *key, char opener, char closer) {
-    raw(key, std::string(1, opener));
-    closers_ += closer;
-    first_ = true;
+    raw(key, std::string(1, opener)), closers_ += closer, first_ = true;
     return *this;
   }
   std::string text_, closers_;

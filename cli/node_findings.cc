@@ -19,18 +19,6 @@ const char *env_get(const Evaluation &r, const char *name) {
   return nullptr;
 }
 
-// The entries of a UCX list, without a leading '^', the ":aux" suffix and the exact-name '\'.
-std::vector<std::string> entries(const char *value, bool *deny) {
-  *deny = value[0] == '^';
-  std::vector<std::string> out;
-  for (std::string e : split(value + (*deny ? 1 : 0), ",")) {
-    e = e.substr(0, e.find(':'));
-    if (!e.empty() && e[0] == '\\') e.erase(0, 1);
-    out.push_back(e);
-  }
-  return out;
-}
-
 // UCX's boolean words (parser.c ucs_config_sscanf_bool / _ternary) for "yes".
 bool yes_word(const char *v) {
   static const char *const kYes[] = {"y", "yes", "on", "1", "try"};
@@ -41,10 +29,21 @@ bool yes_word(const char *v) {
 
 }  // namespace
 
+std::vector<std::string> tls_entries(const char *value, bool *deny) {
+  *deny = value[0] == '^';
+  std::vector<std::string> out;
+  for (std::string e : split(value + (*deny ? 1 : 0), ",")) {
+    e = e.substr(0, e.find(':'));
+    if (!e.empty() && e[0] == '\\') e.erase(0, 1);
+    out.push_back(e);
+  }
+  return out;
+}
+
 bool value_opens_rc_gda(const char *value) {
   if (!value) return true;
   bool deny;
-  for (const std::string &e : entries(value, &deny))
+  for (const std::string &e : tls_entries(value, &deny))
     if (e == "ib" || e == "rc_gda" || (!deny && e == "all")) return !deny;
   return deny;
 }
@@ -73,7 +72,7 @@ std::vector<NodeFinding> node_findings(const Evaluation &r, const char *value) {
   // self/memory - no peer failure handler", sgl-project/sglang#40641, ai-dynamo/nixl#1846).
   if (const char *net = env_get(r, "UCX_NET_DEVICES")) {
     bool deny;
-    const std::vector<std::string> names = entries(net, &deny);
+    const std::vector<std::string> names = tls_entries(net, &deny);
     bool rdma_only = !deny && !names.empty();
     for (const std::string &n : split(net + (deny ? 1 : 0), ","))
       if (n.find(':') == std::string::npos) rdma_only = false;  // a net device (eth0, lo) or all

@@ -18,6 +18,10 @@ struct NodeFinding {
   std::string text;  // what a user reads, with the fix
 };
 
+// The names of a UCX list (UCX_TLS, UCX_NET_DEVICES), without a leading '^' (*deny), the ":aux"
+// suffix and the exact-name '\'.
+std::vector<std::string> tls_entries(const char *value, bool *deny);
+
 // Does a UCX_TLS value (NULL: unset, UCX's default all) let UCX open rc_gda? all, ib and rc_gda
 // itself do; a deny list does unless it names ib or rc_gda.
 bool value_opens_rc_gda(const char *value);
