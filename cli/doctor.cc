@@ -224,7 +224,7 @@ int check_plain(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, 
   place.root = &root, place.env = env_list(caller), place.exe = ucx_info;
   std::string libucp, err;
   // A script (a wrapper that runs another ucx_info): which UCX it runs cannot be read, and a
-  // check that cannot tell is not a pass: exit 2, as for a ucx_info that gave no answer.
+  // check that cannot tell is not a pass: exit 2, as for a build that could not be read.
   if (!program_libucp(place, ucx_info, &libucp, &err)) return fail(kUsage, "doctor: " + err);
   return check_one(r, v, place, libucp, ucx_info);
 }

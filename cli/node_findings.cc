@@ -27,6 +27,16 @@ bool yes_word(const char *v) {
   return false;
 }
 
+// Does a UCX_TLS value (NULL: unset, UCX's default all) let UCX open rc_gda? all, ib and rc_gda
+// itself do; a deny list does unless it names ib or rc_gda.
+bool value_opens_rc_gda(const char *value) {
+  if (!value) return true;
+  bool deny;
+  for (const std::string &e : tls_entries(value, &deny))
+    if (e == "ib" || e == "rc_gda" || (!deny && e == "all")) return !deny;
+  return deny;
+}
+
 }  // namespace
 
 std::vector<std::string> tls_entries(const char *value, bool *deny) {
@@ -38,14 +48,6 @@ std::vector<std::string> tls_entries(const char *value, bool *deny) {
     out.push_back(e);
   }
   return out;
-}
-
-bool value_opens_rc_gda(const char *value) {
-  if (!value) return true;
-  bool deny;
-  for (const std::string &e : tls_entries(value, &deny))
-    if (e == "ib" || e == "rc_gda" || (!deny && e == "all")) return !deny;
-  return deny;
 }
 
 std::vector<NodeFinding> node_findings(const Evaluation &r, const char *value) {

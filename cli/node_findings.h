@@ -22,10 +22,6 @@ struct NodeFinding {
 // suffix and the exact-name '\'.
 std::vector<std::string> tls_entries(const char *value, bool *deny);
 
-// Does a UCX_TLS value (NULL: unset, UCX's default all) let UCX open rc_gda? all, ib and rc_gda
-// itself do; a deny list does unless it names ib or rc_gda.
-bool value_opens_rc_gda(const char *value);
-
 // The findings about the node and the environment r was decided in, for the value in effect
 // (NULL: unset): explain and doctor print each as a line.
 std::vector<NodeFinding> node_findings(const Evaluation &r, const char *value);

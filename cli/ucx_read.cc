@@ -1,6 +1,6 @@
-// A UCX build read from its files (ucx_build.h read_build): nothing of it is loaded or run.
-// What the old loading helper asked UCX (its version, the transports its libuct and modules
-// register, the modules it loads and why one does not) is read as readelf and lddtree read it.
+// A UCX build read from its files (ucx_build.h read_build), as readelf and lddtree read them: its
+// version, the transports its libuct and modules register, the modules UCX loads and why one does
+// not. Nothing of it is loaded or run.
 #include <ctype.h>
 #include <elf.h>
 #include <fnmatch.h>
@@ -58,6 +58,32 @@ bool defines(const ElfObject &o, const char *name, const ElfSymbol **sym = nullp
   return false;
 }
 
+// The module list compiled into a framework's object (UCS_MODULE_FRAMEWORK_LOAD passes
+// <framework>_MODULES, configure's ":ib:rdmacm:cma"): the NUL-delimited texts of that form in its
+// loaded segments. None: it names none; several: could not tell.
+std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o) {
+  std::vector<std::string> out;
+  for (const ElfObject::Load &l : o.loads) {
+    std::string seg(size_t(std::min<uint64_t>(l.filesz, uint64_t(64) << 20)), '\0');
+    if (seg.empty() || read(&seg[0], seg.size(), off_t(l.offset)) != ssize_t(seg.size())) continue;
+    for (size_t at = seg.find(":"); at != std::string::npos && out.size() < 8; at = seg.find(':', at + 1)) {
+      if (at == 0 || seg[at - 1] != '\0') continue;  // a text starts after a NUL
+      size_t e = at;
+      bool ok = true;
+      while (ok && e < seg.size() && seg[e] == ':') {  // (":" [a-z][a-z0-9]*)+ then NUL
+        size_t k = ++e;
+        while (k < seg.size() && (islower((unsigned char)seg[k]) || (k > e && isdigit((unsigned char)seg[k])))) k++;
+        ok = k > e;
+        e = k;
+      }
+      if (!ok || e >= seg.size() || seg[e] != '\0') continue;
+      const std::string list = seg.substr(at, e - at);
+      if (std::find(out.begin(), out.end(), list) == out.end()) out.push_back(list);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> elf_transports(const ReadAt &read, const ElfObject &o) {
@@ -91,29 +117,6 @@ bool module_enabled(const std::string &modules, const std::string &name) {
   bool found = false;
   for (const std::string &p : names) found = found || fnmatch(p.c_str(), name.c_str(), 0) == 0;
   return negate ? !found : found;
-}
-
-std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o) {
-  std::vector<std::string> out;
-  for (const ElfObject::Load &l : o.loads) {
-    std::string seg(size_t(std::min<uint64_t>(l.filesz, uint64_t(64) << 20)), '\0');
-    if (seg.empty() || read(&seg[0], seg.size(), off_t(l.offset)) != ssize_t(seg.size())) continue;
-    for (size_t at = seg.find(":"); at != std::string::npos && out.size() < 8; at = seg.find(':', at + 1)) {
-      if (at == 0 || seg[at - 1] != '\0') continue;  // a text starts after a NUL
-      size_t e = at;
-      bool ok = true;
-      while (ok && e < seg.size() && seg[e] == ':') {  // (":" [a-z][a-z0-9]*)+ then NUL
-        size_t k = ++e;
-        while (k < seg.size() && (islower((unsigned char)seg[k]) || (k > e && isdigit((unsigned char)seg[k])))) k++;
-        ok = k > e;
-        e = k;
-      }
-      if (!ok || e >= seg.size() || seg[e] != '\0') continue;
-      const std::string list = seg.substr(at, e - at);
-      if (std::find(out.begin(), out.end(), list) == out.end()) out.push_back(list);
-    }
-  }
-  return out;
 }
 
 std::string module_extension(const std::string &libucs_name) {

@@ -30,11 +30,6 @@ int ucx_minor(const std::string &version);
 // default (ucs_config_apply_config_vars restores dfl_value).
 bool allow_list_valid(const std::string &modules);
 
-// The module list compiled into a framework's object (UCS_MODULE_FRAMEWORK_LOAD passes
-// <framework>_MODULES, configure's ":ib:rdmacm:cma"): the NUL-delimited texts of that form in its
-// loaded segments. None: it names none; several: could not tell.
-std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o);
-
 // The pure parts of UCX's module rules (src/ucs/sys/module.c of v1.22.0), each table-tested and fuzzed:
 // The transports an object defines: its dynamic data symbols `uct_<name>_tl` whose first bytes
 // in the file are "<name>\0" (UCX's UCT_TL_DEFINE, uct/base/uct_iface.h: the name is the first field).
