@@ -270,6 +270,32 @@ void load_modules(const ModuleSearch &ms, bool scan, const std::vector<std::stri
   }
 }
 
+// An unknown version: what UCX 1.22's reading (every module file) and older releases' (their
+// compiled list) both load is counted; a module they disagree on could not be told.
+void both_readings(const UcxBuild &newer, const UcxBuild &older, UcxBuild *b) {
+  bool differ = false;
+  for (const UcxModule &m : newer.modules) {
+    const UcxModule *o = nullptr;
+    for (const UcxModule &k : older.modules) o = !o && k.path == m.path ? &k : o;
+    UcxModule both = m;
+    if ((m.state == "loaded") != (o && o->state == "loaded")) {
+      differ = true;
+      both.state = "error", both.why = "could not tell whether UCX loads it: its version is unknown, and UCX 1.22 "
+                                       "opens every module file where older releases open only their compiled list";
+    }
+    b->modules.push_back(both);
+  }
+  for (size_t i = 0; i < newer.transports.size(); i++)
+    if (older.has(newer.transports[i]) && !b->has(newer.transports[i]))
+      b->transports.push_back(newer.transports[i]), b->objects.push_back(newer.objects[i]);
+  for (const UcxBuild *r : {&newer, &older})
+    for (const std::string &u : r->unread)
+      if (std::find(b->unread.begin(), b->unread.end(), u) == b->unread.end()) b->unread.push_back(u);
+  if (differ)
+    b->could_not_tell("which modules UCX loads: its version is unknown, so only what both UCX 1.22's reading and "
+                        "older releases' load is counted", true);
+}
+
 // Everything read_build reads, in the order UCX and ld.so read it.
 bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
   Root &root = *place.root;
@@ -358,29 +384,10 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
   newer->transports = older->transports = b->transports, newer->objects = older->objects = b->objects;
   load_modules(ms, true, scanned, newer.get());
   load_modules(ms, false, dirs, older.get());
-  bool differ = false;
-  for (const UcxModule &m : newer->modules) {
-    const UcxModule *o = nullptr;
-    for (const UcxModule &k : older->modules) o = !o && k.path == m.path ? &k : o;
-    UcxModule both = m;
-    if ((m.state == "loaded") != (o && o->state == "loaded")) {
-      differ = true;
-      both.state = "error", both.why = "could not tell whether UCX loads it: its version is unknown, and UCX 1.22 "
-                                       "opens every module file where older releases open only their compiled list";
-    }
-    b->modules.push_back(both);
-  }
-  for (size_t i = 0; i < newer->transports.size(); i++)
-    if (older->has(newer->transports[i]) && !b->has(newer->transports[i]))
-      b->transports.push_back(newer->transports[i]), b->objects.push_back(newer->objects[i]);
-  for (const UcxBuild *r : {newer.get(), older.get()})
-    for (const std::string &u : r->unread)
-      if (std::find(b->unread.begin(), b->unread.end(), u) == b->unread.end()) b->unread.push_back(u);
-  if (differ)
-    b->could_not_tell("which modules UCX loads: its version is unknown, so only what both UCX 1.22's reading and "
-                        "older releases' load is counted", true);
+  both_readings(*newer, *older, b);
   return true;
 }
+
 }  // namespace
 
 bool read_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {

@@ -1,10 +1,9 @@
-// What UCX reads besides its libraries, read as UCX reads it: a ucx.conf's value for a name, and
-// a UCX setting for a build at a place (ucx_build.h BuildPlace): its environment first, then the
-// ucx.conf files in UCX's order.
+// UCX's own rules for what it reads besides its libraries, as doctor applies them to a build's
+// files: a setting's value (ucx_settings.cc: the environment first, then the ucx.conf files in
+// UCX's order) and the pure parts of its module rules (ucx_read.cc).
 #pragma once
 
 #include <string>
-
 #include <vector>
 
 #include "elf.h"
