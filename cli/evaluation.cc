@@ -29,7 +29,7 @@ void evaluate(Evaluation *r, const char *tmpl) {
   evaluate_loaded(r, getauxval(AT_SECURE) != 0, tmpl);
 }
 
-void load_report(Evaluation *r, bool secure, const char *tmpl) {
+void load_inputs(Evaluation *r, bool secure, const char *tmpl) {
   if (secure) {
     char *none[] = {nullptr};  // as that process's library: secure execution reads nothing
     load(none, true, &r->in, &r->s, tmpl);
@@ -39,7 +39,7 @@ void load_report(Evaluation *r, bool secure, const char *tmpl) {
 }
 
 void evaluate_loaded(Evaluation *r, bool secure, const char *tmpl) {
-  load_report(r, secure, tmpl);
+  load_inputs(r, secure, tmpl);
   // The library's probe options (docs/design.md, "One decision"): its enumeration bounds stop as
   // soon as the answer is known, and a file it never reads cannot change its answer, so neither
   // may it change the command's. Evidence on: the words are what the debug line prints.

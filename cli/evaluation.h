@@ -36,7 +36,7 @@ void evaluate(Evaluation *r, const char *tmpl = nullptr);
 void evaluate_loaded(Evaluation *r, bool secure, const char *tmpl = nullptr);
 
 // Its first step alone, which reads no file: r->in and r->s from r->env (none when secure).
-void load_report(Evaluation *r, bool secure, const char *tmpl = nullptr);
+void load_inputs(Evaluation *r, bool secure, const char *tmpl = nullptr);
 
 // The case ucxtls exists for: a UCX_TLS value naming another family's GPU transports and none of
 // the GPUs this process can use (an Intel node given the CUDA list; repair.h gpu_mismatch), in

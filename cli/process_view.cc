@@ -288,7 +288,7 @@ bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl
   if (got.size() < at || got[0] != 'A' || !take(got, &at, &r->listing_differs) || !take(got, &at, &r->decided_line) || at != got.size())
     return *err = "the decision made in the place of " + who + " did not come back whole", false;
   memcpy(&a, got.data() + 1, sizeof a);
-  load_report(r, secure, tmpl);  // pure: the inputs and settings, as the child had them
+  load_inputs(r, secure, tmpl);  // pure: the inputs and settings, as the child had them
   r->f = a.f, r->shown = a.shown, r->d = a.d, r->family = a.family, r->family_decided = a.family_decided;
   return true;
 }
