@@ -51,12 +51,7 @@ void build_lines(const UcxBuild &b) {
   unread_lines(b);
 }
 
-void record_build(const UcxBuild &b, const std::string &ucx_info) {
-  DoctorFindings::Ucx u;
-  u.libucp = b.libucp, u.version = b.version, u.ucx_info = ucx_info, u.transports = b.transports;
-  for (const UcxModule &m : b.modules) u.modules.push_back({m.path, m.state == "loaded", m.state == "loaded" ? "" : m.why});
-  doctor_findings().ucx.push_back(u);
-}
+void record_build(const UcxBuild &b, const std::string &ucx_info) { doctor_findings().ucx.push_back({b, ucx_info}); }
 
 // What the node adds (node_findings.h): a `warning` line each, recorded for doctor --json.
 void finding_lines(const std::vector<NodeFinding> &found) {

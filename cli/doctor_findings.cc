@@ -51,10 +51,11 @@ void print_findings_json(int status) {
   j.object().str("family", f.family).raw("value", f.has_value ? json_str(f.value.c_str()) : "null");
   j.str_or_null("source", f.source).array("ucx");
   for (const DoctorFindings::Ucx &u : f.ucx) {
-    j.object().str("libucp", u.libucp).str_or_null("version", u.version).str_or_null("ucx_info", u.ucx_info);
-    j.list("transports", u.transports).array("modules");
-    for (const DoctorFindings::Module &m : u.modules)
-      j.object().str("path", m.path).boolean("loads", m.loads).str_or_null("why", m.why).end();
+    const UcxBuild &b = u.build;
+    j.object().str("libucp", b.libucp).str_or_null("version", b.version).str_or_null("ucx_info", u.ucx_info);
+    j.list("transports", b.transports).array("modules");
+    for (const UcxModule &m : b.modules)  // why: "" when it loads
+      j.object().str("path", m.path).boolean("loads", m.state == "loaded").str_or_null("why", m.state == "loaded" ? "" : m.why).end();
     j.end().end();
   }
   j.end().list("missing", f.missing).list("problems", f.problems).list("findings", f.findings);

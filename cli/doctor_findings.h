@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "ucx_build.h"
+
 namespace ucxtls {
 namespace cli {
 
@@ -13,16 +15,9 @@ struct DoctorFindings {
   std::string family = "none";
   bool has_value = false;  // false: nothing to check (source says why)
   std::string value, source;
-  struct Module {
-    std::string path;
-    bool loads;
-    std::string why;  // "" when it loads
-  };
   struct Ucx {
-    std::string libucp, version;  // version "": could not be told
+    UcxBuild build;
     std::string ucx_info;  // the plain doctor: the ucx_info whose libucp this is; "" otherwise
-    std::vector<std::string> transports;
-    std::vector<Module> modules;
   };
   std::vector<Ucx> ucx;
   std::vector<std::string> missing, problems;
