@@ -208,6 +208,5 @@ int cmd_explain(int argc, char **argv) {
   return 0;
 }
 
-
 }  // namespace cli
 }  // namespace ucxtls
