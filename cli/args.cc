@@ -57,6 +57,15 @@ void command_help(const Command &c) {
                                              : kHelpFlag.help);
 }
 
+const char *first_unknown(int argc, char **argv, const char *flag, bool *given) {
+  *given = false;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], flag)) return argv[i];
+    *given = true;
+  }
+  return nullptr;
+}
+
 int prepare_args(const Command &c, int argc, char **argv, std::vector<std::string> *store,
                  std::vector<char *> *out) {
   store->reserve(argc);  // the joined flags: pointers into them stay valid

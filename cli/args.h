@@ -40,5 +40,9 @@ void command_help(const Command &c);
 // The flag as usage shows it: "--format=sh|slurm", "--json".
 std::string flag_usage(const Flag &f);
 
+// For a command whose one option is a switch (explain --json, probe --save): the first argument
+// that is not `flag` (nullptr: none), and in *given whether flag was among them.
+const char *first_unknown(int argc, char **argv, const char *flag, bool *given);
+
 }  // namespace cli
 }  // namespace ucxtls

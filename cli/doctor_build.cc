@@ -7,7 +7,7 @@
 
 #include "doctor_findings.h"
 #include "node_findings.h"
-#include "report.h"
+#include "evaluation.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -49,12 +49,7 @@ void build_lines(const UcxBuild &b) {
   unread_lines(b);
 }
 
-void record_build(const UcxBuild &b, const std::string &ucx_info) {
-  DoctorFindings::Ucx u;
-  u.libucp = b.libucp, u.version = b.version, u.ucx_info = ucx_info, u.transports = b.transports;
-  for (const UcxModule &m : b.modules) u.modules.push_back({m.path, m.state == "loaded", m.state == "loaded" ? "" : m.why});
-  doctor_findings().ucx.push_back(u);
-}
+void record_build(const UcxBuild &b, const std::string &ucx_info) { doctor_findings().ucx.push_back({b, ucx_info}); }
 
 // What the node adds (node_findings.h): a `warning` line each, recorded for doctor --json.
 void finding_lines(const std::vector<NodeFinding> &found) {
@@ -65,9 +60,9 @@ void finding_lines(const std::vector<NodeFinding> &found) {
 }
 
 // The value names another family's GPU transports and none of this node's (an Intel node given the
-// CUDA list): explain's warning, in the same words (report.h), under the value line; then what the
+// CUDA list): explain's warning, in the same words (evaluation.h), under the value line; then what the
 // node and the environment add, for the value judged.
-void mismatch_line(const Report &r, const std::string &value) {
+void mismatch_line(const Evaluation &r, const std::string &value) {
   const std::string warning = gpu_mismatch_warning(value.c_str(), r.family);
   if (!warning.empty()) print_line("%-11s %s\n", "warning", warning.c_str());
   finding_lines(node_findings(r, value.c_str()));

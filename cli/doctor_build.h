@@ -33,12 +33,12 @@ void build_lines(const UcxBuild &b);
 void record_build(const UcxBuild &b, const std::string &ucx_info);
 
 struct NodeFinding;
-struct Report;
+struct Evaluation;
 // What the node adds (node_findings.h): a `warning` line each, recorded for doctor --json.
 void finding_lines(const std::vector<NodeFinding> &found);
 // Under the value line: explain's warning for a value that names another family's GPU
-// transports, in the same words (report.h), then what the node adds for that value.
-void mismatch_line(const Report &r, const std::string &value);
+// transports, in the same words (evaluation.h), then what the node adds for that value.
+void mismatch_line(const Evaluation &r, const std::string &value);
 
 // The ucx_info that PATH (of env) names, as execvp would find it (an executable regular file); "" when none.
 std::string ucx_info_path(const Environment &env);

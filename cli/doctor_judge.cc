@@ -8,9 +8,11 @@
 
 #include "doctor_build.h"
 #include "doctor_findings.h"
+#include "node_findings.h"
 #include "exit.h"
 #include "repair.h"
-#include "report.h"
+#include "evaluation.h"
+#include "ucx_read.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -23,10 +25,7 @@ std::string strip_aux(const std::string &s) {
 }
 
 // Is `version` ("1.22.0") UCX 1.22 or newer? False when unknown.
-bool at_least_1_22(const std::string &version) {
-  int major = 0, minor = 0;
-  return sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && (major > 1 || (major == 1 && minor >= 22));
-}
+bool at_least_1_22(const std::string &version) { return ucx_minor(version) >= 22; }
 
 // Whether a served entry brings only accelerator devices to the context: the copy and gdr
 // transports are UCX's "accelerator" devices, an ipc transport (cuda_ipc, rocm_ipc) an "intra-node"
@@ -44,8 +43,10 @@ bool serves_accelerator_only(const std::string &item, const std::string &via) {
   return true;
 }
 
-}  // namespace
-
+// The verdict on every name of value, a row each, with `have` the transports the build serves:
+// the names missing, and in *gpu_only whether the names served are all GPU ones (repair.h's
+// table) in an allow list. `version`: the UCX's, where the releases differ. False: the value is
+// empty (UCX fails to create a context).
 bool judge(const std::string &value, const std::vector<std::string> &have, const std::string &version,
            std::vector<std::string> *missing, bool *gpu_only) {
   auto served = [&](const std::string &name) {
@@ -96,8 +97,6 @@ bool judge(const std::string &value, const std::vector<std::string> &have, const
   return true;
 }
 
-namespace {
-
 // UCX >= 1.22 refuses a context whose usable transports are all accelerator ones (openucx/ucx
 // #11373: "no usable transports/devices"), where the names are served: a line, and exit 1.
 bool gpu_only_refused(bool gpu_only, const std::string &version) {
@@ -116,54 +115,36 @@ int missing_status(const std::vector<std::string> &missing) {
                            ": it prints \"not available\" on stdout of every process that uses this value");
 }
 
-}  // namespace
-
-int empty_value(const std::string &source, int status) {
-  return fail(status, "doctor: the value is empty (" + source + "): UCX fails to create a context (\"The TLs list is empty\")");
-}
-
-namespace {
-
-// A failure whose words a row above already shows: the text shows them once (doctor_json.cc).
+// A failure whose words a row above already shows: the text shows them once (doctor_findings.cc).
 int failed_in_row(const std::string &msg) {
   doctor_findings().in_rows.push_back(msg);
   return fail(kFailed, msg);
 }
 
-// The names a value gives UCX to match (for the build problems): aux and \ marks dropped.
-std::vector<std::string> value_names(const std::string &value) {
-  std::vector<std::string> names;
-  if (!value.empty() && value[0] == '^') return names;  // a deny list names nothing it wants
-  for (const std::string &item : split(value.c_str(), ",")) {
-    std::string n = strip_aux(item);
-    if (!n.empty() && n[0] == '\\') n.erase(0, 1);
-    names.push_back(n);
-  }
-  return names;
-}
-
-}  // namespace
-
-int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::string &value, const std::string &source,
-            const std::string &version, bool empty, bool gpu_only, const std::vector<std::string> &missing) {
-  bool serious = false;
-  const std::vector<std::string> problems = build_problems(b, nothing ? std::vector<std::string>() : value_names(value),
-                                                           r.family, rdma_kind(r.f), &serious);
+// The build's problems (build_problems), a `build` line each, then the status, in every mode: an
+// empty value, a refused context, names missing, a problem for this node.
+int verdict(const Evaluation &r, const UcxBuild &b, const JudgedValue &v, bool empty, bool gpu_only,
+            const std::vector<std::string> &missing) {
+  const bool nothing = !v.nothing.empty();
+  bool serious = false, deny = false;
+  std::vector<std::string> names = tls_entries(v.value.c_str(), &deny);  // a deny list names nothing it wants
+  if (nothing || deny) names.clear();
+  const std::vector<std::string> problems = build_problems(b, names, r.family, rdma_kind(r.f), &serious);
   for (const std::string &p : problems) print_line("build       %s\n", p.c_str());
   DoctorFindings &found = doctor_findings();
   found.missing.insert(found.missing.end(), missing.begin(), missing.end());
   found.problems.insert(found.problems.end(), problems.begin(), problems.end());
-  if (empty) return empty_value(source, kFailed);
+  if (empty) return empty_value(v.source, kFailed);
   // A fact beyond doctor's reading (b.open, its `could not` lines: a library libucp needs, the
   // version the rules rest on) leaves the build open: what it seems to lack may be in what was not
   // read, so its names and problems are not judged, and the answer is never "ok" nor "MISSING".
   const bool open = !b.open.empty() || !b.untold.empty();
-  if (!open && gpu_only_refused(gpu_only, version)) return kFailed;  // worse than names missing: no context at all
+  if (!open && gpu_only_refused(gpu_only, b.version)) return kFailed;  // worse than names missing: no context at all
   // The value cannot carry this node's GPU memory (repair.h copy_verdict), whoever set it: its
   // line first, the build's (which no value can fix) last.
   int status = 0;
-  if (!nothing && copy_verdict(value.c_str(), r.family) != Copy::carries)
-    status = failed_in_row("doctor: " + gpu_mismatch_warning(value.c_str(), r.family));  // mismatch_line's `warning`
+  if (!nothing && copy_verdict(v.value.c_str(), r.family) != Copy::carries)
+    status = failed_in_row("doctor: " + gpu_mismatch_warning(v.value.c_str(), r.family));  // mismatch_line's `warning`
   if (open && !status)
     return fail(kUsage, "doctor: could not tell " + (b.open.empty() ? b.untold : b.open[0]) + ": the build could not be checked");
   if (open) return status;
@@ -172,8 +153,33 @@ int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::
   return status;
 }
 
-int bounded(const UcxBuild &b) {
-  return fail(kUsage, "doctor: could not tell what this UCX serves: " + b.bound);
+}  // namespace
+
+int check_build(const Evaluation &r, const JudgedValue &v, const UcxBuild &b, bool only_here) {
+  const bool nothing = !v.nothing.empty();
+  if (nothing) {
+    print_line("%s\n", v.nothing.c_str());
+    finding_lines(node_findings(r, nullptr));
+  } else {
+    print_line("value       %s (%s)\n", v.value.c_str(), v.source.c_str());
+    mismatch_line(r, v.value);
+  }
+  if (!v.library.empty()) print_line("library     %s", v.library.c_str());  // what its libucxtls.so prints with UCXTLS_DEBUG=1
+  build_lines(b);
+  // A bound of doctor's stopped the reading: a transport it seems to lack may be in what was not
+  // read, so no name is judged (no MISSING row).
+  if (!b.bound.empty()) return fail(kUsage, "doctor: could not tell what this UCX serves: " + b.bound);
+  finding_lines(build_findings(r, b.version, b.transports));
+  std::vector<std::string> missing;
+  bool gpu_only = false, empty = false;
+  if (!nothing)
+    empty = !judge(v.value, only_here ? here_line(b.transports, r.family, rdma_kind(r.f)) : b.transports, b.version,
+                   &missing, &gpu_only);
+  return verdict(r, b, v, empty, gpu_only, missing);
+}
+
+int empty_value(const std::string &source, int status) {
+  return fail(status, "doctor: the value is empty (" + source + "): UCX fails to create a context (\"The TLs list is empty\")");
 }
 
 }  // namespace cli

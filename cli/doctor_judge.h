@@ -1,37 +1,31 @@
-// How `ucxtls doctor` judges a value against the transports a UCX build serves: UCX's own rules
-// (its alias table, \exact names, :aux, a deny list), a row per name, then the status and the
-// `ucxtls:` line that says why (doctor.cc reads the build and prints the rows before these).
+// How `ucxtls doctor` judges a value against a build it has read, in every mode: UCX's own rules
+// (its alias table, \exact names, :aux, a deny list), a row per name, what the build cannot do
+// whatever UCX_TLS says, then the `ucxtls:` line that says why the status is what it is.
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "ucx_build.h"
 
 namespace ucxtls {
 namespace cli {
 
-struct Report;
+struct Evaluation;
 
-// The verdict on every name of value, with `have` saying which transports the UCX has: a line per
-// name; gives the names that are missing, and in *gpu_only whether the names served are all GPU
-// ones (repair.h's table) in an allow list. `version`: the UCX's, where the releases differ. False:
-// the value is empty (UCX fails to create a context).
-bool judge(const std::string &value, const std::vector<std::string> &have, const std::string &version,
-           std::vector<std::string> *missing, bool *gpu_only);
+// The value doctor judges and where it came from, or, with no value, the line that says why.
+struct JudgedValue {
+  std::string value, source;
+  std::string nothing;  // "" when there is a value to judge
+  std::string library;  // --pid: the line the process's libucxtls.so printed for its decision; "" otherwise
+};
+
+// The rows of build b for value v, after its name lines, and the status: the value line, what the
+// node adds, the build's transports and modules, every name's verdict (only_here: against the
+// transports with a device on this node, as the plain doctor judges), the build's problems.
+int check_build(const Evaluation &r, const JudgedValue &v, const UcxBuild &b, bool only_here);
 
 // An empty value (UCX: "The TLs list is empty"), named by where it came from (--value, UCX_TLS, ...).
 int empty_value(const std::string &source, int status);
-
-// What the build cannot do whatever UCX_TLS says (build_problems), a `build` line each, then the
-// status, in every mode: an empty value, a refused context, names missing, a problem for this node.
-// nothing: no value to judge (the node's family is still one to build for).
-int verdict(const Report &r, const UcxBuild &b, const char *nothing, const std::string &value, const std::string &source,
-            const std::string &version, bool empty, bool gpu_only, const std::vector<std::string> &missing);
-
-// A bound of doctor's stopped the reading of a build: a transport it seems to lack may be in what
-// was not read, so no name is judged (no MISSING row): "could not check", exit 2.
-int bounded(const UcxBuild &b);
 
 }  // namespace cli
 }  // namespace ucxtls

@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "exit.h"
-#include "report.h"
+#include "evaluation.h"
 #include "util.h"
 
 namespace ucxtls {
@@ -46,7 +46,7 @@ int cmd_env(int argc, char **argv) {
       return fail(kUsage, std::string("env: unknown format '") + (argv[i] + 9) + "' in " + argv[i] + " (sh or slurm)");
     else return fail(kUsage, std::string("env: unknown argument '") + argv[i] + "' (--format=sh or --format=slurm)");
   }
-  auto r = std::make_unique<Report>();
+  auto r = std::make_unique<Evaluation>();
   evaluate(r.get());
   if (r->d.error) {
     fputs(library_line(*r).c_str(), stderr);

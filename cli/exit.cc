@@ -19,22 +19,26 @@ namespace {
 std::vector<std::string> *recorded = nullptr;
 std::vector<int> *recorded_status = nullptr;
 size_t quiet_after = size_t(-1);
-}  // namespace
 
-void record_failures(std::vector<std::string> *lines, std::vector<int> *statuses, size_t quiet) {
-  recorded = lines;
-  recorded_status = lines ? statuses : nullptr;
-  quiet_after = lines ? quiet : size_t(-1);
-}
-
-int fail(int status, const std::string &msg) {
+// The one `ucxtls:` line, recorded with its status where doctor asked (record_messages).
+void say(int status, const std::string &msg) {
   std::string line = "ucxtls: " + msg + "\n";
   scrub_line(&line);  // a value, a path, a process's name: no control byte reaches the terminal
   if (!recorded || quiet_after == size_t(-1) || lines_printed() <= quiet_after) fputs(line.c_str(), stderr);
   if (recorded) recorded->push_back(line.substr(8, line.size() - 9));
   if (recorded_status) recorded_status->push_back(status);
-  return status;
 }
+}  // namespace
+
+void record_messages(std::vector<std::string> *lines, std::vector<int> *statuses, size_t quiet) {
+  recorded = lines;
+  recorded_status = lines ? statuses : nullptr;
+  quiet_after = lines ? quiet : size_t(-1);
+}
+
+int fail(int status, const std::string &msg) { return say(status, msg), status; }
+
+void note(const std::string &msg) { say(0, msg); }
 
 namespace {
 

@@ -14,15 +14,17 @@ namespace cli {
 constexpr int kFailed = 1, kUsage = 2;
 
 // "ucxtls: <msg>" on stderr, its control bytes shown as '?' as on stdout (util.h scrub_line);
-// returns status. Every `ucxtls:` line of the commands goes through it.
+// returns status. Every `ucxtls:` line of the commands goes through it, or through note.
 int fail(int status, const std::string &msg);
+// The same line for a fact that fails nothing (doctor --json records it with status 0).
+void note(const std::string &msg);
 
-// While lines is set, each message fail prints (without "ucxtls: ") is also appended there, in
+// While lines is set, each message fail or note prints (without "ucxtls: ") is also appended there, in
 // order (doctor --json carries them in its object), and its status to statuses when given (doctor's
 // verdict line names the first message that failed); nullptr: no longer. quiet_after: once more
 // than that many lines are on stdout (util.h lines_printed), a message is only recorded, not
 // printed: doctor shows it on stdout, among its rows, and stderr keeps what came before any row.
-void record_failures(std::vector<std::string> *lines, std::vector<int> *statuses = nullptr, size_t quiet_after = size_t(-1));
+void record_messages(std::vector<std::string> *lines, std::vector<int> *statuses = nullptr, size_t quiet_after = size_t(-1));
 
 // The command's guards, installed first thing in main (install_guards):
 // - stdout as coreutils treat it (their close_stdout): output that cannot be written (a full

@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "exit.h"
+#include "json.h"
 #include "node_findings.h"
-#include "report.h"
+#include "evaluation.h"
 #include "sys.h"
 #include "util.h"
 
@@ -18,11 +20,11 @@ namespace cli {
 namespace {
 
 // The decision's reasons in words (lines.h render_reason: the library's own words), rendered
-// from the facts the evidence shows (report.h `shown`: every device counted, where the full
+// from the facts the evidence shows (evaluation.h `shown`: every device counted, where the full
 // listing agrees with the library's fact), so that a reason and its evidence row give one count.
 // The library line below stays the library's: its probe stops at the first device it needs
 // (`1+ GPU(s)`), as a host process's must.
-std::vector<std::string> reasons(const Report &r) {
+std::vector<std::string> reasons(const Evaluation &r) {
   std::vector<std::string> out;
   char reason[kReasonMax];
   for (int i = 0; i < r.d.nsteps; i++) {
@@ -40,14 +42,14 @@ const char *tri_word(Tri t, int error = 0) {
 
 const Family kShown[] = {Family::cuda, Family::rocm, Family::ze};
 
-// The case ucxtls exists for, on a value the library keeps (report.h gpu_mismatch_warning).
-std::string kept_value_warning(const Report &r) {
+// The case ucxtls exists for, on a value the library keeps (evaluation.h gpu_mismatch_warning).
+std::string kept_value_warning(const Evaluation &r) {
   return r.d.action == Action::keep ? gpu_mismatch_warning(effective_value(r.in, r.d), r.family) : "";
 }
 
 // On a node where the default list is written: what it leaves out of UCX's default (all), which
 // programs other than the trainers may use. "" when nothing is, or when the value is not ours.
-std::string left_out_note(const Report &r) {
+std::string left_out_note(const Evaluation &r) {
   if (r.d.action != Action::set || r.s.template_from_user) return "";
   char names[256];
   Text t;
@@ -61,7 +63,7 @@ std::string left_out_note(const Report &r) {
 // One line: what a process started in this environment runs with, and why. Where nothing is
 // written, that is UCX's own default; the why is the ladder's last step in the library's words, or
 // for a composed value the template it comes from.
-std::string summary(const Report &r) {
+std::string summary(const Evaluation &r) {
   const Decision &d = r.d;
   const char *value = effective_value(r.in, d);
   const bool written = d.action == Action::set || d.action == Action::repair;
@@ -81,7 +83,7 @@ std::string summary(const Report &r) {
   return "a process here runs with " + what + (why.empty() ? "" : ": " + why);
 }
 
-void explain_text(const Report &r) {
+void explain_text(const Evaluation &r) {
   const Decision &d = r.d;
   const char *value = effective_value(r.in, d);
   print_line("action    %s\n", action_name(d.action));
@@ -131,7 +133,7 @@ void explain_text(const Report &r) {
            ff.value == Tri::yes ? "visible" : ff.value == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
            ff.evidence);
   }
-  if (!r.listing_differs.empty())  // evidence only: the answer is the library's (report.h)
+  if (!r.listing_differs.empty())  // evidence only: the answer is the library's (evaluation.h)
     print_line("  listing   every device listed, this read otherwise (files the library's probe does not read; "
            "shown above is what it read): %s\n", r.listing_differs.c_str());
   print_line("variables\n");
@@ -156,68 +158,45 @@ void explain_text(const Report &r) {
   printf("  %s", library_line(r).c_str());
 }
 
-void explain_json(const Report &r) {
+void explain_json(const Evaluation &r) {
   const Decision &d = r.d;
-  std::string o = "{";
-  o += "\"action\":" + json_str(action_name(d.action));
-  o += ",\"value\":" + json_str(effective_value(r.in, d));
-  o += ",\"family\":" + json_str(family_name(r.family));
-  o += std::string(",\"family_decided\":") + (r.family_decided ? "true" : "false");
-  o += ",\"reasons\":[";
   const std::vector<std::string> why = reasons(r);
-  for (size_t i = 0; i < why.size(); i++) o += (i ? "," : "") + json_str(why[i].c_str());
-  o += "],\"summary\":" + json_str(summary(r).c_str());
-  o += ",\"error\":" + (d.error ? json_str(why[0].c_str()) : std::string("null"));
-  const std::string warning = kept_value_warning(r);
-  o += ",\"warning\":" + (warning.empty() ? std::string("null") : json_str(warning.c_str()));
-  const std::string note = left_out_note(r);
-  o += ",\"left_out\":" + (note.empty() ? std::string("null") : json_str(note.c_str()));
-  o += ",\"findings\":[";
-  const std::vector<NodeFinding> found = node_findings(r, effective_value(r.in, d));
-  for (size_t i = 0; i < found.size(); i++)
-    o += std::string(i ? "," : "") + "{\"tag\":" + json_str(found[i].tag) + ",\"text\":" + json_str(found[i].text.c_str()) + "}";
-  o += "]";
-  o += ",\"repaired_from\":" + json_str(d.action == Action::repair ? r.in.get(kUcxTls) : nullptr);
+  Json j;
+  j.object().str("action", action_name(d.action)).str("value", effective_value(r.in, d)).str("family", family_name(r.family));
+  j.boolean("family_decided", r.family_decided).list("reasons", why).str("summary", summary(r));
+  j.raw("error", d.error ? json_str(why[0].c_str()) : "null");
+  j.str_or_null("warning", kept_value_warning(r)).str_or_null("left_out", left_out_note(r)).array("findings");
+  for (const NodeFinding &n : node_findings(r, effective_value(r.in, d))) j.object().str("tag", n.tag).str("text", n.text).end();
+  j.end().str("repaired_from", d.action == Action::repair ? r.in.get(kUcxTls) : nullptr);
   // A misspelt UCXTLS_* variable (the first one, by name) and how many there are.
-  std::string unknown = r.in.unknown ? std::string(r.in.unknown, strcspn(r.in.unknown, "=")) : "";
-  o += ",\"unknown_variable\":" + (unknown.empty() ? std::string("null") : json_str(unknown.c_str()));
-  o += ",\"unknown_variables\":" + std::to_string(r.in.unknown_count);
-  o += std::string(",\"secure\":") + (r.in.secure ? "true" : "false");
-  o += ",\"template\":" + json_str(r.s.tmpl);
-  o += std::string(",\"template_from_user\":") + (r.s.template_from_user ? "true" : "false");
-  o += ",\"probe\":" + json_str(r.s.tier == ProbeTier::driver ? "driver" : "kernel");
+  j.str_or_null("unknown_variable", r.in.unknown ? std::string(r.in.unknown, strcspn(r.in.unknown, "=")) : "");
+  j.number("unknown_variables", r.in.unknown_count).boolean("secure", r.in.secure).str("template", r.s.tmpl);
+  j.boolean("template_from_user", r.s.template_from_user).str("probe", r.s.tier == ProbeTier::driver ? "driver" : "kernel");
   std::string line = library_line(r);
   line.pop_back();  // the newline
-  o += ",\"line\":" + json_str(line.c_str());
-  o += ",\"evidence\":{";
-  o += "\"rdma\":{\"usable\":" + std::string(json_tri(r.shown.rdma.value)) + ",\"transports\":" +
-       json_str(rdma_transports(rdma_kind(r.shown))) + ",\"error\":" + json_str(r.shown.rdma.error ? errno_name(r.shown.rdma.error) : nullptr) +
-       ",\"evidence\":" + json_str(r.shown.rdma.evidence) + "}";
-  o += ",\"ucx_conf\":{\"assigns_ucx_tls\":" + std::string(json_tri(r.shown.ucx_conf.value)) +
-       ",\"evidence\":" + json_str(r.shown.ucx_conf.evidence) + "}";
+  j.str("line", line).object("evidence").object("rdma").raw("usable", json_tri(r.shown.rdma.value));
+  j.str("transports", rdma_transports(rdma_kind(r.shown))).str("error", r.shown.rdma.error ? errno_name(r.shown.rdma.error) : nullptr);
+  j.str("evidence", r.shown.rdma.evidence).end();
+  j.object("ucx_conf").raw("assigns_ucx_tls", json_tri(r.shown.ucx_conf.value)).str("evidence", r.shown.ucx_conf.evidence).end();
   if (r.s.tier == ProbeTier::driver)
-    o += ",\"driver\":{\"ran\":" + std::string(json_tri(r.shown.driver.value)) +
-         ",\"evidence\":" + json_str(r.shown.driver.evidence) + "}";
+    j.object("driver").raw("ran", json_tri(r.shown.driver.value)).str("evidence", r.shown.driver.evidence).end();
   for (Family fam : kShown) {
     const FamilyFact &ff = r.shown.family[int(fam)];
-    o += ",\"" + std::string(family_name(fam)) + "\":{\"visible\":" + json_tri(ff.value) +
-         ",\"present\":" + std::to_string(ff.present) + ",\"visible_count\":" + std::to_string(ff.visible_n) +
-         ",\"error\":" + json_str(ff.error ? errno_name(ff.error) : nullptr) +
-         ",\"evidence\":" + json_str(ff.evidence) + "}";
+    j.object(family_name(fam)).raw("visible", json_tri(ff.value)).number("present", ff.present).number("visible_count", ff.visible_n);
+    j.str("error", ff.error ? errno_name(ff.error) : nullptr).str("evidence", ff.evidence).end();
   }
-  o += "},\"variables\":{";
-  for (int v = 0; v < kVarCount; v++) o += (v ? "," : "") + json_str(kOptions[v].name) + ":" + json_str(r.in.get(Var(v)));
-  o += "}}\n";
-  fputs(o.c_str(), stdout);
+  j.end().object("variables");
+  for (int v = 0; v < kVarCount; v++) j.str(kOptions[v].name, r.in.get(Var(v)));
+  fputs(j.text().c_str(), stdout);
 }
 
 }  // namespace
 
 int cmd_explain(int argc, char **argv) {
   bool json = false;
-  if (const char *bad = only_flag(argc, argv, "--json", &json))
+  if (const char *bad = first_unknown(argc, argv, "--json", &json))
     return fail(kUsage, std::string("explain: unknown option '") + bad + "' (try ucxtls --help)");
-  auto r = std::make_unique<Report>();
+  auto r = std::make_unique<Evaluation>();
   evaluate(r.get());
   if (json) explain_json(*r);
   else explain_text(*r);
@@ -228,7 +207,6 @@ int cmd_explain(int argc, char **argv) {
   }
   return 0;
 }
-
 
 }  // namespace cli
 }  // namespace ucxtls

@@ -12,23 +12,11 @@ namespace cli {
 namespace {
 
 // A variable of the environment the decision was made in (doctor --pid: that process's).
-const char *env_get(const Report &r, const char *name) {
+const char *env_get(const Evaluation &r, const char *name) {
   const size_t n = strlen(name);
   for (char *const *e = r.env.envp(); e && *e; e++)
     if (!strncmp(*e, name, n) && (*e)[n] == '=') return *e + n + 1;
   return nullptr;
-}
-
-// The entries of a UCX list, without a leading '^', the ":aux" suffix and the exact-name '\'.
-std::vector<std::string> entries(const char *value, bool *deny) {
-  *deny = value[0] == '^';
-  std::vector<std::string> out;
-  for (std::string e : split(value + (*deny ? 1 : 0), ",")) {
-    e = e.substr(0, e.find(':'));
-    if (!e.empty() && e[0] == '\\') e.erase(0, 1);
-    out.push_back(e);
-  }
-  return out;
 }
 
 // UCX's boolean words (parser.c ucs_config_sscanf_bool / _ternary) for "yes".
@@ -39,17 +27,30 @@ bool yes_word(const char *v) {
   return false;
 }
 
-}  // namespace
-
+// Does a UCX_TLS value (NULL: unset, UCX's default all) let UCX open rc_gda? all, ib and rc_gda
+// itself do; a deny list does unless it names ib or rc_gda.
 bool value_opens_rc_gda(const char *value) {
   if (!value) return true;
   bool deny;
-  for (const std::string &e : entries(value, &deny))
+  for (const std::string &e : tls_entries(value, &deny))
     if (names_overlap(e.c_str(), e.size(), "rc_gda", 6) || (!deny && e == "all")) return !deny;  // rc_gda, ib
   return deny;
 }
 
-std::vector<NodeFinding> node_findings(const Report &r, const char *value) {
+}  // namespace
+
+std::vector<std::string> tls_entries(const char *value, bool *deny) {
+  *deny = value[0] == '^';
+  std::vector<std::string> out;
+  for (std::string e : split(value + (*deny ? 1 : 0), ",")) {
+    e = e.substr(0, e.find(':'));
+    if (!e.empty() && e[0] == '\\') e.erase(0, 1);
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<NodeFinding> node_findings(const Evaluation &r, const char *value) {
   std::vector<NodeFinding> out;
   // UCX 1.21+'s rc_gda lists a device per GPU and its nearest ConnectX without UCX's port and GID
   // check (src/uct/ib/mlx5/gdaki/gdaki.c uct_gdaki_query_tl_devices), and its uct_iface_open on a
@@ -73,7 +74,7 @@ std::vector<NodeFinding> node_findings(const Report &r, const char *value) {
   // self/memory - no peer failure handler", sgl-project/sglang#40641, ai-dynamo/nixl#1846).
   if (const char *net = env_get(r, "UCX_NET_DEVICES")) {
     bool deny;
-    const std::vector<std::string> names = entries(net, &deny);
+    const std::vector<std::string> names = tls_entries(net, &deny);
     bool rdma_only = !deny && !names.empty();
     for (const std::string &n : split(net + (deny ? 1 : 0), ","))
       if (n.find(':') == std::string::npos) rdma_only = false;  // a net device (eth0, lo) or all
@@ -86,7 +87,7 @@ std::vector<NodeFinding> node_findings(const Report &r, const char *value) {
   return out;
 }
 
-std::vector<NodeFinding> build_findings(const Report &r, const std::string &version,
+std::vector<NodeFinding> build_findings(const Evaluation &r, const std::string &version,
                                         const std::vector<std::string> &transports) {
   std::vector<NodeFinding> out;
   bool rocm = false;  // a build without ROCm registers no AMD memory at all (doctor's build line says so)

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
+#include "evaluation.h"
 
 namespace ucxtls {
 namespace cli {
@@ -18,18 +18,18 @@ struct NodeFinding {
   std::string text;  // what a user reads, with the fix
 };
 
-// Does a UCX_TLS value (NULL: unset, UCX's default all) let UCX open rc_gda? all, ib and rc_gda
-// itself do; a deny list does unless it names ib or rc_gda.
-bool value_opens_rc_gda(const char *value);
+// The names of a UCX list (UCX_TLS, UCX_NET_DEVICES), without a leading '^' (*deny), the ":aux"
+// suffix and the exact-name '\'.
+std::vector<std::string> tls_entries(const char *value, bool *deny);
 
 // The findings about the node and the environment r was decided in, for the value in effect
 // (NULL: unset): explain and doctor print each as a line.
-std::vector<NodeFinding> node_findings(const Report &r, const char *value);
+std::vector<NodeFinding> node_findings(const Evaluation &r, const char *value);
 
 // doctor, for a build of this version ("" when it could not be told) registering these
 // transports: what a UCX before 1.23 with ROCm does with AMD GPUs beside a ConnectX. Empty when it
 // does not apply.
-std::vector<NodeFinding> build_findings(const Report &r, const std::string &version,
+std::vector<NodeFinding> build_findings(const Evaluation &r, const std::string &version,
                                         const std::vector<std::string> &transports);
 
 }  // namespace cli

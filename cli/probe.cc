@@ -1,19 +1,11 @@
-// `ucxtls probe [--save]`: asks the GPU drivers once, out of band, for the driver tier.
-//
-// It runs the helper ucxtls-probe (in <libexecdir>/ucxtls, or beside the command in a build tree:
-// helper_path) as an ordinary child of this command: in its own process group, with /dev/null for
-// stdio, the report on fd 3, the visibility
-// variables unset (the answer lists every device; each process applies its own variables to it),
-// killed with its group at UCXTLS_PROBE_TIMEOUT_MS. It prints the driver's answer per family with
-// the devices identified. --save stores it, with this boot's id, as <cache dir>/driver: written to
-// a temporary file in the same directory and renamed over the old one, so a reader sees the old
-// file or the new one, never half of one. A helper that fails is saved too, as "no answer" with
-// the reason, so processes fall back to the kernel probe and their debug line says why.
+// `ucxtls probe [--save]`: asks the GPU drivers once, out of band, for the driver tier, through the
+// helper ucxtls-probe run as a bounded child (bounded_child.h) with the visibility variables unset:
+// the answer lists every device, and each process applies its own variables to it. --save stores
+// it with this boot's id as <cache dir>/driver, written beside it and renamed over the old one (a
+// reader sees one whole file); a helper that fails is saved as "no answer" with the reason, so
+// that processes fall back to the kernel probe and their debug line says why.
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +26,7 @@
 #include "load.h"
 #include "probe.h"
 #include "commands.h"
+#include "args.h"
 #include "exit.h"
 #include "util.h"
 
@@ -99,30 +92,24 @@ void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
     r->ok = true;
     return;
   }
-  char buf[160];
+  const std::string name = kHelperName;
   if (child.exec_errno) {
     r->why = "cannot execute " + helper + " (" + strerror(child.exec_errno) + ")";
-    r->short_why = std::string(kHelperName) + " cannot be executed";
+    r->short_why = name + " cannot be executed";
   } else if (!ended) {
-    snprintf(buf, sizeof buf, "%s gave no answer within UCXTLS_PROBE_TIMEOUT_MS=%d ms: killed", kHelperName, timeout_ms);
-    r->why = buf;
-    snprintf(buf, sizeof buf, "%s timed out after %d ms", kHelperName, timeout_ms);
-    r->short_why = buf;
+    const std::string ms = std::to_string(timeout_ms);
+    r->why = name + " gave no answer within UCXTLS_PROBE_TIMEOUT_MS=" + ms + " ms: killed";
+    r->short_why = name + " timed out after " + ms + " ms";
   } else if (reaped && WIFSIGNALED(status)) {  // it ended before the deadline: not our SIGKILL
-    snprintf(buf, sizeof buf, "%s died of signal %d (%s) before answering", kHelperName, WTERMSIG(status),
-             strsignal(WTERMSIG(status)));
-    r->why = buf;
-    snprintf(buf, sizeof buf, "%s died of signal %d", kHelperName, WTERMSIG(status));
-    r->short_why = buf;
+    const std::string sig = std::to_string(WTERMSIG(status));
+    r->short_why = name + " died of signal " + sig;
+    r->why = r->short_why + " (" + strsignal(WTERMSIG(status)) + ") before answering";
   } else if (reaped && WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    snprintf(buf, sizeof buf, "%s exited with status %d without a report", kHelperName, WEXITSTATUS(status));
-    r->why = buf;
-    snprintf(buf, sizeof buf, "%s exited with status %d", kHelperName, WEXITSTATUS(status));
-    r->short_why = buf;
+    r->short_why = name + " exited with status " + std::to_string(WEXITSTATUS(status));
+    r->why = r->short_why + " without a report";
   } else {
-    r->why = std::string(kHelperName) + (len ? " wrote a malformed report (" + std::string(why ? why : "?") + ")"
-                                             : " wrote no report");
-    r->short_why = std::string(kHelperName) + (len ? ": malformed report" : " wrote no report");
+    r->why = name + (len ? " wrote a malformed report (" + std::string(why ? why : "?") + ")" : " wrote no report");
+    r->short_why = name + (len ? ": malformed report" : " wrote no report");
   }
 }
 
@@ -184,7 +171,7 @@ bool save(const std::string &dir, const char *text, size_t len, std::string *err
 
 int cmd_probe(int argc, char **argv) {
   bool want_save = false;
-  if (const char *bad = only_flag(argc, argv, "--save", &want_save))
+  if (const char *bad = first_unknown(argc, argv, "--save", &want_save))
     return probe_fail(kUsage, std::string("unknown option '") + bad + "' (ucxtls probe [--save])");
   Inputs in;
   Settings s;
@@ -203,7 +190,7 @@ int cmd_probe(int argc, char **argv) {
   // A replayed machine has no drivers to ask: the answer is this machine's, stamped (with --save)
   // with the replayed machine's boot id, and it wins over the replay's kernel answer.
   if (s.sysroot)
-    fail(0, std::string("probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's, not the replayed machine's") +
+    note(std::string("probe: UCXTLS_SYSROOT is set: the drivers asked are this machine's, not the replayed machine's") +
                 (want_save ? ", and the answer is saved as the replayed machine's" : ""));
   const std::string helper = helper_path();
   auto run = std::unique_ptr<HelperRun>(new HelperRun());

@@ -165,7 +165,7 @@ void take_credentials(int out, const FileCreds &c) {
 // The child: takes the process's place, decides there, writes the answer on fd 3, ends.
 // proc: /proc/PID, opened once, so that every file read of it is of the same process (a process
 // id reused meanwhile makes each open fail).
-[[noreturn]] void decide_there(Report *r, pid_t pid, int proc_fd, const FileCreds &c, bool secure, const char *tmpl, int out) {
+[[noreturn]] void decide_there(Evaluation *r, pid_t pid, int proc_fd, const FileCreds &c, bool secure, const char *tmpl, int out) {
   const pid_t parent = getppid();  // fork_tied: still doctor
   const std::string proc = "/proc/" + std::to_string(pid);
   wipe_own_environment();
@@ -200,7 +200,7 @@ void take_credentials(int out, const FileCreds &c) {
 
 }  // namespace
 
-bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err) {
+bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err) {
   const std::string who = "process " + std::to_string(pid), proc = "/proc/" + std::to_string(pid);
   FileCreds creds;
   const int proc_fd = open(proc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -237,7 +237,7 @@ bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, in
   if (got.size() < at || got[0] != 'A' || !take(got, &at, &r->listing_differs) || !take(got, &at, &r->decided_line) || at != got.size())
     return *err = "the decision made in the place of " + who + " did not come back whole", false;
   memcpy(&a, got.data() + 1, sizeof a);
-  load_report(r, secure, tmpl);  // pure: the inputs and settings, as the child had them
+  load_inputs(r, secure, tmpl);  // pure: the inputs and settings, as the child had them
   r->f = a.f, r->shown = a.shown, r->d = a.d, r->family = a.family, r->family_decided = a.family_decided;
   return true;
 }

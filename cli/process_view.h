@@ -9,17 +9,17 @@
 
 #include <string>
 
-#include "report.h"
+#include "evaluation.h"
 
 namespace ucxtls {
 namespace cli {
 
 // r->env holds the process's start environment. Decides as the library in process pid decided
-// (report.h evaluate_loaded, library_line) in a child of doctor that first takes the process's
+// (evaluation.h evaluate_loaded, library_line) in a child of doctor that first takes the process's
 // place (process_view.cc: its root, working directory and file credentials; no descriptor and no
 // environment of doctor's); the answer comes back over a pipe. False with *err (one line) when
 // the child gave no answer within timeout_ms or could not take the process's place.
-bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err);
+bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err);
 
 }  // namespace cli
 }  // namespace ucxtls

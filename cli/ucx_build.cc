@@ -169,6 +169,7 @@ bool process_secure(const std::string &proc) {
 
 bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   const std::string proc = "/proc/" + std::to_string(pid);
+  m->pid = pid;
   std::string maps;
   int e = 0;
   if (!read_file(proc + "/maps", &maps, &e)) {
@@ -227,9 +228,8 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
     if (std::find(m->as_mapped.begin(), m->as_mapped.end(), file) != m->as_mapped.end()) continue;
     m->as_mapped.push_back(file);
     m->inside.push_back(inside_of(file));
-    m->libucp.push_back(m->shown + m->inside.back());
   }
-  if (m->libucp.empty()) {  // nothing to check is not "missing" (exit 1)
+  if (m->inside.empty()) {  // nothing to check is not "missing" (exit 1)
     *status = kUsage;
     *err = "process " + std::to_string(pid) + " (" + comm + ") has no UCX mapped (no libucp in " + proc +
            "/maps): it has not loaded UCX yet, or it does not use UCX";

@@ -50,25 +50,21 @@ bool is_libucp_name(const char *name);
 // Copies are compared within timeout_ms and doctor's byte budget; past either: could not tell (false).
 bool locate_libucp(const std::string &path, std::string *libucp, std::string *err, int timeout_ms = 20000);
 
-// The UCX a running process has mapped (/proc/PID/maps): each libucp (two UCX copies can share a
-// process), as the process names it from its own root (`inside`) and as shown to the user
-// (`libucp`: the host path, or /proc/PID/root/...). comm: its name. env: its environment at exec
-// (env_read false when unreadable), which is what the library in it decided from; ucxtls: the
-// libucxtls.so it maps ("" when none); secure: it runs with secure execution (AT_SECURE in
-// /proc/PID/auxv), so that library read no variable. root: its root as a directory doctor can open
-// (/proc/PID/root), shown: what names a path inside it for the user; cwd, exe: inside its root.
-// mapped: the names and sonames of every object it maps. A process that has exited (a zombie) is
-// an error that says so, exit status kUsage.
+// The UCX a running process has mapped (/proc/PID/maps; two UCX copies can share a process), and
+// what its ld.so and UCX read: its root and environment at exec, which the library in it decided
+// from. A process that has exited (a zombie) is an error that says so, exit status kUsage.
 struct MappedUcx {
+  pid_t pid = 0;
   std::string comm;
-  std::vector<std::string> libucp;     // as shown to the user
-  std::vector<std::string> as_mapped;  // the same, as doctor's /proc/PID/maps names them
+  std::vector<std::string> as_mapped;  // each libucp, as doctor's /proc/PID/maps names it
   std::vector<std::string> inside;     // the same, as the process names them from its own root
   std::vector<std::string> env;        // NAME=value
-  bool env_read = false;
-  std::string ucxtls;
-  bool secure = false;
-  std::string root, shown, cwd, exe;
+  bool env_read = false;               // false: /proc/PID/environ could not be read
+  std::string ucxtls;                  // the libucxtls.so it maps ("" when none)
+  bool secure = false;                 // AT_SECURE in /proc/PID/auxv: its library read no variable
+  std::string root;                    // /proc/PID/root, a directory doctor can open
+  std::string shown;                   // what names a path inside that root to the user
+  std::string cwd, exe;                // inside its root
   std::vector<std::string> objects;    // every mapped file, as the process names it
 };
 bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status);
@@ -87,10 +83,11 @@ struct BuildPlace {
 // name and its DT_SONAME.
 std::vector<std::pair<std::string, std::string>> mapped_names(Root &root, const std::vector<std::string> &objects);
 
-// Reads the build whose libucp is at `libucp` (inside place.root): its version, its transports,
-// the modules UCX would load there and whether each loads. False: *err, one line (not a UCX libucp,
-// not an ELF object, not a regular file).
-bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err);
+// The build whose libucp is at `libucp` (inside place.root), read as one value from its files
+// (ucx_read.cc) and its settings (ucx_settings.cc): its version, its transports, the modules UCX
+// would load there and whether each loads. False: *err, one line (not a UCX libucp, not an ELF
+// object, not a regular file).
+bool read_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err);
 
 // The libucp a program loads, as ld.so would find it for it (ucx_info on PATH, read as lddtree
 // reads it). False: why, in one line (a script, no libucp among its libraries).

@@ -1,6 +1,6 @@
-// A UCX build read from its files (ucx_build.h read_ucx_build): nothing of it is loaded or run.
-// What the old loading helper asked UCX (its version, the transports its libuct and modules
-// register, the modules it loads and why one does not) is read as readelf and lddtree read it.
+// A UCX build read from its files (ucx_build.h read_build), as readelf and lddtree read them: its
+// version, the transports its libuct and modules register, the modules UCX loads and why one does
+// not. Nothing of it is loaded or run.
 #include <ctype.h>
 #include <elf.h>
 #include <fnmatch.h>
@@ -58,6 +58,32 @@ bool defines(const ElfObject &o, const char *name, const ElfSymbol **sym = nullp
   return false;
 }
 
+// The module list compiled into a framework's object (UCS_MODULE_FRAMEWORK_LOAD passes
+// <framework>_MODULES, configure's ":ib:rdmacm:cma"): the NUL-delimited texts of that form in its
+// loaded segments. None: it names none; several: could not tell.
+std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o) {
+  std::vector<std::string> out;
+  for (const ElfObject::Load &l : o.loads) {
+    std::string seg(size_t(std::min<uint64_t>(l.filesz, uint64_t(64) << 20)), '\0');
+    if (seg.empty() || read(&seg[0], seg.size(), off_t(l.offset)) != ssize_t(seg.size())) continue;
+    for (size_t at = seg.find(":"); at != std::string::npos && out.size() < 8; at = seg.find(':', at + 1)) {
+      if (at == 0 || seg[at - 1] != '\0') continue;  // a text starts after a NUL
+      size_t e = at;
+      bool ok = true;
+      while (ok && e < seg.size() && seg[e] == ':') {  // (":" [a-z][a-z0-9]*)+ then NUL
+        size_t k = ++e;
+        while (k < seg.size() && (islower((unsigned char)seg[k]) || (k > e && isdigit((unsigned char)seg[k])))) k++;
+        ok = k > e;
+        e = k;
+      }
+      if (!ok || e >= seg.size() || seg[e] != '\0') continue;
+      const std::string list = seg.substr(at, e - at);
+      if (std::find(out.begin(), out.end(), list) == out.end()) out.push_back(list);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> elf_transports(const ReadAt &read, const ElfObject &o) {
@@ -93,29 +119,6 @@ bool module_enabled(const std::string &modules, const std::string &name) {
   return negate ? !found : found;
 }
 
-std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o) {
-  std::vector<std::string> out;
-  for (const ElfObject::Load &l : o.loads) {
-    std::string seg(size_t(std::min<uint64_t>(l.filesz, uint64_t(64) << 20)), '\0');
-    if (seg.empty() || read(&seg[0], seg.size(), off_t(l.offset)) != ssize_t(seg.size())) continue;
-    for (size_t at = seg.find(":"); at != std::string::npos && out.size() < 8; at = seg.find(':', at + 1)) {
-      if (at == 0 || seg[at - 1] != '\0') continue;  // a text starts after a NUL
-      size_t e = at;
-      bool ok = true;
-      while (ok && e < seg.size() && seg[e] == ':') {  // (":" [a-z][a-z0-9]*)+ then NUL
-        size_t k = ++e;
-        while (k < seg.size() && (islower((unsigned char)seg[k]) || (k > e && isdigit((unsigned char)seg[k])))) k++;
-        ok = k > e;
-        e = k;
-      }
-      if (!ok || e >= seg.size() || seg[e] != '\0') continue;
-      const std::string list = seg.substr(at, e - at);
-      if (std::find(out.begin(), out.end(), list) == out.end()) out.push_back(list);
-    }
-  }
-  return out;
-}
-
 std::string module_extension(const std::string &libucs_name) {
   const size_t dot = libucs_name.find('.');
   return dot == std::string::npos ? ".so" : libucs_name.substr(dot);
@@ -135,22 +138,165 @@ bool UcxBuild::has(const std::string &tl) const {
 }
 
 namespace {
-bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err);
-}  // namespace
 
-bool read_ucx_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
-  Root &root = *place.root;
-  const bool read = read_build_files(place, libucp, b, err);
-  if (root.reached.empty()) return read;
-  // A bound stopped the reading: what the build seems to lack may be what was not read, and
-  // what else could not be told may be that too: one line says why.
-  b->bound = "doctor's bound on reading was reached: " + root.reached;
-  b->unread = {"what it serves: " + b->bound};
-  if (!read) *err = "could not tell what the UCX at " + root.shown + libucp + " is: " + b->bound;
-  return read;
+// What loading the modules reads: the objects loaded before them (libucp and what it needs), the
+// one that loads uct's modules (libucs), their extension, UCX_MODULES and why it leaves one out.
+struct ModuleSearch {
+  Root &root;
+  LdSearch &ld;
+  const std::vector<LoadedObject> &objs;
+  int ucs;
+  std::string ext, modules, modules_why, version;
+};
+
+// Which files UCX opens: 1.22 every lib<framework>_<name><ext> of each directory, no '_' in name
+// (module.c ucs_module_load_from_dir); 1.13 to 1.21 only the names of the framework's compiled
+// list (module.c ucs_load_modules, ucs_module_load_one: each directory in turn until one loads).
+// Frameworks: uct's, and each loaded module's own (uct_ib loads libuct_ib_<name>:
+// UCS_MODULE_FRAMEWORK_LOAD in src/uct/ib/base/ib_md.c). A name loaded from one directory is not
+// loaded again. An unknown version: both readings, and a module counts only where both load it.
+void load_modules(const ModuleSearch &ms, bool scan, const std::vector<std::string> &search, UcxBuild *out) {
+  Root &root = ms.root;
+  LdSearch &ld = ms.ld;
+  std::string why;
+  std::vector<LoadedObject> have = ms.objs;
+  struct Framework {
+    std::string name;
+    int loader, holder;  // the object that dlopens its modules; the one whose list it is (-1: libuct)
+  };
+  std::vector<Framework> frameworks = {{"uct", ms.ucs, -1}};
+  std::vector<std::string> loaded;
+  for (size_t f = 0; f < frameworks.size() && f < 32 && !root.out_of_bounds(); f++) {
+    const Framework fw = frameworks[f];
+    const std::string prefix = "lib" + fw.name + "_";
+    // (dir, file) in the order UCX opens them; the framework's other files, not opened.
+    std::vector<std::pair<std::string, std::string>> order, unopened;
+    std::vector<std::string> listed;
+    bool list_known = true;
+    std::string list_text;
+    if (!scan) {
+      // The list is in the framework's own object: libuct (the object that defines
+      // uct_query_components; without one, any object of the build), or the module.
+      std::vector<std::string> lists;
+      int holder = fw.holder;
+      for (size_t i = 0; i < have.size() && holder < 0; i++)
+        if (defines(have[i].elf, "uct_query_components")) holder = int(i);
+      for (size_t i = 0; i < have.size(); i++) {
+        if (holder >= 0 && int(i) != holder) continue;
+        int e = 0;
+        const int fd = open_regular(root, have[i].path, nullptr, &e);
+        if (fd < 0) continue;
+        for (const std::string &l : compiled_module_lists(reader(root, fd), have[i].elf))
+          if (std::find(lists.begin(), lists.end(), l) == lists.end()) lists.push_back(l);
+        close(fd);
+      }
+      list_known = lists.size() <= 1;
+      if (lists.size() == 1) list_text = lists[0], listed = split(lists[0].c_str() + 1, ":");
+    }
+    for (const std::string &d : search) {
+      std::vector<std::string> names;
+      if (!list_dir(root, d, &names)) continue;
+      for (const std::string &n : names) {
+        std::string name;
+        if (!module_name(n, fw.name, ms.ext, &name)) continue;
+        const bool opens = scan || std::find(listed.begin(), listed.end(), name) != listed.end();
+        (opens ? order : unopened).push_back({d, n});
+      }
+    }
+    if (!scan) {  // the list's order, each name through the directories in turn
+      std::vector<std::pair<std::string, std::string>> by_list;
+      for (const std::string &l : listed)
+        for (const auto &o : order)
+          if (o.second == prefix + l + ms.ext) by_list.push_back(o);
+      order = by_list;
+    }
+    for (const auto &u : unopened) {
+      UcxModule m;
+      m.path = root.shown + u.first + "/" + u.second, m.state = "not-loaded";
+      m.why = !list_known ? "could not tell whether UCX " + ms.version + " opens it: " + fw.name +
+                                "'s compiled module list could not be read"
+                          : "UCX " + ms.version + " opens only the modules it was built with (" +
+                                (list_text.empty() ? std::string("none") : list_text.substr(1)) + "), not every file";
+      if (!list_known) m.state = "error";
+      out->modules.push_back(m);
+    }
+    if (!list_known && !unopened.empty())
+      out->unread.push_back("which " + fw.name + " modules UCX loads (its compiled list could not be read)");
+    for (const auto &file : order) {
+      if (root.out_of_bounds()) break;  // read_build says so: no module of the rest is named
+      const std::string &d = file.first, &n = file.second;
+      std::string name;
+      module_name(n, fw.name, ms.ext, &name);
+      const std::string base = n.substr(0, n.size() - ms.ext.size());
+      if (std::find(loaded.begin(), loaded.end(), base) != loaded.end()) continue;
+      UcxModule m;
+      m.path = root.shown + d + "/" + n;
+      // The module and what it needs are appended to what is loaded already (which counts as
+      // found), and taken off again if it fails: never a copy of the whole load per module name.
+      const size_t before = have.size();
+      LoadedObject o;
+      o.name = o.path = d + "/" + n, o.parent = fw.loader, o.dlopened = true;
+      if (!module_enabled(ms.modules, name)) {
+        m.state = "not-loaded", m.why = ms.modules_why;
+      } else if (!read_object(root, o.path, &o.elf, &why)) {
+        m.state = "error", m.why = why;
+      } else if (o.elf.is64 != ms.objs[0].elf.is64 || o.elf.machine != ms.objs[0].elf.machine) {
+        m.state = "error", m.why = "it is an ELF object of another class or machine";
+      } else {
+        // --pid: a module the process maps has loaded, and what it needs is what it maps; one it
+        // does not map has not, and what it needs is what ld.so finds from what was loaded
+        // before it (a library another module loaded later must not count).
+        bool module_mapped = ld.mapped.empty();
+        for (const auto &mp : ld.mapped) module_mapped = module_mapped || mp.second == o.path;
+        std::vector<std::pair<std::string, std::string>> unmapped;
+        if (!module_mapped) unmapped.swap(ld.mapped);
+        have.push_back(std::move(o));
+        const std::string miss = ld.load_closure(&have, int(before), true);
+        if (!module_mapped) unmapped.swap(ld.mapped);
+        m.state = miss.empty() ? "loaded" : "error", m.why = miss;
+      }
+      if (root.out_of_bounds()) m.state = "error", m.why = "could not tell: doctor's bound on reading was reached: " + root.reached;
+      out->modules.push_back(m);
+      if (m.state != "loaded") {
+        have.resize(before);
+        continue;
+      }
+      loaded.push_back(base);
+      for (size_t i = before; i < have.size(); i++) add_transports(root, have[i], out);
+      // The module and what it needed stay loaded (dlopen keeps them): a later module finds them
+      // by name, as ld.so does. Its own framework is loaded from it.
+      frameworks.push_back({fw.name + "_" + name, int(before), int(before)});
+    }
+  }
 }
 
-namespace {
+// An unknown version: what UCX 1.22's reading (every module file) and older releases' (their
+// compiled list) both load is counted; a module they disagree on could not be told.
+void both_readings(const UcxBuild &newer, const UcxBuild &older, UcxBuild *b) {
+  bool differ = false;
+  for (const UcxModule &m : newer.modules) {
+    const UcxModule *o = nullptr;
+    for (const UcxModule &k : older.modules) o = !o && k.path == m.path ? &k : o;
+    UcxModule both = m;
+    if ((m.state == "loaded") != (o && o->state == "loaded")) {
+      differ = true;
+      both.state = "error", both.why = "could not tell whether UCX loads it: its version is unknown, and UCX 1.22 "
+                                       "opens every module file where older releases open only their compiled list";
+    }
+    b->modules.push_back(both);
+  }
+  for (size_t i = 0; i < newer.transports.size(); i++)
+    if (older.has(newer.transports[i]) && !b->has(newer.transports[i]))
+      b->transports.push_back(newer.transports[i]), b->objects.push_back(newer.objects[i]);
+  for (const UcxBuild *r : {&newer, &older})
+    for (const std::string &u : r->unread)
+      if (std::find(b->unread.begin(), b->unread.end(), u) == b->unread.end()) b->unread.push_back(u);
+  if (differ)
+    b->could_not_tell("which modules UCX loads: its version is unknown, so only what both UCX 1.22's reading and "
+                        "older releases' load is counted", true);
+}
+
+// Everything read_build reads, in the order UCX and ld.so read it.
 bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
   Root &root = *place.root;
   LdSearch ld;
@@ -227,157 +373,35 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
   }
   for (const std::string &d : plugin_dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
   for (const std::string &d : dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
-  // Which files UCX opens: 1.22 every lib<framework>_<name><ext> of each directory, no '_' in name
-  // (module.c ucs_module_load_from_dir); 1.13 to 1.21 only the names of the framework's compiled
-  // list (module.c ucs_load_modules, ucs_module_load_one: each directory in turn until one loads).
-  // Frameworks: uct's, and each loaded module's own (uct_ib loads libuct_ib_<name>:
-  // UCS_MODULE_FRAMEWORK_LOAD in src/uct/ib/base/ib_md.c). A name loaded from one directory is not
-  // loaded again. An unknown version: both readings, and a module counts only where both load it.
-  auto load_modules = [&](bool scan, const std::vector<std::string> &search, UcxBuild *out) {
-    std::vector<LoadedObject> have = objs;
-    struct Framework {
-      std::string name;
-      int loader, holder;  // the object that dlopens its modules; the one whose list it is (-1: libuct)
-    };
-    std::vector<Framework> frameworks = {{"uct", ucs, -1}};
-    std::vector<std::string> loaded;
-    for (size_t f = 0; f < frameworks.size() && f < 32 && !root.out_of_bounds(); f++) {
-      const Framework fw = frameworks[f];
-      const std::string prefix = "lib" + fw.name + "_";
-      // (dir, file) in the order UCX opens them; the framework's other files, not opened.
-      std::vector<std::pair<std::string, std::string>> order, unopened;
-      std::vector<std::string> listed;
-      bool list_known = true;
-      std::string list_text;
-      if (!scan) {
-        // The list is in the framework's own object: libuct (the object that defines
-        // uct_query_components; without one, any object of the build), or the module.
-        std::vector<std::string> lists;
-        int holder = fw.holder;
-        for (size_t i = 0; i < have.size() && holder < 0; i++)
-          if (defines(have[i].elf, "uct_query_components")) holder = int(i);
-        for (size_t i = 0; i < have.size(); i++) {
-          if (holder >= 0 && int(i) != holder) continue;
-          int e = 0;
-          const int fd = open_regular(root, have[i].path, nullptr, &e);
-          if (fd < 0) continue;
-          for (const std::string &l : compiled_module_lists(reader(root, fd), have[i].elf))
-            if (std::find(lists.begin(), lists.end(), l) == lists.end()) lists.push_back(l);
-          close(fd);
-        }
-        list_known = lists.size() <= 1;
-        if (lists.size() == 1) list_text = lists[0], listed = split(lists[0].c_str() + 1, ":");
-      }
-      for (const std::string &d : search) {
-        std::vector<std::string> names;
-        if (!list_dir(root, d, &names)) continue;
-        for (const std::string &n : names) {
-          std::string name;
-          if (!module_name(n, fw.name, ext, &name)) continue;
-          const bool opens = scan || std::find(listed.begin(), listed.end(), name) != listed.end();
-          (opens ? order : unopened).push_back({d, n});
-        }
-      }
-      if (!scan) {  // the list's order, each name through the directories in turn
-        std::vector<std::pair<std::string, std::string>> by_list;
-        for (const std::string &l : listed)
-          for (const auto &o : order)
-            if (o.second == prefix + l + ext) by_list.push_back(o);
-        order = by_list;
-      }
-      for (const auto &u : unopened) {
-        UcxModule m;
-        m.path = root.shown + u.first + "/" + u.second, m.state = "not-loaded";
-        m.why = !list_known ? "could not tell whether UCX " + b->version + " opens it: " + fw.name +
-                                  "'s compiled module list could not be read"
-                            : "UCX " + b->version + " opens only the modules it was built with (" +
-                                  (list_text.empty() ? std::string("none") : list_text.substr(1)) + "), not every file";
-        if (!list_known) m.state = "error";
-        out->modules.push_back(m);
-      }
-      if (!list_known && !unopened.empty())
-        out->unread.push_back("which " + fw.name + " modules UCX loads (its compiled list could not be read)");
-      for (const auto &file : order) {
-        if (root.out_of_bounds()) break;  // read_ucx_build says so: no module of the rest is named
-        const std::string &d = file.first, &n = file.second;
-        std::string name;
-        module_name(n, fw.name, ext, &name);
-        const std::string base = n.substr(0, n.size() - ext.size());
-        if (std::find(loaded.begin(), loaded.end(), base) != loaded.end()) continue;
-        UcxModule m;
-        m.path = root.shown + d + "/" + n;
-        // The module and what it needs are appended to what is loaded already (which counts as
-        // found), and taken off again if it fails: never a copy of the whole load per module name.
-        const size_t before = have.size();
-        LoadedObject o;
-        o.name = o.path = d + "/" + n, o.parent = fw.loader, o.dlopened = true;
-        if (!module_enabled(modules, name)) {
-          m.state = "not-loaded", m.why = modules_why;
-        } else if (!read_object(root, o.path, &o.elf, &why)) {
-          m.state = "error", m.why = why;
-        } else if (o.elf.is64 != objs[0].elf.is64 || o.elf.machine != objs[0].elf.machine) {
-          m.state = "error", m.why = "it is an ELF object of another class or machine";
-        } else {
-          // --pid: a module the process maps has loaded, and what it needs is what it maps; one it
-          // does not map has not, and what it needs is what ld.so finds from what was loaded
-          // before it (a library another module loaded later must not count).
-          bool module_mapped = ld.mapped.empty();
-          for (const auto &mp : ld.mapped) module_mapped = module_mapped || mp.second == o.path;
-          std::vector<std::pair<std::string, std::string>> unmapped;
-          if (!module_mapped) unmapped.swap(ld.mapped);
-          have.push_back(std::move(o));
-          const std::string miss = ld.load_closure(&have, int(before), true);
-          if (!module_mapped) unmapped.swap(ld.mapped);
-          m.state = miss.empty() ? "loaded" : "error", m.why = miss;
-        }
-        if (root.out_of_bounds()) m.state = "error", m.why = "could not tell: doctor's bound on reading was reached: " + root.reached;
-        out->modules.push_back(m);
-        if (m.state != "loaded") {
-          have.resize(before);
-          continue;
-        }
-        loaded.push_back(base);
-        for (size_t i = before; i < have.size(); i++) add_transports(root, have[i], out);
-        // The module and what it needed stay loaded (dlopen keeps them): a later module finds them
-        // by name, as ld.so does. Its own framework is loaded from it.
-        frameworks.push_back({fw.name + "_" + name, int(before), int(before)});
-      }
-    }
-  };
+  const ModuleSearch ms{root, ld, objs, ucs, ext, modules, modules_why, b->version};
   std::vector<std::string> scanned = plugin_dirs;
   scanned.insert(scanned.end(), dirs.begin(), dirs.end());
   if (minor >= 0) {
-    load_modules(minor >= 22, minor >= 22 ? scanned : dirs, b);
+    load_modules(ms, minor >= 22, minor >= 22 ? scanned : dirs, b);
     return true;
   }
   auto newer = std::make_unique<UcxBuild>(), older = std::make_unique<UcxBuild>();
   newer->transports = older->transports = b->transports, newer->objects = older->objects = b->objects;
-  load_modules(true, scanned, newer.get());
-  load_modules(false, dirs, older.get());
-  bool differ = false;
-  for (const UcxModule &m : newer->modules) {
-    const UcxModule *o = nullptr;
-    for (const UcxModule &k : older->modules) o = !o && k.path == m.path ? &k : o;
-    UcxModule both = m;
-    if ((m.state == "loaded") != (o && o->state == "loaded")) {
-      differ = true;
-      both.state = "error", both.why = "could not tell whether UCX loads it: its version is unknown, and UCX 1.22 "
-                                       "opens every module file where older releases open only their compiled list";
-    }
-    b->modules.push_back(both);
-  }
-  for (size_t i = 0; i < newer->transports.size(); i++)
-    if (older->has(newer->transports[i]) && !b->has(newer->transports[i]))
-      b->transports.push_back(newer->transports[i]), b->objects.push_back(newer->objects[i]);
-  for (const UcxBuild *r : {newer.get(), older.get()})
-    for (const std::string &u : r->unread)
-      if (std::find(b->unread.begin(), b->unread.end(), u) == b->unread.end()) b->unread.push_back(u);
-  if (differ)
-    b->could_not_tell("which modules UCX loads: its version is unknown, so only what both UCX 1.22's reading and "
-                        "older releases' load is counted", true);
+  load_modules(ms, true, scanned, newer.get());
+  load_modules(ms, false, dirs, older.get());
+  both_readings(*newer, *older, b);
   return true;
 }
+
 }  // namespace
+
+bool read_build(BuildPlace &place, const std::string &libucp, UcxBuild *b, std::string *err) {
+  Root &root = *place.root;
+  b->libucp = root.shown + libucp;
+  const bool read = read_build_files(place, libucp, b, err);
+  if (root.reached.empty()) return read;
+  // A bound stopped the reading: what the build seems to lack may be what was not read, and
+  // what else could not be told may be that too: one line says why.
+  b->bound = "doctor's bound on reading was reached: " + root.reached;
+  b->unread = {"what it serves: " + b->bound};
+  if (!read) *err = "could not tell what the UCX at " + root.shown + libucp + " is: " + b->bound;
+  return read;
+}
 
 bool program_libucp(BuildPlace &place, const std::string &program, std::string *libucp, std::string *err) {
   Root &root = *place.root;

@@ -1,10 +1,9 @@
-// What UCX reads besides its libraries, read as UCX reads it: a ucx.conf's value for a name, and
-// a UCX setting for a build at a place (ucx_build.h BuildPlace): its environment first, then the
-// ucx.conf files in UCX's order.
+// UCX's own rules for what it reads besides its libraries, as doctor applies them to a build's
+// files: a setting's value (ucx_settings.cc: the environment first, then the ucx.conf files in
+// UCX's order) and the pure parts of its module rules (ucx_read.cc).
 #pragma once
 
 #include <string>
-
 #include <vector>
 
 #include "elf.h"
@@ -29,11 +28,6 @@ int ucx_minor(const std::string &version);
 // a value it rejects ("all" with other names), which UCX's global options then replace with the
 // default (ucs_config_apply_config_vars restores dfl_value).
 bool allow_list_valid(const std::string &modules);
-
-// The module list compiled into a framework's object (UCS_MODULE_FRAMEWORK_LOAD passes
-// <framework>_MODULES, configure's ":ib:rdmacm:cma"): the NUL-delimited texts of that form in its
-// loaded segments. None: it names none; several: could not tell.
-std::vector<std::string> compiled_module_lists(const ReadAt &read, const ElfObject &o);
 
 // The pure parts of UCX's module rules (src/ucs/sys/module.c of v1.22.0), each table-tested and fuzzed:
 // The transports an object defines: its dynamic data symbols `uct_<name>_tl` whose first bytes

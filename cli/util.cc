@@ -152,14 +152,5 @@ std::string json_str(const char *s) {
   return o + "\"";
 }
 
-const char *only_flag(int argc, char **argv, const char *flag, bool *set) {
-  *set = false;
-  for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], flag)) return argv[i];
-    *set = true;
-  }
-  return nullptr;
-}
-
 }  // namespace cli
 }  // namespace ucxtls

@@ -51,9 +51,5 @@ size_t lines_printed();
 // parses. nullptr: null.
 std::string json_str(const char *s);
 
-// The arguments of a command whose one option is a flag (explain --json, probe --save): *set
-// says whether it was given; the first other argument is returned (nullptr: none).
-const char *only_flag(int argc, char **argv, const char *flag, bool *set);
-
 }  // namespace cli
 }  // namespace ucxtls

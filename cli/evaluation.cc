@@ -1,5 +1,5 @@
-// The decision as the library's constructor makes it, for the commands (see report.h).
-#include "report.h"
+// The decision as the library's constructor makes it, for the commands (see evaluation.h).
+#include "evaluation.h"
 
 #include <string.h>
 #include <sys/auxv.h>
@@ -24,12 +24,12 @@ void show(const char *name, const F &decided, const F &listed, F *out, std::stri
 
 }  // namespace
 
-void evaluate(Report *r, const char *tmpl) {
+void evaluate(Evaluation *r, const char *tmpl) {
   r->env.load();
   evaluate_loaded(r, getauxval(AT_SECURE) != 0, tmpl);
 }
 
-void load_report(Report *r, bool secure, const char *tmpl) {
+void load_inputs(Evaluation *r, bool secure, const char *tmpl) {
   if (secure) {
     char *none[] = {nullptr};  // as that process's library: secure execution reads nothing
     load(none, true, &r->in, &r->s, tmpl);
@@ -38,8 +38,8 @@ void load_report(Report *r, bool secure, const char *tmpl) {
   }
 }
 
-void evaluate_loaded(Report *r, bool secure, const char *tmpl) {
-  load_report(r, secure, tmpl);
+void evaluate_loaded(Evaluation *r, bool secure, const char *tmpl) {
+  load_inputs(r, secure, tmpl);
   // The library's probe options (docs/design.md, "One decision"): its enumeration bounds stop as
   // soon as the answer is known, and a file it never reads cannot change its answer, so neither
   // may it change the command's. Evidence on: the words are what the debug line prints.
@@ -109,7 +109,7 @@ std::string gpu_mismatch_warning(const char *value, Family family) {
          "); UCXTLS_REPAIR=1 rewrites them to this node's, or unset UCX_TLS to let ucxtls derive the value";
 }
 
-std::string library_line(const Report &r) {
+std::string library_line(const Evaluation &r) {
   if (!r.decided_line.empty()) return r.decided_line;  // made where the facts were read (process_view.h)
   // Decided again exactly as the constructor decides: its probes stop at the first visible GPU,
   // so the line carries the library's own counts ("1+"), not explain's full listing. The decision

@@ -1,4 +1,4 @@
-// The decision exactly as the library's constructor makes it (Report, evaluate), and the library's
+// The decision exactly as the library's constructor makes it (Evaluation, evaluate), and the library's
 // own line for it. Every rule comes from the core (shim/core.h); nothing here restates one.
 #pragma once
 
@@ -7,15 +7,12 @@
 
 #include "core.h"
 #include "environment.h"
-// What the commands that report also use, until each includes it itself (explain.cc does not yet).
-#include "exit.h"
-#include "util.h"
 
 namespace ucxtls {
 namespace cli {
 
 // The decision, exactly as the constructor makes it, plus display-only evidence.
-struct Report {
+struct Evaluation {
   Environment env;
   Inputs in;
   Settings s;
@@ -32,14 +29,14 @@ struct Report {
 // probe options (the enumeration bounds included), then probes the facts the decision did not need
 // and, for the evidence alone, lists every device. tmpl: a template to decide with instead of the
 // environment's UCX_TLS and UCXTLS_TEMPLATE (`doctor --template`).
-void evaluate(Report *r, const char *tmpl = nullptr);
+void evaluate(Evaluation *r, const char *tmpl = nullptr);
 
 // The same for an environment already in r->env (`doctor --pid`: the process's start environment);
 // secure: that process ran with secure execution (AT_SECURE), so its library read no variable.
-void evaluate_loaded(Report *r, bool secure, const char *tmpl = nullptr);
+void evaluate_loaded(Evaluation *r, bool secure, const char *tmpl = nullptr);
 
 // Its first step alone, which reads no file: r->in and r->s from r->env (none when secure).
-void load_report(Report *r, bool secure, const char *tmpl = nullptr);
+void load_inputs(Evaluation *r, bool secure, const char *tmpl = nullptr);
 
 // The case ucxtls exists for: a UCX_TLS value naming another family's GPU transports and none of
 // the GPUs this process can use (an Intel node given the CUDA list; repair.h gpu_mismatch), in
@@ -50,7 +47,7 @@ void load_report(Report *r, bool secure, const char *tmpl = nullptr);
 std::string gpu_mismatch_warning(const char *value, Family family);
 
 // The library's own stderr line for this decision (lines.h format_line), with its newline.
-std::string library_line(const Report &r);
+std::string library_line(const Evaluation &r);
 
 }  // namespace cli
 }  // namespace ucxtls
