@@ -41,7 +41,7 @@ const Flag kDoctorFlags[] = {{"--value", "V", "check the value V instead of the 
                              {"--template", "T", "check what template T composes to on this node"},
                              {"--ucx", "PATH", "judge the UCX build at PATH (a libucp, a prefix, a wheel's .libs)"},
                              {"--pid", "PID", "judge the UCX that process PID has mapped"},
-                             {"--timeout-ms", "MS", "bound on ucx_info, or on the helper that asks the build (default 20000)"},
+                             {"--timeout-ms", "MS", "one deadline for all that doctor reads (default 20000)"},
                              {"--json", nullptr, "print the findings as one JSON object on one line"},
                              {nullptr, nullptr, nullptr}};
 const Flag kProbeFlags[] = {{"--save", nullptr, "store the answer for this node (UCXTLS_CACHE_DIR)"},
