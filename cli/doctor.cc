@@ -111,12 +111,7 @@ int value_to_judge(const DoctorArgs &a, const Evaluation &r, const MappedUcx &pr
   // The decision's (the library's, here or in that process), or, in a process the library did not
   // run in (not loaded, or secure execution), UCX_TLS as it started.
   const char *value = !pid || a.tmpl || library_ran ? effective_value(r.in, r.d) : nullptr;
-  if (pid && !a.tmpl && !library_ran)
-    for (const std::string &e : proc.env)  // the first, as getenv (stdlib/getenv.c) and so UCX read it
-      if (!e.compare(0, 8, "UCX_TLS=")) {
-        value = e.c_str() + 8;
-        break;
-      }
+  if (pid && !a.tmpl && !library_ran) value = env_lookup(proc.env, "UCX_TLS", Dup::first);  // as UCX's getenv
   if (library_ran) v->library = library_line(r);
   const std::string who = "process " + std::to_string(a.pid);
   // No value to judge: the build still is, for the node's GPUs (every build mode, and the plain

@@ -11,13 +11,8 @@ namespace cli {
 
 namespace {
 
-// A variable of the environment the decision was made in (doctor --pid: that process's).
-const char *env_get(const Evaluation &r, const char *name) {
-  const size_t n = strlen(name);
-  for (char *const *e = r.env.envp(); e && *e; e++)
-    if (!strncmp(*e, name, n) && (*e)[n] == '=') return *e + n + 1;
-  return nullptr;
-}
+// A variable of the environment the decision was made in (doctor --pid: that process's), as getenv.
+const char *env_get(const Evaluation &r, const char *name) { return env_lookup(r.env.envp(), name, Dup::first); }
 
 // UCX's boolean words (parser.c ucs_config_sscanf_bool / _ternary) for "yes".
 bool yes_word(const char *v) {

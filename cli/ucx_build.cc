@@ -74,15 +74,6 @@ std::vector<std::string> entries(const std::string &dir) {
   return out;
 }
 
-bool read_file(const std::string &path, std::string *out, int *err) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return *err = errno, false;
-  bool ok = read_all(fd, out);
-  *err = ok ? 0 : errno;
-  close(fd);
-  return ok;
-}
-
 bool same_file(const char *a, const char *b) {
   struct stat x, y;
   return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
@@ -151,8 +142,7 @@ namespace {
 // has exited; 0 when unreadable.
 char process_state(const std::string &proc) {
   std::string stat;
-  int e = 0;
-  if (!read_file(proc + "/stat", &stat, &e)) return 0;
+  if (!read_file(proc + "/stat", &stat)) return 0;
   size_t k = stat.rfind(')');
   return k != std::string::npos && k + 2 < stat.size() ? stat[k + 2] : 0;
 }
@@ -160,8 +150,7 @@ char process_state(const std::string &proc) {
 // AT_SECURE (23) in /proc/PID/auxv: pairs of unsigned longs, as the process's own word size.
 bool process_secure(const std::string &proc) {
   std::string auxv;
-  int e = 0;
-  if (!read_file(proc + "/auxv", &auxv, &e)) return false;
+  if (!read_file(proc + "/auxv", &auxv)) return false;
   return ucxtls::auxv_secure(reinterpret_cast<const unsigned long *>(auxv.data()), auxv.size() / sizeof(unsigned long)) == 1;
 }
 
@@ -171,14 +160,14 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   const std::string proc = "/proc/" + std::to_string(pid);
   m->pid = pid;
   std::string maps;
-  int e = 0;
-  if (!read_file(proc + "/maps", &maps, &e)) {
+  if (!read_file(proc + "/maps", &maps)) {
+    const int e = errno;
     *status = kUsage;
     if (e == ENOENT || e == ESRCH) return *err = absent_words(refusal_facts(), pid), false;
     return *err = refused_words(refusal_facts(), proc + "/maps", e), false;
   }
   std::string comm;
-  if (read_file(proc + "/comm", &comm, &e) && !comm.empty() && comm.back() == '\n') comm.pop_back();
+  if (read_file(proc + "/comm", &comm) && !comm.empty() && comm.back() == '\n') comm.pop_back();
   m->comm = comm;
   const char state = process_state(proc);
   if (state == 'Z' || state == 'X') {  // its maps are empty: it has not "not loaded UCX yet"
@@ -188,7 +177,7 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
            false;
   }
   std::string environ_text;
-  m->env_read = read_file(proc + "/environ", &environ_text, &e);
+  m->env_read = read_file(proc + "/environ", &environ_text);
   if (m->env_read)
     for (size_t i = 0; i < environ_text.size(); i += strlen(&environ_text[i]) + 1)
       if (environ_text[i]) m->env.push_back(&environ_text[i]);

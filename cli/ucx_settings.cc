@@ -82,11 +82,7 @@ std::string conf_setting(BuildPlace &place, const std::string &libucs, const cha
   std::vector<std::string> files = {"/etc/ucx/ucx.conf"};
   if (!libucs.empty()) files.push_back(dir_of(libucs) + (v17 ? "/../etc/ucx/ucx.conf" : "/../etc/ucx.conf"));
   for (const char *var : {"HOME", "UCX_CONFIG_DIR"})
-    for (const std::string &e : place.env)
-      if (!e.compare(0, strlen(var) + 1, std::string(var) + "=")) {
-        files.push_back(e.substr(strlen(var) + 1) + "/ucx.conf");
-        break;
-      }
+    if (const char *dir = env_lookup(place.env, var, Dup::first)) files.push_back(std::string(dir) + "/ucx.conf");
   files.push_back("ucx.conf");  // the working directory's
   std::string value;
   for (const std::string &f : files) {
@@ -104,9 +100,8 @@ std::string ucx_setting(BuildPlace &place, const std::string &libucs, const char
                         std::string *unsure) {
   from->clear();
   if (unsure) unsure->clear();
-  const std::string key = std::string(name) + "=";
-  for (const std::string &e : place.env)  // the environment wins over every file (parser.c:1937); getenv: the first
-    if (!e.compare(0, key.size(), key)) return *from = "environment", e.substr(key.size());
+  if (const char *env = env_lookup(place.env, name, Dup::first))  // the environment wins over every file (parser.c:1937)
+    return *from = "environment", env;
   bool u = false;
   std::string value = conf_setting(place, libucs, name, minor < 0 || minor >= 17, from, &u);
   if (minor < 0) {  // both releases' files and filters: they must agree
