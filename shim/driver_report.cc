@@ -38,12 +38,11 @@ struct Cursor {
     *n = size_t(p - start);
     return *n ? start : nullptr;
   }
-  // Did the last field end at a blank or the line's end (not at a control byte inside it)?
-  bool clean_stop() const { return p == end || is_blank(*p) || *p == '\n'; }
-  // A field kept by the report: NUL-terminated once the line is done.
+  // A field kept by the report, NUL-terminated once the line is done; NULL when it ended at a
+  // control byte inside it (not at a blank or the line's end).
   char *kept_field(size_t *n) {
     char *f = field(n);
-    if (!f || !clean_stop()) return nullptr;
+    if (!f || !(p == end || is_blank(*p) || *p == '\n')) return nullptr;
     cut[ncut++] = p;
     return f;
   }

@@ -50,35 +50,32 @@ const char *env_value(char *const *arr, const char *name) {
 }
 
 size_t env_scan(char *const *arr, const char *const *names, int n, int *missing) {
-  constexpr int kMax = 4;
-  size_t len[kMax];
-  bool have[kMax] = {};
-  for (int i = 0; i < n && i < kMax; i++) len[i] = env_name_len(names[i]);
+  size_t len[kEnvEditMax];
+  bool have[kEnvEditMax] = {};
+  for (int i = 0; i < n; i++) len[i] = env_name_len(names[i]);
   size_t count = 0;
   for (char *const *e = arr; e && *e; e++, count++)
-    for (int i = 0; i < n && i < kMax; i++)
-      if (!have[i] && named(*e, names[i], len[i])) have[i] = true;
+    for (int i = 0; i < n; i++) have[i] = have[i] || named(*e, names[i], len[i]);
   *missing = 0;
-  for (int i = 0; i < n; i++) *missing += i >= kMax || !have[i];
+  for (int i = 0; i < n; i++) *missing += !have[i];
   return count;
 }
 
 int env_write(char ***env, char *const *entries, int n, char **room, size_t room_cap, char **added) {
-  constexpr int kMax = 4;
   char **cur = *env;
-  size_t len[kMax];
-  bool have[kMax] = {};
-  for (int i = 0; i < n && i < kMax; i++) len[i] = env_name_len(entries[i]);
+  size_t len[kEnvEditMax];
+  bool have[kEnvEditMax] = {};
+  for (int i = 0; i < n; i++) len[i] = env_name_len(entries[i]);
   size_t size = 0;
   for (char **e = cur; e && *e; e++, size++) {
-    for (int i = 0; i < n && i < kMax; i++) {
+    for (int i = 0; i < n; i++) {
       if (!named(*e, entries[i], len[i])) continue;
       publish(e, entries[i]);
       have[i] = true;
     }
   }
   int missing = 0;
-  for (int i = 0; i < n && i < kMax; i++)
+  for (int i = 0; i < n; i++)
     if (!have[i]) added[missing++] = entries[i];
   if (!missing) return 0;
   if (!room || size + size_t(missing) + 1 > room_cap) return -1;  // the environment grew meanwhile
@@ -110,9 +107,7 @@ char **copy_into(char *block, char *const *arr, size_t count) {
 }  // namespace
 
 const char *process_env_write(char ***target, bool copy, const char *const *names, const char *const *values, int n) {
-  constexpr int kMax = 4;
-  if (n > kMax) return "too many variables";
-  size_t len[kMax][2], strings = 0;
+  size_t len[kEnvEditMax][2], strings = 0;
   for (int i = 0; i < n; i++) {
     len[i][0] = __builtin_strlen(names[i]);
     len[i][1] = __builtin_strlen(values[i]);
@@ -126,7 +121,7 @@ const char *process_env_write(char ***target, bool copy, const char *const *name
   const size_t cap = room_needed ? count + size_t(missing) + 1 : 0;
   char *block = static_cast<char *>(allocate_block(cap * sizeof(char *) + strings));
   if (!block) return "no memory";  // nothing has changed
-  char *entries[kMax], *added[kMax];
+  char *entries[kEnvEditMax], *added[kEnvEditMax];
   char *p = block + cap * sizeof(char *);
   for (int i = 0; i < n; i++) {
     entries[i] = p;

@@ -63,8 +63,6 @@ int path_access(const Path &p, int mode) {
   return int(noted(p, raw_syscall(SYS_faccessat, AT_FDCWD, long(p.buf), mode)));
 }
 
-bool path_exists(const Path &p) { return path_access(p, F_OK) == 0; }
-
 // O_LARGEFILE: a 32-bit process opens a file over 2 GiB (a ucx.conf padded with comments) as a
 // 64-bit one does, instead of failing with EOVERFLOW; glibc's open adds it, the raw call must.
 // 64-bit kernels force it for 64-bit processes, where the headers define it as 0.
