@@ -119,7 +119,6 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
 }  // namespace
 
 ssize_t read_boot_id(const Settings &s, char *buf, size_t cap) {
-  if (cap < 2) return -1;
   ssize_t n = read_small(Path(s.sysroot, "/proc/sys/kernel/random/boot_id"), buf, cap - 1);
   if (n <= 0) return -1;
   buf[n] = '\0';

@@ -117,10 +117,9 @@ bool parse_device(Cursor &c, FamilyReport *fam) {
   return true;
 }
 
-bool fail(const char **why, const char *what) {
-  if (why) *why = what;
-  return false;
-}
+bool fail(const char **why, const char *what) { return *why = what, false; }
+
+const char kCutShort[] = "incomplete (no end line: cut short)";
 
 // A token (ids, the boot id): blanks and control bytes would split or break the line.
 void add_token(Text &t, const char *s, size_t max) {
@@ -187,7 +186,7 @@ bool parse_driver_report(char *text, size_t len, DriverReport *out, const char *
   size_t n = 0;
   const char *f = c.field(&n);
   if (!f || !is(f, n, "ucxtls-driver") || !(f = c.field(&n)) || !is(f, n, "2") || !c.at_line_end())
-    return fail(why, c.p == c.end ? "incomplete (no end line: cut short)" : "not a driver report (no \"ucxtls-driver 2\" first line)");
+    return fail(why, c.p == c.end ? kCutShort : "not a driver report (no \"ucxtls-driver 2\" first line)");
   DriverReport &r = *out;
   bool end = false, have_cuda = false, have_ze = false, ok = true;
   FamilyReport *last = nullptr;  // the family whose device lines may follow
@@ -215,9 +214,8 @@ bool parse_driver_report(char *text, size_t len, DriverReport *out, const char *
       if (!ok) fail(why, "a malformed device line");
     }  // other lines: a later helper's extras, ignored
   }
-  // A line that failed for want of its own end was cut short: say so (only failures look).
-  if (!ok && !memchr(c.p, '\n', size_t(c.end - c.p))) fail(why, "incomplete (no end line: cut short)");
-  if (ok && !(end && c.next_line())) ok = fail(why, "incomplete (no end line: cut short)");
+  // No end line, or a line that failed for want of its own end: cut short.
+  if (ok ? !(end && c.next_line()) : !memchr(c.p, '\n', size_t(c.end - c.p))) ok = fail(why, kCutShort);
   if (ok && (!have_cuda || !have_ze)) ok = fail(why, "a family line is missing");
   const FamilyReport *fams[] = {&r.cuda, &r.ze};
   for (const FamilyReport *fam : fams) {

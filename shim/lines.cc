@@ -154,8 +154,7 @@ size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_w
     t.add(reason);
   } else {
     const char *v = effective_value(in, d);
-    if (failed_write && (d.action == Action::set || d.action == Action::repair || d.action == Action::clear)) {
-      // the host does not see the decision
+    if (failed_write) {  // a write (set, repair, clear) the host does not see
       if (d.action == Action::clear) t.add("failed to clear UCX_TLS and UCXTLS_DERIVED (").add(failed_write).add("): UCX_TLS ");
       else t.add("failed to set UCX_TLS=").add(v).add(" (").add(failed_write).add("): UCX_TLS ");
       if (now) t.add("is ").add_quoted(now, 200);
