@@ -69,8 +69,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   }
   FileFacts facts;
   char why_buf[96];
-  Text why;
-  why.init(why_buf, sizeof why_buf);
+  Text why(why_buf, sizeof why_buf);
   // Whose files are trusted besides root's: asked only for a file that is not root's.
   unsigned euid = ~0u;
   auto reader = [&euid](const FileFacts &f) {
@@ -130,9 +129,7 @@ bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node
   for (const char *name : nodes) {
     FileFacts f;
     if (stat_path(Path(s.sysroot, name), &f) == 0 && f.mtime_ns > cache_mtime_ns) {
-      Text t;
-      t.init(node, cap);
-      t.add(name);  // the sysroot is in the debug line already
+      Text(node, cap).add(name);  // the sysroot is in the debug line already
       return true;
     }
   }
@@ -143,8 +140,7 @@ void probe_driver_at(const Inputs &in, const Settings &s, const CacheDir *dirs, 
   *out = DriverFact();
   out->value = Tri::no;
   out->cuda.answered = out->ze.answered = Tri::no;
-  Text ev;
-  ev.init(out->evidence, sizeof out->evidence);
+  Text ev(out->evidence, sizeof out->evidence);
   for (int i = 0; i < n; i++) {
     Path dir(nullptr, dirs[i].base);
     dir.add(dirs[i].sub);
@@ -163,8 +159,7 @@ void probe_driver_at(const Inputs &in, const Settings &s, const CacheDir *dirs, 
 void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
   if (s.cache_dir_why) {  // no place to read: as a missing answer, the kernel probe answers
     probe_driver_at(in, s, nullptr, 0, out);
-    Text ev;
-    ev.init(out->evidence, sizeof out->evidence);
+    Text ev(out->evidence, sizeof out->evidence);
     const char *v = in.get(kCacheDir);
     ev.add(kOptions[kCacheDir].name).add("=").add_quoted(v ? v : "").add(" ").add(s.cache_dir_why)
         .add(": no saved answer read").add(kRemedy);

@@ -160,8 +160,7 @@ void format_family(Text &t, const char *family, const FamilyReport &f) {
 }  // namespace
 
 size_t format_driver_report(const DriverReport &r, char *out, size_t cap) {
-  Text t;
-  t.init(out, cap);
+  Text t(out, cap);
   t.add(kHeader).add("\n");
   if (r.boot) {
     t.add("boot ");

@@ -50,8 +50,7 @@ void cannot_tell_words(const Decided &x, Need fact, Text &r) {
 }  // namespace
 
 void render_reason(const Decided &x, int i, char *out, size_t cap) {
-  Text r;
-  r.init(out, cap < kReasonMax ? cap : kReasonMax);
+  Text r(out, cap < kReasonMax ? cap : kReasonMax);
   if (!cap || i < 0 || i >= x.d.nsteps) return;
   const Step st = x.d.steps[i];
   const char *tls = x.in.get(kUcxTls);
