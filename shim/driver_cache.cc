@@ -26,11 +26,9 @@ enum class Found : uint8_t { missing, decided };
 void add_file(Text &ev, const Path &dir) { ev.add(dir.buf).add("/").add(kCacheFileName); }
 
 // The saved answer is not used: the evidence names the file, why, and how to save a new one.
-Found reject(Text &ev, const Path &dir, const char *what, const char *why = nullptr, const char *remedy = kRemedy) {
-  add_file(ev, dir);
-  ev.add(" ignored: ").add(what);
-  if (why) ev.add(why);
-  ev.add(remedy);
+Text &ignored(Text &ev, const Path &dir) { return add_file(ev, dir), ev.add(" ignored: "); }
+Found reject(Text &ev, const Path &dir, const char *what, const char *why = "", const char *remedy = kRemedy) {
+  ignored(ev, dir).add(what).add(why).add(remedy);
   return Found::decided;
 }
 
@@ -47,8 +45,7 @@ Found accept_if_current(const Inputs &in, const Settings &s, const Path &dir, ch
   if (!same_boot(r.boot, boot, size_t(n))) return reject(ev, dir, "saved in another boot");
   char node[256];
   if (driver_loaded_after(s, mtime_ns, node, sizeof node)) {
-    add_file(ev, dir);
-    ev.add(" ignored: stale, ").add(node).add(" is newer (a driver loaded since)").add(kRemedy);
+    ignored(ev, dir).add("stale, ").add(node).add(" is newer (a driver loaded since)").add(kRemedy);
     return Found::decided;
   }
   answer_from_report(r, in, out);
@@ -63,8 +60,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   const int dfd = open_dir(dir);
   if (dfd < 0) {
     if (dfd == -ENOENT) return Found::missing;
-    add_file(ev, dir);
-    ev.add(" ignored: its directory cannot be opened (").add(errno_name(dfd)).add(")").add(kRemedy);
+    ignored(ev, dir).add("its directory cannot be opened (").add(errno_name(dfd)).add(")").add(kRemedy);
     return Found::decided;
   }
   FileFacts facts;
@@ -84,7 +80,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   // a file swapped in between, in a trusted directory, is another `ucxtls probe --save`'s.
   int fd = stat_in(dfd, kCacheFileName, &facts);
   if (fd == -ENOENT) return close_fd(dfd), Found::missing;
-  const char *what = nullptr, *detail = nullptr;
+  const char *what = nullptr, *detail = "";
   if (fd == 0) {
     if ((facts.mode & S_IFMT) == S_IFLNK) what = "it is a symbolic link";
     else if (!cache_trusted(facts, reader(facts), false, why)) what = "it ", detail = why_buf;
@@ -95,8 +91,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   if (what) return reject(ev, dir, what, detail);
   if (fd < 0) {
     if (fd == -ENOENT) return Found::missing;  // removed meanwhile
-    add_file(ev, dir);
-    ev.add(" ignored: it cannot be opened (").add(errno_name(fd)).add(")").add(kRemedy);
+    ignored(ev, dir).add("it cannot be opened (").add(errno_name(fd)).add(")").add(kRemedy);
     return Found::decided;
   }
   if (stat_fd(fd, &facts) != 0 || !cache_trusted(facts, reader(facts), false, why) ||
@@ -147,12 +142,7 @@ void probe_driver_at(const Inputs &in, const Settings &s, const CacheDir *dirs, 
     if (read_cache(in, s, dir, out, ev) == Found::decided) return;
   }
   ev.add("no saved answer at ");
-  for (int i = 0; i < n; i++) {
-    Path dir(nullptr, dirs[i].base);
-    dir.add(dirs[i].sub);
-    if (i) ev.add(" or ");
-    add_file(ev, dir);
-  }
+  for (int i = 0; i < n; i++) ev.add(i ? " or " : "").add(dirs[i].base).add(dirs[i].sub).add("/").add(kCacheFileName);
   ev.add(kRemedy);
 }
 

@@ -996,6 +996,7 @@ TEST_CASE("settings: every row parses by its kind, with the row's words, limits 
         parse_settings(e.in, &s);
         CHECK_FALSE(s.invalid);
         CHECK(std::string(o.meaning).find(word) != std::string::npos);  // --help names it
+        if (Var(v) == kAccel && word != "auto") CHECK(std::string(family_name(s.accel)) == word);  // one family a word
       }
       CHECK(std::string(o.why) == want);
       Env bad{{Var(v), "no-such-word"}};
