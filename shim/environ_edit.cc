@@ -88,11 +88,15 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
 
 namespace {
 
-// Publishes arr over *target, never over an array another thread published meanwhile.
+constexpr char kChanged[] = "another thread changed the environment meanwhile";
+
+// The edit of *target is done: a copy (arr) is published over it, never over an array another
+// thread published meanwhile; an edit in place is seen while *target is still the environment.
 const char *publish_over(char ***target, char **arr) {
   char **expected = *target;
+  if (arr == expected) return __atomic_load_n(&__environ, __ATOMIC_ACQUIRE) == expected ? nullptr : kChanged;
   if (!__atomic_compare_exchange_n(&__environ, &expected, arr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-    return "another thread changed the environment meanwhile";
+    return kChanged;
   *target = arr;
   return nullptr;
 }
@@ -136,9 +140,7 @@ const char *process_env_write(char ***target, bool copy, const char *const *name
   char **room = room_needed ? reinterpret_cast<char **>(block) : nullptr;
   const int k = env_write(&arr, entries, n, room, cap, added);
   if (k < 0) return "another thread grew the environment meanwhile";  // the additions are lost, not written past
-  if (arr != *target) return publish_over(target, arr);
-  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != *target) return "another thread changed the environment meanwhile";
-  return nullptr;
+  return publish_over(target, arr);
 }
 
 const char *process_env_remove(char ***target, bool copy, const char *const *names, int n) {
@@ -152,9 +154,7 @@ const char *process_env_remove(char ***target, bool copy, const char *const *nam
     arr = copy_into(block, *target, count);
   }
   for (int i = 0; i < n; i++) env_remove(arr, names[i], env_name_len(names[i]));
-  if (arr != *target) return publish_over(target, arr);
-  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != *target) return "another thread changed the environment meanwhile";
-  return nullptr;
+  return publish_over(target, arr);
 }
 
 }  // namespace ucxtls

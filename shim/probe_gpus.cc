@@ -35,12 +35,7 @@ struct DeviceTable {
     }
     n++;
   }
-  DeviceIds view() const {
-    DeviceIds d;
-    d.n = n;
-    d.ids = ids_unknown ? nullptr : ids;
-    return d;
-  }
+  DeviceIds view() const { return {n, ids_unknown ? nullptr : ids}; }
 };
 
 UCXTLS_FILE_BACKED DeviceTable g_devices;
