@@ -26,11 +26,9 @@ enum class Found : uint8_t { missing, decided };
 void add_file(Text &ev, const Path &dir) { ev.add(dir.buf).add("/").add(kCacheFileName); }
 
 // The saved answer is not used: the evidence names the file, why, and how to save a new one.
-Found reject(Text &ev, const Path &dir, const char *what, const char *why = nullptr, const char *remedy = kRemedy) {
-  add_file(ev, dir);
-  ev.add(" ignored: ").add(what);
-  if (why) ev.add(why);
-  ev.add(remedy);
+Text &ignored(Text &ev, const Path &dir) { return add_file(ev, dir), ev.add(" ignored: "); }
+Found reject(Text &ev, const Path &dir, const char *what, const char *why = "", const char *remedy = kRemedy) {
+  ignored(ev, dir).add(what).add(why).add(remedy);
   return Found::decided;
 }
 
@@ -47,8 +45,7 @@ Found accept_if_current(const Inputs &in, const Settings &s, const Path &dir, ch
   if (!same_boot(r.boot, boot, size_t(n))) return reject(ev, dir, "saved in another boot");
   char node[256];
   if (driver_loaded_after(s, mtime_ns, node, sizeof node)) {
-    add_file(ev, dir);
-    ev.add(" ignored: stale, ").add(node).add(" is newer (a driver loaded since)").add(kRemedy);
+    ignored(ev, dir).add("stale, ").add(node).add(" is newer (a driver loaded since)").add(kRemedy);
     return Found::decided;
   }
   answer_from_report(r, in, out);
@@ -63,14 +60,12 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   const int dfd = open_dir(dir);
   if (dfd < 0) {
     if (dfd == -ENOENT) return Found::missing;
-    add_file(ev, dir);
-    ev.add(" ignored: its directory cannot be opened (").add(errno_name(dfd)).add(")").add(kRemedy);
+    ignored(ev, dir).add("its directory cannot be opened (").add(errno_name(dfd)).add(")").add(kRemedy);
     return Found::decided;
   }
   FileFacts facts;
   char why_buf[96];
-  Text why;
-  why.init(why_buf, sizeof why_buf);
+  Text why(why_buf, sizeof why_buf);
   // Whose files are trusted besides root's: asked only for a file that is not root's.
   unsigned euid = ~0u;
   auto reader = [&euid](const FileFacts &f) {
@@ -85,7 +80,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   // a file swapped in between, in a trusted directory, is another `ucxtls probe --save`'s.
   int fd = stat_in(dfd, kCacheFileName, &facts);
   if (fd == -ENOENT) return close_fd(dfd), Found::missing;
-  const char *what = nullptr, *detail = nullptr;
+  const char *what = nullptr, *detail = "";
   if (fd == 0) {
     if ((facts.mode & S_IFMT) == S_IFLNK) what = "it is a symbolic link";
     else if (!cache_trusted(facts, reader(facts), false, why)) what = "it ", detail = why_buf;
@@ -96,8 +91,7 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
   if (what) return reject(ev, dir, what, detail);
   if (fd < 0) {
     if (fd == -ENOENT) return Found::missing;  // removed meanwhile
-    add_file(ev, dir);
-    ev.add(" ignored: it cannot be opened (").add(errno_name(fd)).add(")").add(kRemedy);
+    ignored(ev, dir).add("it cannot be opened (").add(errno_name(fd)).add(")").add(kRemedy);
     return Found::decided;
   }
   if (stat_fd(fd, &facts) != 0 || !cache_trusted(facts, reader(facts), false, why) ||
@@ -119,7 +113,6 @@ Found read_cache(const Inputs &in, const Settings &s, const Path &dir, DriverFac
 }  // namespace
 
 ssize_t read_boot_id(const Settings &s, char *buf, size_t cap) {
-  if (cap < 2) return -1;
   ssize_t n = read_small(Path(s.sysroot, "/proc/sys/kernel/random/boot_id"), buf, cap - 1);
   if (n <= 0) return -1;
   buf[n] = '\0';
@@ -131,9 +124,7 @@ bool driver_loaded_after(const Settings &s, long long cache_mtime_ns, char *node
   for (const char *name : nodes) {
     FileFacts f;
     if (stat_path(Path(s.sysroot, name), &f) == 0 && f.mtime_ns > cache_mtime_ns) {
-      Text t;
-      t.init(node, cap);
-      t.add(name);  // the sysroot is in the debug line already
+      Text(node, cap).add(name);  // the sysroot is in the debug line already
       return true;
     }
   }
@@ -144,28 +135,21 @@ void probe_driver_at(const Inputs &in, const Settings &s, const CacheDir *dirs, 
   *out = DriverFact();
   out->value = Tri::no;
   out->cuda.answered = out->ze.answered = Tri::no;
-  Text ev;
-  ev.init(out->evidence, sizeof out->evidence);
+  Text ev(out->evidence, sizeof out->evidence);
   for (int i = 0; i < n; i++) {
     Path dir(nullptr, dirs[i].base);
     dir.add(dirs[i].sub);
     if (read_cache(in, s, dir, out, ev) == Found::decided) return;
   }
   ev.add("no saved answer at ");
-  for (int i = 0; i < n; i++) {
-    Path dir(nullptr, dirs[i].base);
-    dir.add(dirs[i].sub);
-    if (i) ev.add(" or ");
-    add_file(ev, dir);
-  }
+  for (int i = 0; i < n; i++) ev.add(i ? " or " : "").add(dirs[i].base).add(dirs[i].sub).add("/").add(kCacheFileName);
   ev.add(kRemedy);
 }
 
 void probe_driver(const Inputs &in, const Settings &s, DriverFact *out) {
   if (s.cache_dir_why) {  // no place to read: as a missing answer, the kernel probe answers
     probe_driver_at(in, s, nullptr, 0, out);
-    Text ev;
-    ev.init(out->evidence, sizeof out->evidence);
+    Text ev(out->evidence, sizeof out->evidence);
     const char *v = in.get(kCacheDir);
     ev.add(kOptions[kCacheDir].name).add("=").add_quoted(v ? v : "").add(" ").add(s.cache_dir_why)
         .add(": no saved answer read").add(kRemedy);

@@ -38,12 +38,11 @@ struct Cursor {
     *n = size_t(p - start);
     return *n ? start : nullptr;
   }
-  // Did the last field end at a blank or the line's end (not at a control byte inside it)?
-  bool clean_stop() const { return p == end || is_blank(*p) || *p == '\n'; }
-  // A field kept by the report: NUL-terminated once the line is done.
+  // A field kept by the report, NUL-terminated once the line is done; NULL when it ended at a
+  // control byte inside it (not at a blank or the line's end).
   char *kept_field(size_t *n) {
     char *f = field(n);
-    if (!f || !clean_stop()) return nullptr;
+    if (!f || !(p == end || is_blank(*p) || *p == '\n')) return nullptr;
     cut[ncut++] = p;
     return f;
   }
@@ -118,10 +117,9 @@ bool parse_device(Cursor &c, FamilyReport *fam) {
   return true;
 }
 
-bool fail(const char **why, const char *what) {
-  if (why) *why = what;
-  return false;
-}
+bool fail(const char **why, const char *what) { return *why = what, false; }
+
+const char kCutShort[] = "incomplete (no end line: cut short)";
 
 // A token (ids, the boot id): blanks and control bytes would split or break the line.
 void add_token(Text &t, const char *s, size_t max) {
@@ -162,8 +160,7 @@ void format_family(Text &t, const char *family, const FamilyReport &f) {
 }  // namespace
 
 size_t format_driver_report(const DriverReport &r, char *out, size_t cap) {
-  Text t;
-  t.init(out, cap);
+  Text t(out, cap);
   t.add(kHeader).add("\n");
   if (r.boot) {
     t.add("boot ");
@@ -188,7 +185,7 @@ bool parse_driver_report(char *text, size_t len, DriverReport *out, const char *
   size_t n = 0;
   const char *f = c.field(&n);
   if (!f || !is(f, n, "ucxtls-driver") || !(f = c.field(&n)) || !is(f, n, "2") || !c.at_line_end())
-    return fail(why, c.p == c.end ? "incomplete (no end line: cut short)" : "not a driver report (no \"ucxtls-driver 2\" first line)");
+    return fail(why, c.p == c.end ? kCutShort : "not a driver report (no \"ucxtls-driver 2\" first line)");
   DriverReport &r = *out;
   bool end = false, have_cuda = false, have_ze = false, ok = true;
   FamilyReport *last = nullptr;  // the family whose device lines may follow
@@ -216,9 +213,8 @@ bool parse_driver_report(char *text, size_t len, DriverReport *out, const char *
       if (!ok) fail(why, "a malformed device line");
     }  // other lines: a later helper's extras, ignored
   }
-  // A line that failed for want of its own end was cut short: say so (only failures look).
-  if (!ok && !memchr(c.p, '\n', size_t(c.end - c.p))) fail(why, "incomplete (no end line: cut short)");
-  if (ok && !(end && c.next_line())) ok = fail(why, "incomplete (no end line: cut short)");
+  // No end line, or a line that failed for want of its own end: cut short.
+  if (ok ? !(end && c.next_line()) : !memchr(c.p, '\n', size_t(c.end - c.p))) ok = fail(why, kCutShort);
   if (ok && (!have_cuda || !have_ze)) ok = fail(why, "a family line is missing");
   const FamilyReport *fams[] = {&r.cuda, &r.ze};
   for (const FamilyReport *fam : fams) {

@@ -50,35 +50,32 @@ const char *env_value(char *const *arr, const char *name) {
 }
 
 size_t env_scan(char *const *arr, const char *const *names, int n, int *missing) {
-  constexpr int kMax = 4;
-  size_t len[kMax];
-  bool have[kMax] = {};
-  for (int i = 0; i < n && i < kMax; i++) len[i] = env_name_len(names[i]);
+  size_t len[kEnvEditMax];
+  bool have[kEnvEditMax] = {};
+  for (int i = 0; i < n; i++) len[i] = env_name_len(names[i]);
   size_t count = 0;
   for (char *const *e = arr; e && *e; e++, count++)
-    for (int i = 0; i < n && i < kMax; i++)
-      if (!have[i] && named(*e, names[i], len[i])) have[i] = true;
+    for (int i = 0; i < n; i++) have[i] = have[i] || named(*e, names[i], len[i]);
   *missing = 0;
-  for (int i = 0; i < n; i++) *missing += i >= kMax || !have[i];
+  for (int i = 0; i < n; i++) *missing += !have[i];
   return count;
 }
 
 int env_write(char ***env, char *const *entries, int n, char **room, size_t room_cap, char **added) {
-  constexpr int kMax = 4;
   char **cur = *env;
-  size_t len[kMax];
-  bool have[kMax] = {};
-  for (int i = 0; i < n && i < kMax; i++) len[i] = env_name_len(entries[i]);
+  size_t len[kEnvEditMax];
+  bool have[kEnvEditMax] = {};
+  for (int i = 0; i < n; i++) len[i] = env_name_len(entries[i]);
   size_t size = 0;
   for (char **e = cur; e && *e; e++, size++) {
-    for (int i = 0; i < n && i < kMax; i++) {
+    for (int i = 0; i < n; i++) {
       if (!named(*e, entries[i], len[i])) continue;
       publish(e, entries[i]);
       have[i] = true;
     }
   }
   int missing = 0;
-  for (int i = 0; i < n && i < kMax; i++)
+  for (int i = 0; i < n; i++)
     if (!have[i]) added[missing++] = entries[i];
   if (!missing) return 0;
   if (!room || size + size_t(missing) + 1 > room_cap) return -1;  // the environment grew meanwhile
@@ -91,11 +88,15 @@ int env_write(char ***env, char *const *entries, int n, char **room, size_t room
 
 namespace {
 
-// Publishes arr over *target, never over an array another thread published meanwhile.
+constexpr char kChanged[] = "another thread changed the environment meanwhile";
+
+// The edit of *target is done: a copy (arr) is published over it, never over an array another
+// thread published meanwhile; an edit in place is seen while *target is still the environment.
 const char *publish_over(char ***target, char **arr) {
   char **expected = *target;
+  if (arr == expected) return __atomic_load_n(&__environ, __ATOMIC_ACQUIRE) == expected ? nullptr : kChanged;
   if (!__atomic_compare_exchange_n(&__environ, &expected, arr, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-    return "another thread changed the environment meanwhile";
+    return kChanged;
   *target = arr;
   return nullptr;
 }
@@ -110,9 +111,7 @@ char **copy_into(char *block, char *const *arr, size_t count) {
 }  // namespace
 
 const char *process_env_write(char ***target, bool copy, const char *const *names, const char *const *values, int n) {
-  constexpr int kMax = 4;
-  if (n > kMax) return "too many variables";
-  size_t len[kMax][2], strings = 0;
+  size_t len[kEnvEditMax][2], strings = 0;
   for (int i = 0; i < n; i++) {
     len[i][0] = __builtin_strlen(names[i]);
     len[i][1] = __builtin_strlen(values[i]);
@@ -126,7 +125,7 @@ const char *process_env_write(char ***target, bool copy, const char *const *name
   const size_t cap = room_needed ? count + size_t(missing) + 1 : 0;
   char *block = static_cast<char *>(allocate_block(cap * sizeof(char *) + strings));
   if (!block) return "no memory";  // nothing has changed
-  char *entries[kMax], *added[kMax];
+  char *entries[kEnvEditMax], *added[kEnvEditMax];
   char *p = block + cap * sizeof(char *);
   for (int i = 0; i < n; i++) {
     entries[i] = p;
@@ -141,9 +140,7 @@ const char *process_env_write(char ***target, bool copy, const char *const *name
   char **room = room_needed ? reinterpret_cast<char **>(block) : nullptr;
   const int k = env_write(&arr, entries, n, room, cap, added);
   if (k < 0) return "another thread grew the environment meanwhile";  // the additions are lost, not written past
-  if (arr != *target) return publish_over(target, arr);
-  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != *target) return "another thread changed the environment meanwhile";
-  return nullptr;
+  return publish_over(target, arr);
 }
 
 const char *process_env_remove(char ***target, bool copy, const char *const *names, int n) {
@@ -157,9 +154,7 @@ const char *process_env_remove(char ***target, bool copy, const char *const *nam
     arr = copy_into(block, *target, count);
   }
   for (int i = 0; i < n; i++) env_remove(arr, names[i], env_name_len(names[i]));
-  if (arr != *target) return publish_over(target, arr);
-  if (__atomic_load_n(&__environ, __ATOMIC_ACQUIRE) != *target) return "another thread changed the environment meanwhile";
-  return nullptr;
+  return publish_over(target, arr);
 }
 
 }  // namespace ucxtls

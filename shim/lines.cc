@@ -50,8 +50,7 @@ void cannot_tell_words(const Decided &x, Need fact, Text &r) {
 }  // namespace
 
 void render_reason(const Decided &x, int i, char *out, size_t cap) {
-  Text r;
-  r.init(out, cap < kReasonMax ? cap : kReasonMax);
+  Text r(out, cap < kReasonMax ? cap : kReasonMax);
   if (!cap || i < 0 || i >= x.d.nsteps) return;
   const Step st = x.d.steps[i];
   const char *tls = x.in.get(kUcxTls);
@@ -154,8 +153,7 @@ size_t format_line(const Decided &x, char *out, size_t cap, const char *failed_w
     t.add(reason);
   } else {
     const char *v = effective_value(in, d);
-    if (failed_write && (d.action == Action::set || d.action == Action::repair || d.action == Action::clear)) {
-      // the host does not see the decision
+    if (failed_write) {  // a write (set, repair, clear) the host does not see
       if (d.action == Action::clear) t.add("failed to clear UCX_TLS and UCXTLS_DERIVED (").add(failed_write).add("): UCX_TLS ");
       else t.add("failed to set UCX_TLS=").add(v).add(" (").add(failed_write).add("): UCX_TLS ");
       if (now) t.add("is ").add_quoted(now, 200);

@@ -16,24 +16,13 @@ constexpr char kProbeWords[] = "kernel driver";  // ProbeTier's order
 constexpr char kWriteWords[] = "needed always";  // Settings::write_always: the second
 static_assert(int(ProbeTier::kernel) == 0 && int(ProbeTier::driver) == 1, "UCXTLS_PROBE's words are the tiers in order");
 
-constexpr size_t length(const char *s) {
-  size_t n = 0;
-  while (s[n]) n++;
-  return n;
-}
-constexpr size_t count_words(const char *w) {
-  size_t n = 1;
-  for (size_t i = 0; w[i]; i++) n += w[i] == ' ';
-  return n;
-}
-static_assert(sizeof kAccelFamily / sizeof kAccelFamily[0] == count_words(kAccelWords), "one family per word of UCXTLS_ACCEL");
-
 // The boolean words of a toggle (UCX's own, ucs_config_sscanf_bool in src/ucs/config/parser.c:
 // y/yes/on/1 and n/no/off/0, plus true/false), read in any case.
 constexpr char kOnWords[] = "y yes on 1 true";
 constexpr char kOffWords[] = "n no off 0 false";
 
-// The messages name the words and limits above: change both together.
+// The messages name the words and limits above: change both together (tests/unit/test_core.cc
+// checks every row against its words, limits and message).
 constexpr char kBoolWhy[] = "is not a boolean word (y, yes, on, 1, true; n, no, off, 0, false; any case)";
 constexpr char kAccelWhy[] = "is not one of auto, cuda, rocm, ze, none";
 constexpr char kProbeWhy[] = "is not one of kernel, driver";
@@ -51,8 +40,8 @@ constexpr Scope kEvery = Scope::process;
 
 }  // namespace
 
-// constexpr, so that the checks below read it at compile time; "const Option kOptions" opens its
-// own line, where tests/cli read the names from this file.
+// constexpr: first_letters() reads it at compile time; "const Option kOptions" opens its own
+// line, where tests/cli read the names from this file.
 constexpr
 const Option kOptions[kVarCount] = {
     {"UCXTLS_DISABLE", kDisable, kToggle, kEvery, "unset",
@@ -98,69 +87,6 @@ const Option kOptions[kVarCount] = {
     {"XDG_RUNTIME_DIR", kXdgRuntimeDir, kInput, kEvery, "-",
      "$XDG_RUNTIME_DIR/ucxtls holds the driver's answer when UCXTLS_CACHE_DIR is unset"},
 };
-
-namespace {
-
-// The table checks itself at compile time: one row per Var, in order, own names first, each kind
-// complete, a word row's default its first word and its meaning naming every word (for --help).
-
-constexpr bool own_name(const char *n) {
-  for (size_t i = 0; kOwnPrefix[i]; i++)
-    if (n[i] != kOwnPrefix[i]) return false;
-  return true;
-}
-constexpr bool letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-// Does text hold word[0..n) as a word of its own (not inside a longer one)?
-constexpr bool names_word(const char *text, const char *word, size_t n) {
-  for (size_t i = 0; text[i]; i++) {
-    size_t j = 0;
-    while (j < n && text[i + j] == word[j]) j++;
-    if (j == n && (i == 0 || !letter(text[i - 1])) && !letter(text[i + n])) return true;
-  }
-  return false;
-}
-constexpr bool names_every_word(const char *meaning, const char *words) {
-  for (size_t i = 0; words[i];) {
-    size_t n = 0;
-    while (words[i + n] && words[i + n] != ' ') n++;
-    if (!n || !names_word(meaning, words + i, n)) return false;
-    i += n + (words[i + n] ? 1 : 0);
-  }
-  return true;
-}
-constexpr bool words_ok(const Option &o) {
-  size_t first = 0;
-  while (o.words[first] && o.words[first] != ' ') first++;
-  if (length(o.def) != first) return false;
-  for (size_t i = 0; i < first; i++)
-    if (o.def[i] != o.words[i]) return false;
-  return names_every_word(o.meaning, o.words);
-}
-constexpr bool row_ok(const Option &o, int v) {
-  if (o.var != Var(v) || !o.name || !o.def || !o.meaning) return false;
-  if (own_name(o.name) != (v < kOwnVarCount)) return false;
-  if ((o.kind == Kind::input) != (v >= kOwnVarCount || v == kDerived || v == kSaid)) return false;
-  if (o.scope != Scope::process && o.kind == Kind::input) return false;
-  switch (o.kind) {
-    case Kind::word: return o.words && o.why && words_ok(o);
-    case Kind::toggle:  // the boolean words, every one named in --help
-      return o.words == kOnWords && o.why == kBoolWhy && names_every_word(o.meaning, kOnWords) &&
-             names_every_word(o.meaning, kOffWords);
-    case Kind::number: return o.why && o.min <= o.max;
-    case Kind::path: return !o.max || o.why;
-    default: return !o.words && !o.why;
-  }
-}
-constexpr bool table_ok() {
-  for (int v = 0; v < kVarCount; v++)
-    if (!row_ok(kOptions[v], v)) return false;
-  return true;
-}
-static_assert(table_ok(), "kOptions: one row per Var, in the enum's order, each complete for its kind");
-static_assert(kOptions[kProbeTimeoutMs].min <= kProbeTimeoutMsDefault && kProbeTimeoutMsDefault <= kOptions[kProbeTimeoutMs].max,
-              "the probe timeout's default is in its range");
-
-}  // namespace
 
 // A bit per first letter of the names (its low six bits): one test rejects most entries.
 constexpr unsigned long long first_letters() {
@@ -217,8 +143,7 @@ Var closest_option(const char *name, size_t n) {
   size_t best_d = 3;  // more than 2 edits is not close
   for (int v = 0; v < kOwnVarCount; v++) {
     const char *known = kOptions[v].name;
-    size_t nk = 0;
-    while (known[nk]) nk++;
+    const size_t nk = strlen(known);
     size_t d = edit_distance(name, n, known, nk);
     size_t tail = nk > prefix ? nk - prefix : 0;
     if (d < best_d && 2 * d < tail) best = Var(v), best_d = d;
@@ -227,26 +152,26 @@ Var closest_option(const char *name, size_t n) {
 }
 
 namespace {
-// Is v (n bytes) one of the words, ignoring ASCII case?
-bool one_of_words(const char *words, const char *v, size_t n) {
+// The index of v among the space-separated words (lower case), or -1; any_case: v's ASCII case is ignored.
+long word_index(const char *words, const char *v, bool any_case) {
+  const size_t n = strlen(v);
   Items items(words, " ");
   const char *w;
   size_t k;
-  while (items.next(&w, &k)) {
+  for (long index = 0; items.next(&w, &k); index++) {
     if (k != n) continue;
     size_t i = 0;
-    while (i < n && ((v[i] >= 'A' && v[i] <= 'Z') ? char(v[i] | 0x20) : v[i]) == w[i]) i++;  // words: lower case
-    if (i == n) return true;
+    while (i < n && ((any_case && v[i] >= 'A' && v[i] <= 'Z') ? char(v[i] | 0x20) : v[i]) == w[i]) i++;
+    if (i == n) return index;
   }
-  return false;
+  return -1;
 }
 }  // namespace
 
 Toggle toggle_value(const char *v) {
   if (!v || !v[0]) return Toggle::off;  // empty is unset
-  const size_t n = strlen(v);
-  if (one_of_words(kOnWords, v, n)) return Toggle::on;
-  if (one_of_words(kOffWords, v, n)) return Toggle::off;
+  if (word_index(kOnWords, v, true) >= 0) return Toggle::on;
+  if (word_index(kOffWords, v, true) >= 0) return Toggle::off;
   return Toggle::invalid;
 }
 
@@ -283,16 +208,10 @@ Parsed parse_value(const Option &o, const char *v) {
   p.set = v && v[0];
   if (!p.set) return p;
   switch (o.kind) {
-    case Kind::word: {
-      const size_t len = strlen(v);
-      Items words(o.words, " ");
-      const char *w;
-      size_t n;
-      p.why = o.why;
-      for (long i = 0; words.next(&w, &n); i++)
-        if (n == len && !memcmp(w, v, n)) p.why = nullptr, p.number = i;
+    case Kind::word:
+      p.number = word_index(o.words, v, false);
+      if (p.number < 0) p.why = o.why;
       break;
-    }
     case Kind::number:
       if (!parse_long(v, strlen(v), &p.number) || p.number < o.min || p.number > o.max) p.why = o.why;
       break;

@@ -51,8 +51,7 @@ void Failure::note(const char *what, const Path &p, long err, bool evidence) {
   if (error) return;
   error = int(err);
   if (evidence) {
-    Text t;
-    t.init(text, sizeof text);
+    Text t(text, sizeof text);
     describe_failure(t, what, p, err);
   }
 }
@@ -78,8 +77,7 @@ UCXTLS_OWN_FRAME void scan_ucx_conf(const Inputs &in, const Settings &s, bool ev
   static const char kName[] = "UCX_IB_GID_INDEX";
   GidSetting &g = f->gid;
   const char *env = in.get(kUcxIbGidIndex);
-  Text gt;
-  gt.init(g.shown, sizeof g.shown);
+  Text gt(g.shown, sizeof g.shown);
   if (env) {
     g.read = true;
     g.index = parse_gid_index(env);
@@ -88,8 +86,7 @@ UCXTLS_OWN_FRAME void scan_ucx_conf(const Inputs &in, const Settings &s, bool ev
     if (f->ucx_conf.value != Tri::unknown) return;  // the GID was all a RoCE port asked for
   }
   f->ucx_conf = Fact();
-  Text ev;
-  ev.init(f->ucx_conf.evidence, evidence ? sizeof f->ucx_conf.evidence : 0);
+  Text ev(f->ucx_conf.evidence, evidence ? sizeof f->ucx_conf.evidence : 0);
   char value[24] = {}, last[24] = {};
   int from = -1;
   bool in_section = false;

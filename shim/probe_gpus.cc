@@ -35,12 +35,7 @@ struct DeviceTable {
     }
     n++;
   }
-  DeviceIds view() const {
-    DeviceIds d;
-    d.n = n;
-    d.ids = ids_unknown ? nullptr : ids;
-    return d;
-  }
+  DeviceIds view() const { return {n, ids_unknown ? nullptr : ids}; }
 };
 
 UCXTLS_FILE_BACKED DeviceTable g_devices;
@@ -84,8 +79,7 @@ bool control_node_absent(const Settings &s, const char *node, const ProbeOptions
 
 UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::cuda)];
-  Text ev;
-  ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
+  Text ev(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *cvd = in.get(kCudaVisible);
   Failure fail;
   if (control_node_absent(s, "/dev/nvidiactl", o, ff, ev, &fail)) return;
@@ -111,11 +105,7 @@ UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const Prob
         int a = path_access(node, F_OK);
         if (a < 0 && !absent(a)) fail.note("check", node, a, o.evidence);
         if (a < 0) continue;  // a GPU this container was not given
-        if (!t.n && o.evidence) {
-          Text fi;
-          fi.init(first, sizeof first);
-          fi.add(bus).add(" /dev/nvidia").add((long long)gpu.minor);
-        }
+        if (!t.n && o.evidence) Text(first, sizeof first).add(bus).add(" /dev/nvidia").add((long long)gpu.minor);
         t.add(gpu.uuid);
       }
       if (d.error) fail.note("list", dir, d.error, o.evidence);
@@ -149,8 +139,7 @@ UCXTLS_OWN_FRAME void probe_cuda(const Inputs &in, const Settings &s, const Prob
 
 UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::rocm)];
-  Text ev;
-  ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
+  Text ev(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *rocr = in.get(kRocrVisible), *hip = in.get(kHipVisible), *cvd = in.get(kCudaVisible);
   Failure fail;
   if (control_node_absent(s, "/dev/kfd", o, ff, ev, &fail)) return;
@@ -200,8 +189,7 @@ UCXTLS_OWN_FRAME void probe_rocm(const Inputs &in, const Settings &s, const Prob
 // uevent says its driver, vendor and class in one read.
 UCXTLS_OWN_FRAME void probe_ze(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
   FamilyFact *ff = &f->family[int(Family::ze)];
-  Text ev;
-  ev.init(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
+  Text ev(ff->evidence, o.evidence ? sizeof ff->evidence : 0);
   const char *mask = in.get(kZeAffinity);
   bool hidden = ze_mask_hides_all(mask);
   if (hidden && !o.exhaustive) {
@@ -231,19 +219,11 @@ UCXTLS_OWN_FRAME void probe_ze(const Inputs &in, const Settings &s, const ProbeO
     PciUevent pci;
     if (n <= 0 || !parse_pci_uevent(g_file, size_t(n), &pci)) continue;
     if (!intel_gpu_driver(pci.driver)) {
-      if (!other[0] && o.evidence) {
-        Text ot;
-        ot.init(other, sizeof other);
-        ot.add(name).add(": ").add(pci.driver[0] ? pci.driver : "no driver");
-      }
+      if (!other[0] && o.evidence) Text(other, sizeof other).add(name).add(": ").add(pci.driver[0] ? pci.driver : "no driver");
       continue;
     }
     if (!intel_gpu(pci)) continue;
-    if (!found && o.evidence) {
-      Text fi;
-      fi.init(first, sizeof first);
-      fi.add(name).add(" (").add(pci.driver).add(")");
-    }
+    if (!found && o.evidence) Text(first, sizeof first).add(name).add(" (").add(pci.driver).add(")");
     found++;
     if (!o.exhaustive) break;
   }

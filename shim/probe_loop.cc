@@ -2,13 +2,15 @@
 #include "probe.h"
 #include "sys.h"
 
+#include <unistd.h>  // F_OK
+
 namespace ucxtls {
 
 namespace {
 
 // Its own frame (a Path), entered once per process at most: not on every path's stack.
 __attribute__((noinline)) bool is_directory(const char *path) {
-  return path_exists(Path(nullptr, path).add("/."));  // "/." fails on a file
+  return path_access(Path(nullptr, path).add("/."), F_OK) == 0;  // "/." fails on a file
 }
 
 // Bounded: each pass fills one fact. The sysroot is checked to be a directory once the facts are

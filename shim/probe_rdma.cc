@@ -151,16 +151,13 @@ bool check_roce(const Settings &s, const GidSetting &g, bool mlx5, RdmaDevice *o
 // access last, except for uverbs0, tried before any listing (without RDMA that is the whole probe).
 void check_uverbs(const Inputs &in, const Settings &s, const char *node, bool listed, bool found_rc,
                   const ProbeOptions &o, Facts *f, RdmaDevice *out) {
-  Text why;
-  why.init(out->why, sizeof out->why);
+  Text why(out->why, sizeof out->why);
   if (!listed && !node_accessible(s, node, out, why)) return;
   Path p(s.sysroot, "/sys/class/infiniband_verbs/");
   p.add(node).add("/device/driver");
   ssize_t n = read_link(p, g_file, sizeof g_file);
   if (n < 0 && !absent(n)) return void(out->error = int(n));
-  Text drv;
-  drv.init(out->driver, sizeof out->driver);
-  drv.add(n > 0 ? basename_of(g_file) : "");
+  Text(out->driver, sizeof out->driver).add(n > 0 ? basename_of(g_file) : "");
   const RdmaDriver kind = rdma_driver(out->driver);
   if (const char *problem = rdma_driver_problem(kind)) return void(why.add(problem));
   const bool mlx5 = kind == RdmaDriver::mlx5;  // always a CA: no node_type to read
@@ -213,8 +210,7 @@ void describe_device(Text &t, const RdmaDevice &d, const char *node) {
 }  // namespace
 
 UCXTLS_OWN_FRAME void probe_rdma(const Inputs &in, const Settings &s, const ProbeOptions &o, Facts *f) {
-  Text ev;
-  ev.init(f->rdma.evidence, o.evidence ? sizeof f->rdma.evidence : 0);
+  Text ev(f->rdma.evidence, o.evidence ? sizeof f->rdma.evidence : 0);
   Rdma best = Rdma::none;
   int usable = 0, unusable = 0;
   Failure fail;
@@ -227,9 +223,7 @@ UCXTLS_OWN_FRAME void probe_rdma(const Inputs &in, const Settings &s, const Prob
     if (dev.passed) return true;
     if (dev.error && dev.why[0] && !fail.error) {  // a setting, not a read, could not be told
       fail.error = dev.error;
-      Text t;
-      t.init(fail.text, o.evidence ? sizeof fail.text : 0);
-      t.add(dev.name).add(": ").add(dev.why);
+      Text(fail.text, o.evidence ? sizeof fail.text : 0).add(dev.name).add(": ").add(dev.why);
     }
     if (dev.error) {
       fail.note("read the RDMA device of", Path(nullptr, node), dev.error, o.evidence);
@@ -237,17 +231,14 @@ UCXTLS_OWN_FRAME void probe_rdma(const Inputs &in, const Settings &s, const Prob
     }
     if (dev.gda_fails && !f->rdma_gda_fails) {
       f->rdma_gda_fails = true;
-      Text t;
-      t.init(f->rdma_gda_port, sizeof f->rdma_gda_port);
-      t.add(dev.name).add(":1");
+      Text(f->rdma_gda_port, sizeof f->rdma_gda_port).add(dev.name).add(":1");
     }
     // The evidence names the device that decides {rdma}: the first of the best kind (a ConnectX
     // after a Broadcom function), and the first unusable one when none is usable.
     char *slot = dev.kind != Rdma::none ? (usable++, dev.kind > best ? first_usable : nullptr)
                                         : (unusable++ ? nullptr : first_unusable);
     if (slot && o.evidence) {
-      Text t;
-      t.init(slot, slot == first_usable ? sizeof first_usable : sizeof first_unusable);
+      Text t(slot, slot == first_usable ? sizeof first_usable : sizeof first_unusable);
       describe_device(t, dev, node);
     }
     if (dev.kind > best) best = dev.kind;

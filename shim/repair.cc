@@ -94,8 +94,7 @@ void describe_copy_fix(Copy v, Family node, Text &t) {
 }
 
 bool append_copy(const char *value, Family node, char *out, size_t cap) {
-  Text v;
-  v.init(out, cap);
+  Text v(out, cap);
   v.add(value).add(",").add(copy_transport(node));
   if (v.truncated) out[0] = '\0';
   return !v.truncated;
@@ -105,8 +104,7 @@ Repair repair_value(const char *value, Family node, char *out, size_t cap) {
   if (cap) out[0] = '\0';
   if (!gpu_mismatch(value, node)) return Repair::no_mismatch;
   if (!cap) return Repair::too_long;
-  Text v;
-  v.init(out, cap);
+  Text v(out, cap);
   Items items(value);
   const char *e;
   size_t n;

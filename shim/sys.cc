@@ -63,8 +63,6 @@ int path_access(const Path &p, int mode) {
   return int(noted(p, raw_syscall(SYS_faccessat, AT_FDCWD, long(p.buf), mode)));
 }
 
-bool path_exists(const Path &p) { return path_access(p, F_OK) == 0; }
-
 // O_LARGEFILE: a 32-bit process opens a file over 2 GiB (a ucx.conf padded with comments) as a
 // 64-bit one does, instead of failing with EOVERFLOW; glibc's open adds it, the raw call must.
 // 64-bit kernels force it for 64-bit processes, where the headers define it as 0.
@@ -113,7 +111,6 @@ ssize_t read_small(const Path &p, char *buf, size_t cap) {
 
 ssize_t read_link(const Path &p, char *buf, size_t cap) {
   if (!p.ok()) return -ENAMETOOLONG;
-  if (cap < 2) return -EINVAL;
   ssize_t n = noted(p, raw_syscall(SYS_readlinkat, AT_FDCWD, long(p.buf), long(buf), long(cap - 1)));
   if (n < 0) return n;
   buf[n] = '\0';
@@ -121,28 +118,19 @@ ssize_t read_link(const Path &p, char *buf, size_t cap) {
 }
 
 const char *errno_name(long err) {
-  switch (err < 0 ? -err : err) {
-    case ENOENT: return "ENOENT";
-    case ENOTDIR: return "ENOTDIR";
-    case EISDIR: return "EISDIR";
-    case ELOOP: return "ELOOP";
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case EMFILE: return "EMFILE";
-    case ENFILE: return "ENFILE";
-    case ENOMEM: return "ENOMEM";
-    case EIO: return "EIO";
-    case EAGAIN: return "EAGAIN";
-    case EINVAL: return "EINVAL";
-    case ENAMETOOLONG: return "ENAMETOOLONG";
-    case ENODEV: return "ENODEV";
-    case ENXIO: return "ENXIO";
-    case EFAULT: return "EFAULT";
-    case ENOSYS: return "ENOSYS";
-    case ESTALE: return "ESTALE";
-    case EOVERFLOW: return "EOVERFLOW";
-    default: return "error";
-  }
+#define UCXTLS_ERRNO(e) {e, #e}
+  static const struct {
+    int code;
+    char name[13];  // characters, not pointers: no relocation
+  } kNames[] = {UCXTLS_ERRNO(ENOENT), UCXTLS_ERRNO(ENOTDIR), UCXTLS_ERRNO(EISDIR), UCXTLS_ERRNO(ELOOP),
+                UCXTLS_ERRNO(EACCES), UCXTLS_ERRNO(EPERM),   UCXTLS_ERRNO(EMFILE), UCXTLS_ERRNO(ENFILE),
+                UCXTLS_ERRNO(ENOMEM), UCXTLS_ERRNO(EIO),     UCXTLS_ERRNO(EAGAIN), UCXTLS_ERRNO(EINVAL),
+                UCXTLS_ERRNO(ENAMETOOLONG), UCXTLS_ERRNO(ENODEV), UCXTLS_ERRNO(ENXIO), UCXTLS_ERRNO(EFAULT),
+                UCXTLS_ERRNO(ENOSYS), UCXTLS_ERRNO(ESTALE), UCXTLS_ERRNO(EOVERFLOW)};
+#undef UCXTLS_ERRNO
+  for (const auto &e : kNames)
+    if (e.code == (err < 0 ? -err : err)) return e.name;
+  return "error";
 }
 
 struct linux_dirent64 {
@@ -161,7 +149,7 @@ DirReader::DirReader(const Path &p) {
 DirReader::~DirReader() { close_fd(fd); }
 
 const char *DirReader::next() {
-  if (fd < 0 || done) return nullptr;
+  if (done) return nullptr;  // also when the open failed
   for (;;) {
     if (pos >= nread) {
       nread = raw_syscall(SYS_getdents64, fd, long(buf), long(sizeof buf));

@@ -52,11 +52,10 @@ struct Path {
 bool absent(long err);                                      // -ENOENT, -ENOTDIR, -EISDIR, -ELOOP
 // A call under the sysroot has succeeded: it is a directory, no call needed (probe_loop.cc).
 bool sysroot_answered();
-bool path_exists(const Path &p);                            // access(F_OK) == 0
 int path_access(const Path &p, int mode);                   // 0 or -errno
 // One read of a regular file: bytes, or -errno (-ENOENT for anything else: a FIFO, a device).
 ssize_t read_small(const Path &p, char *buf, size_t cap);
-ssize_t read_link(const Path &p, char *buf, size_t cap);    // NUL-terminated: length, or -errno
+ssize_t read_link(const Path &p, char *buf, size_t cap);    // cap >= 2; NUL-terminated: length, or -errno
 const char *errno_name(long err);                           // "EMFILE" for -EMFILE (or EMFILE)
 
 // stat(2), fstat(2) (libc's are GLIBC_2.33 on new glibc). stat_path follows symlinks. 0, or -errno.

@@ -104,8 +104,7 @@ bool template_uses_copy(const char *t) {
 bool template_uses_rdma(const char *t) { return strstr(t, kPlaceholders[kPhRdma]) != nullptr; }
 
 bool compose(const char *t, Family f, Rdma r, char *out, size_t cap) {
-  Text v;
-  v.init(out, cap);
+  Text v(out, cap);
   const char *text[kPhCount] = {copy_transport(f), ipc_transport(f), rdma_transports(r)};
   const char *p = t;
   if (*p == '^') v.add("^"), p++;

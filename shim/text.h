@@ -12,6 +12,8 @@ struct Text {
   size_t cap;  // including the terminating NUL
   size_t len;
   bool truncated;
+  Text() = default;
+  Text(char *buf, size_t size) { init(buf, size); }
   void init(char *buf, size_t size);
   // Inline: a literal's length is known at compile time. NULL adds "(null)".
   Text &add(const char *s) {

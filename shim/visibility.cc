@@ -20,9 +20,6 @@ long leading_index(const char *p, size_t n) {
   return v;
 }
 
-bool is_mig(const char *tok, size_t n) { return starts_with(tok, n, "MIG-", 4); }
-bool is_gpu_id(const char *tok, size_t n) { return starts_with(tok, n, "GPU-", 4); }
-
 // The devices `list` names up to its first invalid entry (CUDA's and ROCr's rule): ordinals, unique
 // "GPU-" id prefixes (optimistic when ids are unknown); a "MIG-" entry (CUDA) is one device and ends
 // the list: CUDA enumerates a single MIG instance.
@@ -37,9 +34,9 @@ int visible_in_list(const char *list, const DeviceIds &devs, bool mig_ok) {
   while (items.next(&tok, &n)) {
     trim(&tok, &n);
     long index = -1;
-    if (mig_ok && is_mig(tok, n)) {
+    if (mig_ok && starts_with(tok, n, "MIG-", 4)) {
       return count + 1;
-    } else if (is_gpu_id(tok, n)) {
+    } else if (starts_with(tok, n, "GPU-", 4)) {
       if (!devs.ids) {
         if (count >= devs.n) break;  // optimistic: a distinct unknown device
         count++;
@@ -76,8 +73,8 @@ int first_token_bound(const char *list, bool mig_ok) {
   size_t n;
   items.next(&tok, &n);
   trim(&tok, &n);
-  if (mig_ok && is_mig(tok, n)) return 0;
-  if (is_gpu_id(tok, n)) return kAllDevices;
+  if (mig_ok && starts_with(tok, n, "MIG-", 4)) return 0;
+  if (starts_with(tok, n, "GPU-", 4)) return kAllDevices;
   long index = leading_index(tok, n);
   if (index < 0) return 0;
   return int(index) + 1;

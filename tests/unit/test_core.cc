@@ -968,10 +968,19 @@ TEST_CASE("the stderr line is one line, names the variable, and never leaks cont
 }
 
 TEST_CASE("settings: every row parses by its kind, with the row's words, limits and message") {
+  for (int v = 0; v < kVarCount; v++) {  // one row per Var, in order, the own names first
+    CAPTURE(kOptions[v].name);
+    CHECK(kOptions[v].var == Var(v));
+    CHECK((std::string(kOptions[v].name).rfind(kOwnPrefix, 0) == 0) == (v < kOwnVarCount));
+  }
   for (int v = 0; v < kOwnVarCount; v++) {
     const Option &o = kOptions[v];
     CAPTURE(o.name);
     CHECK(o.var == Var(v));
+    if (o.kind == Kind::toggle) {  // --help names every boolean word
+      CHECK(std::string(o.meaning).rfind("y, yes, on, 1, true (any case): ", 0) == 0);
+      CHECK(std::string(o.meaning).find("; n, no, off, 0, false: ") != std::string::npos);
+    }
     if (o.kind == Kind::word) {
       std::string want = "is not one of ";
       std::vector<std::string> words;
@@ -986,6 +995,8 @@ TEST_CASE("settings: every row parses by its kind, with the row's words, limits 
         Settings s;
         parse_settings(e.in, &s);
         CHECK_FALSE(s.invalid);
+        CHECK(std::string(o.meaning).find(word) != std::string::npos);  // --help names it
+        if (Var(v) == kAccel && word != "auto") CHECK(std::string(family_name(s.accel)) == word);  // one family a word
       }
       CHECK(std::string(o.why) == want);
       Env bad{{Var(v), "no-such-word"}};
