@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 
 namespace ucxtls {
 namespace cli {
@@ -33,14 +34,14 @@ void end_with_child(int sig) {
 
 // Installs the handler for the time a child runs; the caller's own dispositions come back after.
 struct Forwarding {
-  struct sigaction old[sizeof kForwarded / sizeof kForwarded[0]];
-  bool ignored[sizeof kForwarded / sizeof kForwarded[0]] = {};
+  struct sigaction old[std::size(kForwarded)];
+  bool ignored[std::size(kForwarded)] = {};
   Forwarding() {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = end_with_child;
     sigfillset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; i++) {
+    for (size_t i = 0; i < std::size(kForwarded); i++) {
       sigaction(kForwarded[i], nullptr, &old[i]);
       ignored[i] = old[i].sa_handler == SIG_IGN;  // nohup's SIGHUP stays ignored
       if (!ignored[i]) sigaction(kForwarded[i], &sa, nullptr);
@@ -48,7 +49,7 @@ struct Forwarding {
   }
   ~Forwarding() {
     g_child_group = 0;
-    for (size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; i++)
+    for (size_t i = 0; i < std::size(kForwarded); i++)
       if (!ignored[i]) sigaction(kForwarded[i], &old[i], nullptr);
   }
 };
@@ -89,12 +90,6 @@ bool reap_by(pid_t pid, long long until, int *status) {
   return false;
 }
 
-void relay_from_child() {
-  const pid_t child = fork_tied();
-  if (child < 0) _exit(126);
-  if (child > 0) end_as(child);
-}
-
 namespace {
 // Ends this process as a child with this wait status ended.
 [[noreturn]] void end_with(int status) {
@@ -104,14 +99,20 @@ namespace {
   }
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
 }
-}  // namespace
 
-void end_as(pid_t child) {
+// In a child: forks, and returns in the new child alone; this process waits for it and ends as it
+// ends. Whatever the new child leaves stays in this one's group.
+void relay_from_child() {
+  const pid_t child = fork_tied();
+  if (child < 0) _exit(126);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  if (child > 0) {
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    end_with(status);
   }
-  end_with(status);
 }
+}  // namespace
 
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
                  bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd) {

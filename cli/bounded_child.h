@@ -46,10 +46,6 @@ bool read_until(int fd, long long deadline, size_t max, bool (*complete)(const s
 // Whether pid ended (and was reaped: *status) before until (monotonic_ms).
 bool reap_by(pid_t pid, long long until, int *status);
 
-// In a child: forks, and returns in the new child alone; this process waits for it and ends as it
-// ends (its exit status, or its signal). Whatever the new child leaves stays in this one's group.
-void relay_from_child();
-
 // Reading another process's places (the ucx.conf under its UCX_CONFIG_DIR, home and working
 // directory: a network or FUSE mount may never answer) happens in a child of the command: this
 // returns true in that child, which goes on as the command and calls reads_done() once they are
@@ -59,9 +55,6 @@ void relay_from_child();
 // *err saying so (who: the process, "process PID"; timeout_ms: the bound as the user gave it).
 bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, std::string *err);
 void reads_done();
-
-// Waits for child and ends this process as it ended (its exit status, or its signal).
-[[noreturn]] void end_as(pid_t child);
 
 }  // namespace cli
 }  // namespace ucxtls

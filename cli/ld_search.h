@@ -39,11 +39,10 @@ struct LdSearch {
   std::vector<std::pair<std::string, std::string>> mapped;  // (name, path inside the root)
   // Set from the environment (the process's) and the root; see ld_search.cc.
   void init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path);
-  // The library `name` that objects[from] needs: true with *path inside the root (an object already
-  // mapped: its path). False: not found anywhere ld.so would look.
+  // The library `name` that objects[from] needs: true with *path inside the root, false when it is
+  // nowhere ld.so would look (*error: ld.so's words when the search ended at a file it cannot load).
   // An object already mapped is named by the path the search gives when that is the same file
-  // (ld.so's l_name, which UCX's dladdr reads: links not resolved), else by its mapped path.
-  // *error: ld.so's words when the search ended at a file it cannot load ("" otherwise).
+  // (ld.so's l_name, which UCX's dladdr reads), else by its mapped path.
   bool find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path,
             std::string *error = nullptr);
   // The dependency closure of objects[start] (breadth first, as ld.so loads), appended to objects;

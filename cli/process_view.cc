@@ -68,22 +68,6 @@ struct Answer {
 };
 static_assert(std::is_trivially_copyable<Answer>::value, "the answer crosses the pipe as bytes");
 
-void put(std::string *out, const std::string &s) {
-  const uint32_t n = uint32_t(s.size());
-  out->append(reinterpret_cast<const char *>(&n), sizeof n).append(s);
-}
-
-bool take(const std::string &in, size_t *at, std::string *s) {
-  uint32_t n;
-  if (in.size() - *at < sizeof n) return false;
-  memcpy(&n, in.data() + *at, sizeof n);
-  *at += sizeof n;
-  if (in.size() - *at < n) return false;
-  *s = in.substr(*at, n);
-  *at += n;
-  return true;
-}
-
 // In the child: says why it could not take the process's place, and ends.
 [[noreturn]] void give_up(int out, const std::string &why) {
   const std::string msg = "E" + why + ": " + strerror(errno);
@@ -190,11 +174,10 @@ void take_credentials(int out, const FileCreds &c) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of credentials clears it
   if (getppid() != parent) _exit(126);
   evaluate_loaded(r, secure, tmpl);
+  // Then two texts, each ended by a NUL (none holds one: both are printed with %s).
   std::string msg = "A";
   Answer a{r->f, r->shown, r->d, r->family, r->family_decided};
-  msg.append(reinterpret_cast<const char *>(&a), sizeof a);
-  put(&msg, r->listing_differs);
-  put(&msg, library_line(*r));
+  msg.append(reinterpret_cast<const char *>(&a), sizeof a).append(r->listing_differs + '\0' + library_line(*r) + '\0');
   _exit(write_all(out, msg.data(), msg.size()) ? 0 : 1);
 }
 
@@ -233,10 +216,11 @@ bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, in
            false;
   if (!got.empty() && got[0] == 'E') return *err = "cannot read the files of " + who + " in its place: " + got.substr(1), false;
   Answer a;
-  size_t at = 1 + sizeof a;
-  if (got.size() < at || got[0] != 'A' || !take(got, &at, &r->listing_differs) || !take(got, &at, &r->decided_line) || at != got.size())
+  const size_t at = 1 + sizeof a, mid = got.find('\0', at);
+  if (got.size() < at || got[0] != 'A' || mid == std::string::npos || got.find('\0', mid + 1) != got.size() - 1)
     return *err = "the decision made in the place of " + who + " did not come back whole", false;
   memcpy(&a, got.data() + 1, sizeof a);
+  r->listing_differs = got.substr(at, mid - at), r->decided_line = got.substr(mid + 1, got.size() - mid - 2);
   load_report(r, secure, tmpl);  // pure: the inputs and settings, as the child had them
   r->f = a.f, r->shown = a.shown, r->d = a.d, r->family = a.family, r->family_decided = a.family_decided;
   return true;

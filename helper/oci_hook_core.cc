@@ -228,10 +228,4 @@ bool is_process_dir(const std::string &name) {
   return name == "self" || name == "thread-self" || (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos);
 }
 
-int covering_mount(const std::vector<std::string> &at, int count, const std::string &path, int skip) {
-  for (int i = (skip >= 0 ? skip : count) - 1; i >= 0; i--)
-    if (mount_hides(at[size_t(i)], path)) return i;
-  return -1;
-}
-
 }  // namespace ucxtls

@@ -88,9 +88,5 @@ enum class MountView {
 MountView mount_view(const ContainerMount &m);
 // A name directly below a proc mount that is a process's directory: a PID, self, thread-self.
 bool is_process_dir(const std::string &name);
-// The mount among at[0..count) whose place (a resolved container path) is `path` or a directory
-// above it, the latest one (mounts stack); -1 for none. `skip` (a mount's index, or -1): look below
-// that one, for what a copy shows.
-int covering_mount(const std::vector<std::string> &at, int count, const std::string &path, int skip = -1);
 
 }  // namespace ucxtls

@@ -78,15 +78,10 @@ std::string default_library() {
 bool parse_args(int argc, char **argv, std::string *bad) {
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
-    if (a.compare(0, 10, "--library=") == 0) {
-      opts.library = a.substr(10);
-    } else if (a.compare(0, 6, "--log=") == 0) {
-      opts.log = a.substr(6);
-    } else if (a == "--strict") {
-      opts.strict = true;
-    } else {
-      *bad = a;
-    }
+    if (a.compare(0, 10, "--library=") == 0) opts.library = a.substr(10);
+    else if (a.compare(0, 6, "--log=") == 0) opts.log = a.substr(6);
+    else if (a == "--strict") opts.strict = true;
+    else *bad = a;
   }
   return bad->empty();
 }
@@ -94,40 +89,29 @@ bool parse_args(int argc, char **argv, std::string *bad) {
 // The container's root, once it is known to be the container's own writable layer, writable, and
 // not hidden by the container's mounts where the hook writes; -1 after the hook's line.
 int open_root(const ContainerSpec &spec, const std::string &bundle, const std::string &root, long long deadline_ms, int *rc) {
-  int rootfd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (rootfd < 0) {
-    *rc = fail(errno_text("the root file system " + root));
-    return -1;
-  }
+  const int rootfd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) return *rc = fail(errno_text("the root file system " + root)), -1;
+  auto refuse = [&](const std::string &what) { return close(rootfd), *rc = fail(what), -1; };
   std::string why;
   struct statvfs vfs;
-  if (!is_own_layer(rootfd, &why)) {
-    *rc = fail("the root file system " + root + " " + why + ": not the container's own layer, left alone");
-  } else if (fstatvfs(rootfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
-    *rc = fail("the root file system " + root + " is read-only: nothing written");
-  } else {
-    // The mounts in the runtime's order, then the masked paths it mounts over after them.
-    std::vector<ContainerMount> mounts = spec.mounts;
-    for (const std::string &p : spec.masked) mounts.push_back(ContainerMount{p, "tmpfs", "", false, false, false});
-    MountPlaces places(rootfd, bundle, deadline_ms);
-    for (const ContainerMount &m : mounts) {
-      std::string at;
-      if (!places.add(m, &at, &why)) {
-        *rc = fail("cannot tell where the container's mount on " + m.destination + " lands (" + why + "): nothing written");
-        close(rootfd);
-        return -1;
-      }
-      const char *hidden = mount_hides(at, kPreload) ? kPreload : mount_hides(at, kTarget) ? kTarget : nullptr;
-      if (!hidden) continue;
-      *rc = fail("the container's mount on " + m.destination + (at != m.destination ? " (" + at + " in the root)" : "") +
-                 " would hide " + hidden + ": nothing written");
-      close(rootfd);
-      return -1;
-    }
-    return rootfd;
+  if (!is_own_layer(rootfd, &why))
+    return refuse("the root file system " + root + " " + why + ": not the container's own layer, left alone");
+  if (fstatvfs(rootfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+    return refuse("the root file system " + root + " is read-only: nothing written");
+  // The mounts in the runtime's order, then the masked paths it mounts over after them.
+  std::vector<ContainerMount> mounts = spec.mounts;
+  for (const std::string &p : spec.masked) mounts.push_back(ContainerMount{p, "tmpfs", "", false, false, false});
+  MountPlaces places(rootfd, bundle, deadline_ms);
+  for (const ContainerMount &m : mounts) {
+    std::string at;
+    if (!places.add(m, &at, &why))
+      return refuse("cannot tell where the container's mount on " + m.destination + " lands (" + why + "): nothing written");
+    const char *hidden = mount_hides(at, kPreload) ? kPreload : mount_hides(at, kTarget) ? kTarget : nullptr;
+    if (hidden)
+      return refuse("the container's mount on " + m.destination + (at != m.destination ? " (" + at + " in the root)" : "") +
+                    " would hide " + hidden + ": nothing written");
   }
-  close(rootfd);
-  return -1;
+  return rootfd;
 }
 
 int run(int argc, char **argv) {

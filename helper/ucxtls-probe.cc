@@ -115,6 +115,15 @@ void set_ze_answer(FamilyReport *f, ucxtls_ze_result_t rc, int gpus) {
                   "ze_result_t ");
 }
 
+// Level Zero's getters, called twice: the count, then at most max handles into out.
+template <class Handle, class Get>
+ucxtls_ze_result_t get_handles(uint32_t *n, uint32_t max, Handle *out, Get get) {
+  ucxtls_ze_result_t rc = get(n, nullptr);
+  if (rc != 0 || !*n) return rc;
+  if (*n > max) *n = max;
+  return get(n, out);
+}
+
 // Level Zero: zeInitDrivers (loader >= 1.18) when the loader has it, else zeInit + zeDriverGet:
 // never both (the spec calls mixing them undefined). Then every driver's devices of type GPU, in
 // the loader's order (the order ZE_AFFINITY_MASK's indices follow).
@@ -128,34 +137,21 @@ void ask_ze(FamilyReport *f) {
 
   ucxtls_ze_driver_handle_t drivers[kMaxDrivers];
   uint32_t nd = 0;
-  ucxtls_ze_result_t rc;
-  if (api.zeInitDrivers) {
-    ucxtls_ze_init_driver_type_desc_t desc = {UCXTLS_ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC, nullptr,
-                                              UCXTLS_ZE_INIT_DRIVER_TYPE_FLAG_GPU};
-    rc = api.zeInitDrivers(&nd, nullptr, &desc);
-    if (rc == 0 && nd) {
-      if (nd > kMaxDrivers) nd = kMaxDrivers;
-      rc = api.zeInitDrivers(&nd, drivers, &desc);
-    }
-  } else {
-    rc = api.zeInit(UCXTLS_ZE_INIT_FLAG_GPU_ONLY);
-    if (rc == 0) rc = api.zeDriverGet(&nd, nullptr);
-    if (rc == 0 && nd) {
-      if (nd > kMaxDrivers) nd = kMaxDrivers;
-      rc = api.zeDriverGet(&nd, drivers);
-    }
-  }
+  ucxtls_ze_init_driver_type_desc_t desc = {UCXTLS_ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC, nullptr,
+                                            UCXTLS_ZE_INIT_DRIVER_TYPE_FLAG_GPU};
+  ucxtls_ze_result_t rc = api.zeInitDrivers ? 0 : api.zeInit(UCXTLS_ZE_INIT_FLAG_GPU_ONLY);
+  if (rc == 0)
+    rc = get_handles(&nd, kMaxDrivers, drivers, [&](uint32_t *n, ucxtls_ze_driver_handle_t *out) {
+      return api.zeInitDrivers ? api.zeInitDrivers(n, out, &desc) : api.zeDriverGet(n, out);
+    });
   if (rc != 0) return set_ze_answer(f, rc, 0);
 
   int gpus = 0;
   for (uint32_t d = 0; d < nd; d++) {
     static ucxtls_ze_device_handle_t devices[kMaxDevices];
     uint32_t n = 0;
-    rc = api.zeDeviceGet(drivers[d], &n, nullptr);
-    if (rc == 0 && n) {
-      if (n > kMaxDevices) n = kMaxDevices;
-      rc = api.zeDeviceGet(drivers[d], &n, devices);
-    }
+    rc = get_handles(&n, kMaxDevices, devices,
+                     [&](uint32_t *k, ucxtls_ze_device_handle_t *out) { return api.zeDeviceGet(drivers[d], k, out); });
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
       // Room beyond the struct: a driver that writes a newer, longer layout cannot overrun us.
       union {
