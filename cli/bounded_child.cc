@@ -65,6 +65,18 @@ pid_t fork_tied() {
   return pid;
 }
 
+pid_t fork_piped(int *fd, std::string *err) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return *err = std::string("pipe2: ") + strerror(errno), -1;
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t pid = fork_tied();
+  if (pid < 0) return *err = std::string("fork: ") + strerror(errno), close(p[0]), close(p[1]), -1;
+  close(p[pid == 0 ? 0 : 1]);
+  *fd = p[pid == 0 ? 1 : 0];
+  return pid;
+}
+
 bool read_until(int fd, long long deadline, size_t max, bool (*complete)(const std::string &), std::string *out) {
   char buf[8192];
   while (out->size() < max && !(complete && complete(*out))) {
@@ -116,13 +128,6 @@ void relay_from_child() {
 
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
                  bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) {
-    *err = std::string("pipe2: ") + strerror(errno);
-    return;
-  }
-  fflush(stdout);
-  fflush(stderr);
   const long long start = monotonic_ms(), deadline = start + timeout_ms;
   Forwarding forwarding;
   // Blocked across fork, so that the child's group is known to the handler before any of them runs.
@@ -130,13 +135,9 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   sigemptyset(&block);
   for (int sig : kForwarded) sigaddset(&block, sig);
   sigprocmask(SIG_BLOCK, &block, &saved);
-  const pid_t pid = fork_tied();  // it dies with the command, however that ends (SIGKILL cannot be forwarded)
-  if (pid < 0) {
-    *err = std::string("fork: ") + strerror(errno);
-    sigprocmask(SIG_SETMASK, &saved, nullptr);
-    close(p[0]), close(p[1]);
-    return;
-  }
+  int pipe_fd;
+  const pid_t pid = fork_piped(&pipe_fd, err);  // it dies with the command (SIGKILL cannot be forwarded)
+  if (pid < 0) return (void)sigprocmask(SIG_SETMASK, &saved, nullptr);
   if (pid == 0) {
     // Its own session (and so its own group: at the deadline the group goes, with whatever it
     // started), without the caller's controlling terminal: nothing it loads can open /dev/tty to
@@ -145,7 +146,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     // (execve resets the handlers above to the default; an ignored SIGHUP, as under nohup, stays.)
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     // Above 0-3 first, so that no dup2 below overwrites the other (stdio may have been closed).
-    int w = fcntl(p[1], F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
+    int w = fcntl(pipe_fd, F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
     if (w < 0 || n4 < 0 || dup2(n4, 0) < 0 || dup2(n4, 1) < 0 || dup2(n4, 2) < 0 || dup2(w, report_fd) < 0)
       _exit(126);
     // Nothing else the caller left open (a terminal, a socket) reaches the helper.
@@ -163,9 +164,8 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   }
   g_child_group = pid;  // its session's id, and its group's
   sigprocmask(SIG_SETMASK, &saved, nullptr);
-  close(p[1]);
-  read_until(p[0], deadline, max, complete, &r->report);
-  close(p[0]);
+  read_until(pipe_fd, deadline, max, complete, &r->report);
+  close(pipe_fd);
   // Let it exit on its own until the deadline (asked without reaping, so its group id stays its
   // own), then kill the group: the helper if it is still there, and anything it left in it.
   while (!r->ended && monotonic_ms() < deadline) {
@@ -186,21 +186,12 @@ int g_done_fd = -1;  // in the child of reads_in_child: where it says its reads 
 }  // namespace
 
 bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, std::string *err) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return *err = std::string("pipe2: ") + strerror(errno), false;
-  fflush(stdout);
-  fflush(stderr);
-  const pid_t pid = fork_tied();
-  if (pid < 0) return *err = std::string("fork: ") + strerror(errno), false;
-  if (pid == 0) {
-    close(p[0]);
-    g_done_fd = p[1];
-    return true;
-  }
-  close(p[1]);
+  int fd;
+  const pid_t pid = fork_piped(&fd, err);
+  if (pid <= 0) return pid == 0 && (g_done_fd = fd, true);
   std::string byte;
   // Its reads are over (a byte), or it ended before (EOF: an error it printed).
-  const bool answered = read_until(p[0], deadline, 1, nullptr, &byte) || !byte.empty();
+  const bool answered = read_until(fd, deadline, 1, nullptr, &byte) || !byte.empty();
   // It is the command now, and ends by the same deadline: its own reads stop there and say so, in
   // the grace after it; one stuck in a read that never answers (a FUSE or hard NFS mount, after
   // its ucx.conf places: the build's files) is killed then, and this process says so instead.
@@ -208,7 +199,7 @@ bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, 
   int status = 0;
   if (answered && reap_by(pid, deadline + grace_ms, &status)) end_with(status);
   kill(pid, SIGKILL);  // killable even in a FUSE wait; not waited for
-  close(p[0]);
+  close(fd);
   *err = "could not tell: reading " + std::string(answered ? "the files of " : "the ucx.conf places of ") + who +
          " gave no answer within " + std::to_string(timeout_ms) + " ms (a mount that does not answer?): stopped; "
          "--timeout-ms sets the bound";
@@ -217,8 +208,7 @@ bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, 
 
 void reads_done() {
   if (g_done_fd < 0) return;
-  if (write(g_done_fd, "", 1) < 0) {
-  }
+  write_all(g_done_fd, "", 1);
   close(g_done_fd);
   g_done_fd = -1;
 }

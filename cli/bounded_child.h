@@ -40,6 +40,9 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
 // fork, the child killed when this process ends (PR_SET_PDEATHSIG; it exits 126 at once when this
 // one is already gone).
 pid_t fork_tied();
+// fork_tied, stdio flushed first, with a pipe from the child: *fd its write end in the child, the
+// read end here; -1 with *err (nothing left open) when either fails.
+pid_t fork_piped(int *fd, std::string *err);
 // Appends what fd gives to *out until max bytes, complete(*out) (nullptr: never), or the deadline
 // (monotonic_ms): false; or until its end or a failed read: true.
 bool read_until(int fd, long long deadline, size_t max, bool (*complete)(const std::string &), std::string *out);

@@ -71,8 +71,7 @@ static_assert(std::is_trivially_copyable<Answer>::value, "the answer crosses the
 // In the child: says why it could not take the process's place, and ends.
 [[noreturn]] void give_up(int out, const std::string &why) {
   const std::string msg = "E" + why + ": " + strerror(errno);
-  if (write(out, msg.data(), msg.size()) < 0) {
-  }
+  write_all(out, msg.data(), msg.size());
   _exit(1);
 }
 
@@ -191,22 +190,15 @@ bool evaluate_as_process(Report *r, pid_t pid, bool secure, const char *tmpl, in
     if (proc_fd >= 0) close(proc_fd);
     return *err = "cannot read the credentials of " + who + " (" + proc + "/status)", false;
   }
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return close(proc_fd), *err = std::string("pipe2: ") + strerror(errno), false;
-  fflush(stdout);
-  fflush(stderr);
   const long long deadline = monotonic_ms() + timeout_ms;
-  const pid_t child = fork_tied();
-  if (child < 0) return close(p[0]), close(p[1]), close(proc_fd), *err = std::string("fork: ") + strerror(errno), false;
-  if (child == 0) {
-    close(p[0]);
-    decide_there(r, pid, proc_fd, creds, secure, tmpl, p[1]);
-  }
-  close(p[1]);
+  int fd;
+  const pid_t child = fork_piped(&fd, err);
+  if (child == 0) decide_there(r, pid, proc_fd, creds, secure, tmpl, fd);
   close(proc_fd);
+  if (child < 0) return false;
   std::string got;
-  const bool eof = read_until(p[0], deadline, SIZE_MAX, nullptr, &got);
-  close(p[0]);
+  const bool eof = read_until(fd, deadline, SIZE_MAX, nullptr, &got);
+  close(fd);
   // Reaped when it has ended; otherwise killed (killable even in a FUSE wait) and left.
   int status = 0;
   if (!eof || !reap_by(child, std::min(deadline, monotonic_ms() + 1000), &status)) kill(child, SIGKILL), waitpid(child, &status, WNOHANG);

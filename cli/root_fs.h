@@ -59,8 +59,10 @@ inline void close_from(int fd) {
     for (int k = fd; k < 65536; k++) close(k);
 }
 
-// A path's components, empty ones dropped ("//a/./b/" -> a . b); its directory ("c" -> ".").
+// A path's components, empty ones dropped ("//a/./b/" -> a . b); components as an absolute path
+// (none: "/"); a path's directory ("c" -> ".").
 std::vector<std::string> path_parts(const std::string &path);
+std::string join_parts(const std::vector<std::string> &parts);
 std::string dir_of(const std::string &path);
 
 // NAME's value in an environment (nullptr: unset); of several, getenv takes the first

@@ -31,12 +31,6 @@ namespace {
 
 const int kMaxLinks = 255;  // SecureJoin's limit (ELOOP beyond it: the runtime fails the start)
 
-std::string joined(const std::vector<std::string> &parts) {
-  std::string out;
-  for (const std::string &d : parts) out += "/" + d;
-  return out.empty() ? "/" : out;
-}
-
 enum class Link { kYes, kNo, kUnknown };
 
 // Whether base/parts names a symbolic link (its target in *target), walking every directory before
@@ -175,7 +169,7 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
     }
     done.push_back(part);
     std::string target;
-    Found f = look_up(joined(done), &inside_pseudo, &target, why);
+    Found f = look_up(files::join_parts(done), &inside_pseudo, &target, why);
     if (f == Found::kUnknown) return false;
     if (f == Found::kOther) continue;
     if (++links > kMaxLinks) {
@@ -187,7 +181,7 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
     parts = files::path_parts(target);
     stack.insert(stack.end(), parts.rbegin(), parts.rend());
   }
-  *at = joined(done);
+  *at = files::join_parts(done);
   size_t node = 0;
   for (const std::string &part : done) {
     auto it = landed_[node].below.find(part);

@@ -1,14 +1,8 @@
-// ucxtls-oci-hook: an OCI createRuntime hook (hooks.d of CRI-O and Podman, NRI's hook-injector
-// for containerd, a CDI spec's hooks; docs/containers.md, "A node hook"). The runtime starts it
-// with the container's state on stdin, its root file system mounted, its process not yet started.
-// For a container given a GPU device node (config.json linux.devices) it copies the node's
-// libucxtls.so into the root and appends the copy to the container's /etc/ld.so.preload, the
-// image's entries kept; no variable changes, so the library decides from what the container sees.
-// It runs nothing from the image, opens nothing there before knowing it is a regular file or a
-// directory, and follows no link there (each component O_NOFOLLOW; files replaced by rename, so a
-// planted /etc/ld.so.preload -> host path redirects nothing); it writes only into the container's
-// own writable layer, where its mounts leave the files visible. A failure never stops the
-// container: one line on stderr (the runtime's hook output), exit 0, unless --strict.
+// ucxtls-oci-hook: an OCI createRuntime hook (docs/containers.md, "A node hook"), started with the
+// container's state on stdin. It runs nothing from the image, opens nothing there before knowing it
+// is a regular file or a directory, and follows no link there (each component O_NOFOLLOW; files
+// replaced by rename, so a planted /etc/ld.so.preload -> host path redirects nothing). A failure
+// never stops the container: one line on stderr (the runtime's hook output), exit 0, unless --strict.
 //
 //   ucxtls-oci-hook [--library=PATH] [--log=FILE] [--strict]
 #include <errno.h>
@@ -49,8 +43,7 @@ std::string container_id = "?";
 int fail(const std::string &what) {
   std::string line = "ucxtls-oci-hook: container " + container_id.substr(0, 12) + ": " + what +
                      (opts.strict ? " (--strict: the container is stopped)\n" : " (the container starts without the library)\n");
-  if (write(2, line.data(), line.size()) < 0) {
-  }
+  files::write_all(2, line.data(), line.size());
   if (!opts.log.empty()) append_log(opts.log, line);
   return opts.strict ? 1 : 0;
 }

@@ -192,8 +192,7 @@ int main(int argc, char **argv) {
           "usage: ucxtls-probe [--report-fd=N]\n"
           "Asks libcuda.so.1 and libze_loader.so.1 which devices there are and writes the report\n"
           "that `ucxtls probe` prints and `ucxtls probe --save` stores for UCXTLS_PROBE=driver.\n";
-      ssize_t w = write(2, usage, sizeof usage - 1);
-      (void)w;
+      files::write_all(2, usage, sizeof usage - 1);
       return 2;
     }
   }
