@@ -192,9 +192,8 @@ bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, 
   std::string byte;
   // Its reads are over (a byte), or it ended before (EOF: an error it printed).
   const bool answered = read_until(fd, deadline, 1, nullptr, &byte) || !byte.empty();
-  // It is the command now, and ends by the same deadline: its own reads stop there and say so, in
-  // the grace after it; one stuck in a read that never answers (a FUSE or hard NFS mount, after
-  // its ucx.conf places: the build's files) is killed then, and this process says so instead.
+  // It is the command now and stops its own reads at the deadline; one stuck in a read that never
+  // answers (a FUSE or hard NFS mount holding the build's files) is killed after the grace.
   const long long grace_ms = 1000;
   int status = 0;
   if (answered && reap_by(pid, deadline + grace_ms, &status)) end_with(status);

@@ -211,9 +211,8 @@ void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels
     return;
   }
 #endif
-  // Another machine's build (read from elsewhere: its CPU is not this one): what glibc's ld.so has on
-  // a common CPU of it (x86-64 without Intel's platforms, AArch64 with LSE atomics; i386: no
-  // glibc-hwcaps, hwcap sse2, platform i686).
+  // Another machine's build (its CPU is not this one), or i386: what glibc's ld.so has on a common
+  // CPU of it (x86-64 without Intel's platforms, AArch64 with LSE atomics, i386 sse2 and i686).
   if (is64 && machine == EM_X86_64) *names = {"x86_64", "x86_64", "tls"};
   else if (is64 && machine == EM_AARCH64) *names = {"atomics", "aarch64", "tls"};
   else if (!is64 && machine == EM_386) *names = {"sse2", "i686", "tls"};
@@ -236,8 +235,7 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
     lib_ = is64 ? "lib64" : "lib";
     defaults_ = is64 ? std::vector<std::string>{"/lib64", "/usr/lib64"} : std::vector<std::string>{"/lib", "/usr/lib"};
   }
-  // The hwcaps subdirectories, most preferred first, then "" (the directory itself), each searched
-  // in every directory of the search (elf/dl-load.c open_path).
+  // The hwcaps subdirectories, most preferred first, then "" (the directory itself).
   hwcaps_of_cpu(is64, machine, &levels_, &names_);
   subdirs_.clear();
   for (const std::string &l : levels_) subdirs_.push_back("glibc-hwcaps/" + l + "/");
@@ -270,10 +268,9 @@ int LdSearch::candidate(const std::string &path, std::string *error) {
   return (h[EI_CLASS] == ELFCLASS64) == is64 && unsigned(h[18] | h[19] << 8) == machine;
 }
 
-std::vector<std::string> LdSearch::expand(const std::string &list, const std::string &origin, const char *seps,
-                                          bool executable) {
+std::vector<std::string> LdSearch::expand(const std::string &list, const std::string &origin, bool executable) {
   std::vector<std::string> dirs;
-  for (const std::string &d : split(list.c_str(), seps)) {
+  for (const std::string &d : split(list.c_str(), ":")) {
     std::string out;
     bool dropped = false, trusted_only = false;
     for (size_t i = 0; i < d.size();) {  // _dl_dst_substitute: $NAME and ${NAME}
@@ -342,23 +339,22 @@ bool LdSearch::search(const std::string &name, const std::vector<LoadedObject> &
   std::vector<std::string> dirs;
   const ElfObject &self = objects[size_t(from)].elf;
   if (!self.has_runpath) {
-    // The DT_RPATH of the object, of the one that loaded it, and on up; then the program's
-    // (elf/dl-load.c _dl_map_object). An object with DT_RUNPATH has no DT_RPATH for ld.so
-    // (elf/get-dynamic-info.h). A dlopened object ends the chain: _dl_map_object, called with
-    // __RTLD_CALLMAP by dl_open_worker, gives it no loader (l_loader NULL).
+    // The DT_RPATH of the object, of its loader and on up, then the program's (elf/dl-load.c
+    // _dl_map_object); one with DT_RUNPATH has none (elf/get-dynamic-info.h); a dlopened object
+    // ends the chain (dl_open_worker passes __RTLD_CALLMAP: l_loader NULL).
     for (int i = from; i >= 0; i = objects[size_t(i)].parent) {
       const LoadedObject &l = objects[size_t(i)];
       if (l.elf.has_rpath && !l.elf.has_runpath)
-        for (const std::string &d : expand(l.elf.rpath, dir_of(l.path), ":")) dirs.push_back(d);
+        for (const std::string &d : expand(l.elf.rpath, dir_of(l.path))) dirs.push_back(d);
       if (l.dlopened || objects[size_t(i)].parent >= i) break;
     }
     if (!exe.empty() && exe_elf.has_rpath && !exe_elf.has_runpath)
-      for (const std::string &d : expand(exe_elf.rpath, dir_of(exe), ":", true)) dirs.push_back(d);
+      for (const std::string &d : expand(exe_elf.rpath, dir_of(exe), true)) dirs.push_back(d);
   }
   for (const std::string &d : library_path)
-    for (const std::string &x : expand(d, exe.empty() ? "." : dir_of(exe), ":")) dirs.push_back(x);
+    for (const std::string &x : expand(d, exe.empty() ? "." : dir_of(exe))) dirs.push_back(x);
   if (self.has_runpath)
-    for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path), ":")) dirs.push_back(d);
+    for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path))) dirs.push_back(d);
   // Each directory, its hwcaps subdirectories first (elf/dl-load.c open_path): 1 found, -1 the
   // search ends there, 0 not there.
   auto open_path = [&](const std::vector<std::string> &list) {
@@ -370,10 +366,8 @@ bool LdSearch::search(const std::string &name, const std::vector<LoadedObject> &
     return 0;
   };
   if (const int r = open_path(dirs)) return r > 0;
-  // ld.so reads /etc/ld.so.cache alone, never ld.so.conf (ldconfig reads that to write the cache):
-  // glibc's elf/dl-load.c _dl_map_object asks _dl_load_cache_lookup (elf/dl-cache.c), which maps
-  // the cache file and, when there is none, answers nothing; then the default directories.
-  // DF_1_NODEFLIB of the object asking: no cache entry from a default directory, no defaults.
+  // Then /etc/ld.so.cache alone, never ld.so.conf (elf/dl-cache.c _dl_load_cache_lookup: no cache,
+  // no answer), then the defaults; DF_1_NODEFLIB: no cache entry from a default directory, no defaults.
   const bool nodeflib = self.flags_1 & DF_1_NODEFLIB;
   if (!cache_read_) {
     cache_read_ = true;

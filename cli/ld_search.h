@@ -37,7 +37,6 @@ struct LdSearch {
   // Objects already in the process (--pid), by the names ld.so matches (file name, soname): a
   // DT_NEEDED naming one is that object (elf/dl-load.c _dl_map_object: _dl_name_match_p).
   std::vector<std::pair<std::string, std::string>> mapped;  // (name, path inside the root)
-  // Set from the environment (the process's) and the root; see ld_search.cc.
   void init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path);
   // The library `name` that objects[from] needs: true with *path inside the root, false when it is
   // nowhere ld.so would look (*error: ld.so's words when the search ended at a file it cannot load).
@@ -60,8 +59,7 @@ struct LdSearch {
               std::string *error);
   // A DT_RPATH/DT_RUNPATH or LD_LIBRARY_PATH list, each entry expanded (_dl_dst_substitute).
   // executable: the list is the program's (secure execution checks its $ORIGIN entries).
-  std::vector<std::string> expand(const std::string &list, const std::string &origin, const char *seps,
-                                  bool executable = false);
+  std::vector<std::string> expand(const std::string &list, const std::string &origin, bool executable = false);
 };
 
 // The legacy hardware-capability subdirectories glibc 2.36's ld.so searches in each directory
@@ -76,10 +74,9 @@ void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels
 // LD_LIBRARY_PATH's directories from an environment (NAME=value entries), glibc's rules (above).
 std::vector<std::string> library_path_of(const std::vector<std::string> &env, bool secure);
 
-// The path /etc/ld.so.cache gives for name (the glibc-ld.so.cache1.1 format, after the old one's
-// table when both are there), for objects of this class and machine on a CPU with these
-// glibc-hwcaps levels and legacy names (hwcaps_of_cpu): an entry of another hwcap or platform
-// (haswell/ on an AMD CPU) is passed over; "" when none. Pure.
+// The path /etc/ld.so.cache (glibc-ld.so.cache1.1, after the old format's table when both are there)
+// gives for name, for this class and machine on a CPU with these levels and names (hwcaps_of_cpu):
+// an entry of another hwcap or platform (haswell/ on an AMD CPU) is passed over; "" when none. Pure.
 std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine,
                             const std::vector<std::string> &levels = {}, const std::vector<std::string> &names = {});
 

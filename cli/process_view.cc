@@ -75,10 +75,9 @@ static_assert(std::is_trivially_copyable<Answer>::value, "the answer crosses the
   _exit(1);
 }
 
-// Doctor's own environment, wiped from this child's memory: the kernel shows it as
-// /proc/self/environ, which a process may always read, so that a user's link to it (where a sysfs
-// attribute belongs) would read root's variables. The area is the one proc(5) names in
-// /proc/self/stat (fields 50 and 51, env_start and env_end).
+// Doctor's own environment, wiped from this child's memory (proc(5) /proc/self/stat fields 50 and
+// 51): a process may always read its /proc/self/environ, so a user's link to it (where a sysfs
+// attribute belongs) would read root's variables.
 void wipe_own_environment() {
   const std::string stat = file_text("/proc/self/stat");
   const size_t paren = stat.rfind(')');
@@ -145,9 +144,8 @@ void take_credentials(int out, const FileCreds &c) {
   prctl(PR_SET_DUMPABLE, 0);
 }
 
-// The child: takes the process's place, decides there, writes the answer on fd 3, ends.
-// proc: /proc/PID, opened once, so that every file read of it is of the same process (a process
-// id reused meanwhile makes each open fail).
+// The child: takes the process's place, decides there, writes the answer on fd 3, ends. proc_fd:
+// /proc/PID opened once, so that every read is of the same process (a reused id makes opens fail).
 [[noreturn]] void decide_there(Report *r, pid_t pid, int proc_fd, const FileCreds &c, bool secure, const char *tmpl, int out) {
   const pid_t parent = getppid();  // fork_tied: still doctor
   const std::string proc = "/proc/" + std::to_string(pid);
@@ -160,9 +158,8 @@ void take_credentials(int out, const FileCreds &c) {
   const bool in_place = same_root(proc_fd, root);
   keep_only(null, out, root, cwd);
   out = 3;
-  // Its root: absolute links and ".." resolve inside it, and each mount of its namespace is seen
-  // below it (its own /dev, its network namespace's sysfs). Without CAP_SYS_CHROOT only where the
-  // root is already doctor's own.
+  // Its root: absolute links and ".." resolve inside it, below it each mount of its namespace (its
+  // /dev, its network namespace's sysfs). Without CAP_SYS_CHROOT only where it is doctor's own.
   if (fchdir(4) != 0) give_up(out, "cannot enter " + proc + "/root");
   if (chroot(".") != 0 && !(errno == EPERM && in_place))
     give_up(out, "cannot take the root of process " + std::to_string(pid) + " (chroot; doctor --pid runs as root)");

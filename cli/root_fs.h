@@ -1,9 +1,8 @@
 // The one file layer of doctor and the node hook (built without exceptions or RTTI for the hook).
-// A Root reads a build's files as readelf and lddtree read them, inside one root (`/`, or a
-// process's /proc/PID/root): a path resolves below it, symbolic links included, as openat2's
-// RESOLVE_IN_ROOT resolves it (an absolute target or ".." never leaves it); only regular files
-// are opened for reading (O_PATH first, fstat, then reopened through /proc/self/fd), so no FIFO,
-// device or socket is waited on; files, bytes and time are bounded. Nothing read is executed.
+// A Root reads files as readelf and lddtree do, inside one root (`/`, or /proc/PID/root): a path
+// resolves below it as openat2's RESOLVE_IN_ROOT resolves it (an absolute link or ".." never
+// leaves it); only regular files are opened, so no FIFO, device or socket is waited on; files,
+// bytes and time are bounded.
 #pragma once
 
 #include <errno.h>

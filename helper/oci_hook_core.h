@@ -52,11 +52,10 @@ bool preload_list_has_ucxtls(const std::string &list);
 // The value of `name` in an environment ("" when unset).
 std::string env_value(const std::vector<std::string> &env, const char *name);
 
-// The names glibc's ld.so preloads from an /etc/ld.so.preload holding `file` (elf/rtld.c of glibc
-// 2.36, step by step): '#' to the end of the line blanked, by its loop whose search restarts at the
-// file's start with the remaining length, so a later comment can survive; names split at ':', ' ',
-// '\t' and '\n'; the split stops at a NUL byte, but a last name with no separator after it is
-// loaded whatever comes before. An empty file loads nothing.
+// The names glibc 2.36's ld.so preloads from an /etc/ld.so.preload holding `file` (elf/rtld.c, step
+// by step): '#' to the end of the line blanked by a loop that restarts at the file's start with the
+// remaining length (a later comment can survive); names split at ':', ' ', '\t' and '\n' up to a
+// NUL byte, yet a last name with no separator after it is loaded whatever comes before.
 std::vector<std::string> glibc_preload_names(const std::string &file);
 
 // What the hook does with the image's /etc/ld.so.preload.

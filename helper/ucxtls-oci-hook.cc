@@ -155,17 +155,14 @@ int run(int argc, char **argv) {
   Staged preload(etc, "ld.so.preload");
   if (!preload.stage(plan.text, have_file ? (st.st_mode & 07777) : 0644, have_file ? &st : nullptr))
     return fail(errno_text("writing " + root + kPreload));
-  std::vector<std::string> parts;
-  split_container_path(kTarget, &parts);
-  std::string name = parts.back();
-  parts.pop_back();
-  int dir = open_dir_below(rootfd, parts, true, true, &where);
+  const char *name = strrchr(kTarget, '/') + 1;
+  int dir = open_dir_below(rootfd, files::path_parts(files::dir_of(kTarget)), true, true, &where);
   if (dir < 0) return fail(errno_text("the image's " + where));
   Staged copy(dir, name);
   if (!copy.stage(lib_bytes, 0644, nullptr) || !copy.commit()) return fail(errno_text("writing " + root + kTarget));
   if (!preload.commit()) {
     int saved = errno;
-    unlinkat(dir, name.c_str(), 0);
+    unlinkat(dir, name, 0);
     errno = saved;
     return fail(errno_text("writing " + root + kPreload));
   }

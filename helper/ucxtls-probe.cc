@@ -1,12 +1,8 @@
-// ucxtls-probe: the driver tier's helper (docs/driver-probe.md). An ordinary program that
-// `ucxtls probe` starts as its child, installed beside libucxtls.so; no host process ever runs it.
-//
-// It asks the CUDA driver API (libcuda.so.1) and the Level Zero loader (libze_loader.so.1) which
-// devices there are, with the identity the visibility variables need (CUDA: each GPU's UUID;
-// Level Zero: the GPU devices in the loader's order), writes the report of driver_report.h on its
-// report fd, and exits at once: no driver destructor, no atexit handler, runs after the answer.
-// `ucxtls probe` starts it with CUDA_VISIBLE_DEVICES and ZE_AFFINITY_MASK unset, so the report
-// lists every device; each process applies its own variables to the saved list.
+// ucxtls-probe: the driver tier's helper (docs/driver-probe.md), which only `ucxtls probe` runs.
+// It asks libcuda.so.1 and libze_loader.so.1 which devices there are, with the identity the
+// visibility variables need (CUDA: each GPU's UUID; Level Zero: the GPU devices in the loader's
+// order), writes driver_report.h's report on its report fd, and exits at once: no driver
+// destructor or atexit handler runs after the answer.
 //
 //   ucxtls-probe [--report-fd=N]    (default: stdout, for a person at a shell)
 #include <dlfcn.h>
@@ -34,24 +30,17 @@ struct DeviceText {
 };
 DeviceText cuda_text, ze_text;
 
-void set_answer(FamilyReport *f, bool answered, int count, long code, const char *name) {
+// The family's answer, named name (nullptr: prefix and the code's number).
+void set_answer(FamilyReport *f, bool answered, int count, long code, const char *name, const char *prefix = "") {
   DriverAnswer *a = &f->answer;
   a->answered = answered ? Tri::yes : Tri::no;
   a->count = a->present = answered ? count : 0;
   a->code = code;
   Text t;
   t.init(a->name, sizeof a->name);
-  t.add(name);
+  if (name) t.add(name);
+  else t.add(prefix).add((long long)code);
   if (!answered) f->ndev = 0;
-}
-
-void set_code_answer(FamilyReport *f, bool answered, int count, long code, const char *name, const char *prefix) {
-  if (name) return set_answer(f, answered, count, code, name);
-  char fallback[40];
-  Text t;
-  t.init(fallback, sizeof fallback);
-  t.add(prefix).add((long long)code);
-  set_answer(f, answered, count, code, fallback);
 }
 
 // The driver APIs' entry points, each named once: a struct member of vendor.h's type
@@ -89,7 +78,7 @@ void ask_cuda(FamilyReport *f) {
   if (rc == 0 && n < 0) return set_answer(f, false, 0, 0, "cuDeviceGetCount gave a negative count");
   const char *name = nullptr;
   if (!api.cuGetErrorName || api.cuGetErrorName(rc, &name) != 0 || !name) name = cuda_result_name(rc);
-  set_code_answer(f, cuda_result_answers(rc), rc == 0 ? n : 0, rc, name, "CUresult ");
+  set_answer(f, cuda_result_answers(rc), rc == 0 ? n : 0, rc, name, "CUresult ");
   if (rc != 0) return;
   // Devices without an identity still count; their id is "-" (a GPU- entry cannot match them).
   f->ndev = n < kDriverDevicesMax ? n : kDriverDevicesMax;
@@ -111,8 +100,7 @@ void ask_cuda(FamilyReport *f) {
 }
 
 void set_ze_answer(FamilyReport *f, ucxtls_ze_result_t rc, int gpus) {
-  set_code_answer(f, ze_result_answers(long(rc)), rc == 0 ? gpus : 0, long(rc), ze_result_name(long(rc)),
-                  "ze_result_t ");
+  set_answer(f, ze_result_answers(long(rc)), rc == 0 ? gpus : 0, long(rc), ze_result_name(long(rc)), "ze_result_t ");
 }
 
 // Level Zero's getters, called twice: the count, then at most max handles into out.
@@ -174,7 +162,7 @@ void ask_ze(FamilyReport *f) {
       gpus++;
     }
     // A driver that fails after init is broken, not empty: no answer (the kernel's stands).
-    if (rc != 0) return set_code_answer(f, false, 0, long(rc), ze_result_name(long(rc)), "ze_result_t ");
+    if (rc != 0) return set_answer(f, false, 0, long(rc), ze_result_name(long(rc)), "ze_result_t ");
   }
   set_ze_answer(f, 0, gpus);
   f->ndev = gpus < kDriverDevicesMax ? gpus : kDriverDevicesMax;
