@@ -37,12 +37,10 @@ struct FileCreds {
 };
 constexpr unsigned long long kFileCaps = (1ull << CAP_DAC_OVERRIDE) | (1ull << CAP_DAC_READ_SEARCH);
 
-// Its capabilities count only in doctor's own user namespace: a container's root has them over
-// its namespace's files alone (user_namespaces(7)), and in doctor's they would reach every file
-// (a host file bind-mounted into a rootless container).
-bool same_user_ns(int proc) {
+// Whether the process is in doctor's own namespace of this kind ("ns/user", "ns/mnt").
+bool same_ns(int proc, const char *ns) {
   struct stat mine, theirs;
-  return stat("/proc/self/ns/user", &mine) == 0 && fstatat(proc, "ns/user", &theirs, 0) == 0 &&
+  return stat(("/proc/self/" + std::string(ns)).c_str(), &mine) == 0 && fstatat(proc, ns, &theirs, 0) == 0 &&
          mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
 }
 
@@ -54,7 +52,9 @@ bool file_creds(int proc, FileCreds *c) {
   c->uid = uid_t(strtoul(uid[3].c_str(), nullptr, 10));  // the fourth: the filesystem id
   c->gid = gid_t(strtoul(gid[3].c_str(), nullptr, 10));
   for (const std::string &g : status_words(status, "Groups")) c->groups.push_back(gid_t(strtoul(g.c_str(), nullptr, 10)));
-  c->caps = same_user_ns(proc) ? strtoull(cap[0].c_str(), nullptr, 16) & kFileCaps : 0;
+  // Its capabilities count only in doctor's own user namespace: a container's root has them over its
+  // namespace's files alone (user_namespaces(7)), in doctor's they would reach every file.
+  c->caps = same_ns(proc, "ns/user") ? strtoull(cap[0].c_str(), nullptr, 16) & kFileCaps : 0;
   return true;
 }
 
@@ -104,10 +104,9 @@ void keep_only(int null, int out, int root, int cwd) {
 // Whether doctor's root is already the process's (the same directory, the same mount namespace):
 // then a doctor without CAP_SYS_CHROOT reads its own process's files in place.
 bool same_root(int proc, int root) {
-  struct stat mine, theirs, ns_mine, ns_theirs;
+  struct stat mine, theirs;
   return fstat(root, &theirs) == 0 && stat("/", &mine) == 0 && mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino &&
-         stat("/proc/self/ns/mnt", &ns_mine) == 0 && fstatat(proc, "ns/mnt", &ns_theirs, 0) == 0 &&
-         ns_mine.st_ino == ns_theirs.st_ino && ns_mine.st_dev == ns_theirs.st_dev;
+         same_ns(proc, "ns/mnt");
 }
 
 bool same_ids(const FileCreds &c) {

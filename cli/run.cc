@@ -75,12 +75,10 @@ int cmd_run(int argc, char **argv) {
   std::string lib;
   if (int status = preload_library("run", &lib)) return status;
 
-  // The caller's environment as it was at exec (see Environment), with the library after the
-  // LD_PRELOAD entries that ld.so would use: AddressSanitizer refuses to start unless its runtime
-  // is first (a user's LD_PRELOAD=libasan.so), and the library exports nothing, so its place in the
-  // list decides nothing else (docs/install.md, "AddressSanitizer"). With several LD_PRELOAD
-  // entries in the environment ld.so reads the last (glibc's rtld walks them all; measured with
-  // Debian 12's glibc 2.36): that one is kept, the others go (a duplicate would only confuse).
+  // The caller's environment at exec (see Environment), the library after the LD_PRELOAD entries:
+  // ASan's runtime must be first, and the library exports nothing (docs/install.md,
+  // "AddressSanitizer"). Of several LD_PRELOAD variables ld.so reads the last (glibc's rtld walks
+  // them all; measured with Debian 12's glibc 2.36): that one is kept, the others go.
   Environment env;
   env.load();
   const char *old = env_lookup(env.envp(), "LD_PRELOAD", Dup::last);

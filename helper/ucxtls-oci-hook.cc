@@ -60,11 +60,9 @@ std::string errno_text(const std::string &what) {
 std::string default_library() {
   std::string dir;
   if (!files::own_directory(&dir)) return "";
+  const std::string lib = dir + "/" UCXTLS_HELPERS_TO_LIB;
   char libdir[PATH_MAX];  // the libdir named plainly: /opt/ucxtls/lib, not .../libexec/ucxtls/../../lib
-  std::string installed = (realpath((dir + "/" UCXTLS_HELPERS_TO_LIB).c_str(), libdir) ? std::string(libdir)
-                                                                                         : dir + "/" UCXTLS_HELPERS_TO_LIB) +
-                          "/libucxtls.so";
-  std::string beside = dir + "/libucxtls.so";
+  const std::string installed = (realpath(lib.c_str(), libdir) ? libdir : lib) + "/libucxtls.so", beside = dir + "/libucxtls.so";
   return access(installed.c_str(), F_OK) != 0 && access(beside.c_str(), F_OK) == 0 ? beside : installed;
 }
 
