@@ -35,7 +35,6 @@ void end_with_child(int sig) {
 // Installs the handler for the time a child runs; the caller's own dispositions come back after.
 struct Forwarding {
   struct sigaction old[std::size(kForwarded)];
-  bool ignored[std::size(kForwarded)] = {};
   Forwarding() {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -43,14 +42,12 @@ struct Forwarding {
     sigfillset(&sa.sa_mask);
     for (size_t i = 0; i < std::size(kForwarded); i++) {
       sigaction(kForwarded[i], nullptr, &old[i]);
-      ignored[i] = old[i].sa_handler == SIG_IGN;  // nohup's SIGHUP stays ignored
-      if (!ignored[i]) sigaction(kForwarded[i], &sa, nullptr);
+      if (old[i].sa_handler != SIG_IGN) sigaction(kForwarded[i], &sa, nullptr);  // nohup's SIGHUP stays ignored
     }
   }
   ~Forwarding() {
     g_child_group = 0;
-    for (size_t i = 0; i < std::size(kForwarded); i++)
-      if (!ignored[i]) sigaction(kForwarded[i], &old[i], nullptr);
+    for (size_t i = 0; i < std::size(kForwarded); i++) sigaction(kForwarded[i], &old[i], nullptr);
   }
 };
 
@@ -139,9 +136,8 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   const pid_t pid = fork_piped(&pipe_fd, err);  // it dies with the command (SIGKILL cannot be forwarded)
   if (pid < 0) return (void)sigprocmask(SIG_SETMASK, &saved, nullptr);
   if (pid == 0) {
-    // Its own session (and so its own group: at the deadline the group goes, with whatever it
-    // started), without the caller's controlling terminal: nothing it loads can open /dev/tty to
-    // read the caller's keys or push input into the caller's shell (TIOCSTI).
+    // Its own session and group (at the deadline the group goes, with whatever it started), without
+    // the caller's terminal: nothing it loads can read the caller's keys or push input (TIOCSTI).
     if (setsid() < 0) setpgid(0, 0);
     // (execve resets the handlers above to the default; an ignored SIGHUP, as under nohup, stays.)
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -155,8 +151,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    // A session leader that opens a terminal takes it as its controlling one: the helper is its
-    // child, which cannot.
+    // A session leader that opens a terminal takes it as its controlling one: its child cannot.
     relay_from_child();
     execve(argv[0], argv, envp);
     dprintf(report_fd, "!exec %d\n", errno);

@@ -26,10 +26,7 @@ struct LoadedObject {
 
 struct LdSearch {
   Root *root = nullptr;
-  // LD_LIBRARY_PATH as glibc's _dl_init_paths reads it: the last one of the environment, split at
-  // ':' and ';', an empty entry meaning the working directory; none when the value is empty or under
-  // secure execution.
-  std::vector<std::string> library_path;
+  std::vector<std::string> library_path;  // library_path_of (below)
   bool is64 = true;
   unsigned machine = 62;  // EM_X86_64
   std::string exe;        // the main program (inside path), "" when none: its RPATH ends every chain
@@ -71,7 +68,8 @@ std::vector<std::string> legacy_hwcap_subdirs(const std::vector<std::string> &na
 // subdirectories it supports, most preferred first ("x86-64-v3"), and the names for the above.
 void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels, std::vector<std::string> *names);
 
-// LD_LIBRARY_PATH's directories from an environment (NAME=value entries), glibc's rules (above).
+// LD_LIBRARY_PATH's directories as glibc's _dl_init_paths reads them: the environment's last value,
+// split at ':' and ';', "" meaning the working directory; none when empty or under secure execution.
 std::vector<std::string> library_path_of(const std::vector<std::string> &env, bool secure);
 
 // The path /etc/ld.so.cache (glibc-ld.so.cache1.1, after the old format's table when both are there)

@@ -64,8 +64,7 @@ void format_gpu_uuid(const unsigned char *b, char *out, size_t cap) {
            b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-// CUDA: cuInit(0), cuDeviceGetCount, then each device's UUID and name (cuDeviceGet,
-// cuDeviceGetUuid, cuDeviceGetName). The result's name comes from the driver (cuGetErrorName).
+// CUDA: the count, then each device's UUID and name; the result named by the driver (cuGetErrorName).
 void ask_cuda(FamilyReport *f) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return set_answer(f, false, 0, -1, "libcuda.so.1 not found");
@@ -185,8 +184,7 @@ int main(int argc, char **argv) {
     }
   }
   if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return 3;  // no report fd: nobody to answer
-  // Every other descriptor the host left open goes: no driver (or a process it starts) holds its
-  // pipes or sockets.
+  // No driver (or a process it starts) holds a pipe or socket the host left open.
   files::close_from((fd > 2 ? fd : 2) + 1);
   // A host may have blocked signals; the drivers expect the defaults.
   sigset_t none;
