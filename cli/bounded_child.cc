@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 
 namespace ucxtls {
 namespace cli {
@@ -33,23 +34,20 @@ void end_with_child(int sig) {
 
 // Installs the handler for the time a child runs; the caller's own dispositions come back after.
 struct Forwarding {
-  struct sigaction old[sizeof kForwarded / sizeof kForwarded[0]];
-  bool ignored[sizeof kForwarded / sizeof kForwarded[0]] = {};
+  struct sigaction old[std::size(kForwarded)];
   Forwarding() {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = end_with_child;
     sigfillset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; i++) {
+    for (size_t i = 0; i < std::size(kForwarded); i++) {
       sigaction(kForwarded[i], nullptr, &old[i]);
-      ignored[i] = old[i].sa_handler == SIG_IGN;  // nohup's SIGHUP stays ignored
-      if (!ignored[i]) sigaction(kForwarded[i], &sa, nullptr);
+      if (old[i].sa_handler != SIG_IGN) sigaction(kForwarded[i], &sa, nullptr);  // nohup's SIGHUP stays ignored
     }
   }
   ~Forwarding() {
     g_child_group = 0;
-    for (size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; i++)
-      if (!ignored[i]) sigaction(kForwarded[i], &old[i], nullptr);
+    for (size_t i = 0; i < std::size(kForwarded); i++) sigaction(kForwarded[i], &old[i], nullptr);
   }
 };
 
@@ -61,6 +59,18 @@ pid_t fork_tied() {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(126);  // the parent is already gone
   }
+  return pid;
+}
+
+pid_t fork_piped(int *fd, std::string *err) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return *err = std::string("pipe2: ") + strerror(errno), -1;
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t pid = fork_tied();
+  if (pid < 0) return *err = std::string("fork: ") + strerror(errno), close(p[0]), close(p[1]), -1;
+  close(p[pid == 0 ? 0 : 1]);
+  *fd = p[pid == 0 ? 1 : 0];
   return pid;
 }
 
@@ -89,12 +99,6 @@ bool reap_by(pid_t pid, long long until, int *status) {
   return false;
 }
 
-void relay_from_child() {
-  const pid_t child = fork_tied();
-  if (child < 0) _exit(126);
-  if (child > 0) end_as(child);
-}
-
 namespace {
 // Ends this process as a child with this wait status ended.
 [[noreturn]] void end_with(int status) {
@@ -104,24 +108,23 @@ namespace {
   }
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
 }
-}  // namespace
 
-void end_as(pid_t child) {
+// In a child: forks, and returns in the new child alone; this process waits for it and ends as it
+// ends. Whatever the new child leaves stays in this one's group.
+void relay_from_child() {
+  const pid_t child = fork_tied();
+  if (child < 0) _exit(126);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  if (child > 0) {
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    end_with(status);
   }
-  end_with(status);
 }
+}  // namespace
 
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
                  bool (*complete)(const std::string &report), ChildRun *r, std::string *err, int report_fd) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) {
-    *err = std::string("pipe2: ") + strerror(errno);
-    return;
-  }
-  fflush(stdout);
-  fflush(stderr);
   const long long start = monotonic_ms(), deadline = start + timeout_ms;
   Forwarding forwarding;
   // Blocked across fork, so that the child's group is known to the handler before any of them runs.
@@ -129,22 +132,17 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   sigemptyset(&block);
   for (int sig : kForwarded) sigaddset(&block, sig);
   sigprocmask(SIG_BLOCK, &block, &saved);
-  const pid_t pid = fork_tied();  // it dies with the command, however that ends (SIGKILL cannot be forwarded)
-  if (pid < 0) {
-    *err = std::string("fork: ") + strerror(errno);
-    sigprocmask(SIG_SETMASK, &saved, nullptr);
-    close(p[0]), close(p[1]);
-    return;
-  }
+  int pipe_fd;
+  const pid_t pid = fork_piped(&pipe_fd, err);  // it dies with the command (SIGKILL cannot be forwarded)
+  if (pid < 0) return (void)sigprocmask(SIG_SETMASK, &saved, nullptr);
   if (pid == 0) {
-    // Its own session (and so its own group: at the deadline the group goes, with whatever it
-    // started), without the caller's controlling terminal: nothing it loads can open /dev/tty to
-    // read the caller's keys or push input into the caller's shell (TIOCSTI).
+    // Its own session and group (at the deadline the group goes, with whatever it started), without
+    // the caller's terminal: nothing it loads can read the caller's keys or push input (TIOCSTI).
     if (setsid() < 0) setpgid(0, 0);
     // (execve resets the handlers above to the default; an ignored SIGHUP, as under nohup, stays.)
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     // Above 0-3 first, so that no dup2 below overwrites the other (stdio may have been closed).
-    int w = fcntl(p[1], F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
+    int w = fcntl(pipe_fd, F_DUPFD_CLOEXEC, 4), n4 = fcntl(null, F_DUPFD_CLOEXEC, 4);
     if (w < 0 || n4 < 0 || dup2(n4, 0) < 0 || dup2(n4, 1) < 0 || dup2(n4, 2) < 0 || dup2(w, report_fd) < 0)
       _exit(126);
     // Nothing else the caller left open (a terminal, a socket) reaches the helper.
@@ -153,8 +151,7 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    // A session leader that opens a terminal takes it as its controlling one: the helper is its
-    // child, which cannot.
+    // A session leader that opens a terminal takes it as its controlling one: its child cannot.
     relay_from_child();
     execve(argv[0], argv, envp);
     dprintf(report_fd, "!exec %d\n", errno);
@@ -162,9 +159,8 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
   }
   g_child_group = pid;  // its session's id, and its group's
   sigprocmask(SIG_SETMASK, &saved, nullptr);
-  close(p[1]);
-  read_until(p[0], deadline, max, complete, &r->report);
-  close(p[0]);
+  read_until(pipe_fd, deadline, max, complete, &r->report);
+  close(pipe_fd);
   // Let it exit on its own until the deadline (asked without reaping, so its group id stays its
   // own), then kill the group: the helper if it is still there, and anything it left in it.
   while (!r->ended && monotonic_ms() < deadline) {
@@ -185,29 +181,19 @@ int g_done_fd = -1;  // in the child of reads_in_child: where it says its reads 
 }  // namespace
 
 bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, std::string *err) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return *err = std::string("pipe2: ") + strerror(errno), false;
-  fflush(stdout);
-  fflush(stderr);
-  const pid_t pid = fork_tied();
-  if (pid < 0) return *err = std::string("fork: ") + strerror(errno), false;
-  if (pid == 0) {
-    close(p[0]);
-    g_done_fd = p[1];
-    return true;
-  }
-  close(p[1]);
+  int fd;
+  const pid_t pid = fork_piped(&fd, err);
+  if (pid <= 0) return pid == 0 && (g_done_fd = fd, true);
   std::string byte;
   // Its reads are over (a byte), or it ended before (EOF: an error it printed).
-  const bool answered = read_until(p[0], deadline, 1, nullptr, &byte) || !byte.empty();
-  // It is the command now, and ends by the same deadline: its own reads stop there and say so, in
-  // the grace after it; one stuck in a read that never answers (a FUSE or hard NFS mount, after
-  // its ucx.conf places: the build's files) is killed then, and this process says so instead.
+  const bool answered = read_until(fd, deadline, 1, nullptr, &byte) || !byte.empty();
+  // It is the command now and stops its own reads at the deadline; one stuck in a read that never
+  // answers (a FUSE or hard NFS mount holding the build's files) is killed after the grace.
   const long long grace_ms = 1000;
   int status = 0;
   if (answered && reap_by(pid, deadline + grace_ms, &status)) end_with(status);
   kill(pid, SIGKILL);  // killable even in a FUSE wait; not waited for
-  close(p[0]);
+  close(fd);
   *err = "could not tell: reading " + std::string(answered ? "the files of " : "the ucx.conf places of ") + who +
          " gave no answer within " + std::to_string(timeout_ms) + " ms (a mount that does not answer?): stopped; "
          "--timeout-ms sets the bound";
@@ -216,8 +202,7 @@ bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, 
 
 void reads_done() {
   if (g_done_fd < 0) return;
-  if (write(g_done_fd, "", 1) < 0) {
-  }
+  write_all(g_done_fd, "", 1);
   close(g_done_fd);
   g_done_fd = -1;
 }

@@ -25,14 +25,11 @@ struct ChildRun {
   long long ms = 0;        // from fork to reaping
 };
 
-// Runs argv[0] (a path) with argv and envp. The report is read until complete(report) is true, the
-// helper closes fd 3 (report_fd: another descriptor of the child, 1 for a program that answers on
-// stdout), or timeout_ms passes; then the helper has until the deadline to exit, and its group is
-// killed. The helper's own exec failure is reported by the child as "!exec <errno>\n".
-// Nothing outlives the command: while the child runs, SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
-// the command (Ctrl-C, timeout(1), a prolog's time limit) kill the child's group first, then end
-// the command by the same signal; and the child dies with the command however it ends (SIGKILL
-// included: PR_SET_PDEATHSIG).
+// Runs argv[0] (a path) with argv and envp; its report is read until complete(report), its end of
+// report_fd (1 for a program that answers on stdout), or timeout_ms; at the deadline its group is
+// killed. A failed exec comes back as "!exec <errno>\n". Nothing outlives the command: SIGINT,
+// SIGTERM, SIGHUP and SIGQUIT (Ctrl-C, timeout(1), a prolog's limit) kill the child's group first,
+// then end the command by the same signal; SIGKILL ends the child too (PR_SET_PDEATHSIG).
 void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t max,
                  bool (*complete)(const std::string &report), ChildRun *r, std::string *err,
                  int report_fd = kReportFd);
@@ -40,28 +37,22 @@ void run_bounded(char *const argv[], char *const envp[], int timeout_ms, size_t 
 // fork, the child killed when this process ends (PR_SET_PDEATHSIG; it exits 126 at once when this
 // one is already gone).
 pid_t fork_tied();
+// fork_tied, stdio flushed first, with a pipe from the child: *fd its write end in the child, the
+// read end here; -1 with *err (nothing left open) when either fails.
+pid_t fork_piped(int *fd, std::string *err);
 // Appends what fd gives to *out until max bytes, complete(*out) (nullptr: never), or the deadline
 // (monotonic_ms): false; or until its end or a failed read: true.
 bool read_until(int fd, long long deadline, size_t max, bool (*complete)(const std::string &), std::string *out);
 // Whether pid ended (and was reaped: *status) before until (monotonic_ms).
 bool reap_by(pid_t pid, long long until, int *status);
 
-// In a child: forks, and returns in the new child alone; this process waits for it and ends as it
-// ends (its exit status, or its signal). Whatever the new child leaves stays in this one's group.
-void relay_from_child();
-
-// Reading another process's places (the ucx.conf under its UCX_CONFIG_DIR, home and working
-// directory: a network or FUSE mount may never answer) happens in a child of the command: this
-// returns true in that child, which goes on as the command and calls reads_done() once they are
-// read. The command itself waits for that until deadline (monotonic_ms), then, until the same
-// deadline and a second's grace, for the child's end (its later reads of the process's files may
-// never answer either), and ends as it ends; past either it kills the child and returns false with
-// *err saying so (who: the process, "process PID"; timeout_ms: the bound as the user gave it).
+// Reads of another process's places (its ucx.conf under UCX_CONFIG_DIR, home and working directory:
+// a network or FUSE mount may never answer) happen in a child: true there, which goes on as the
+// command and calls reads_done() once they are read. This process waits for that until deadline,
+// then for the child's end until a second after it, and ends as the child ends; past either it
+// kills the child and returns false with *err (who: "process PID"; timeout_ms as the user gave it).
 bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, std::string *err);
 void reads_done();
-
-// Waits for child and ends this process as it ended (its exit status, or its signal).
-[[noreturn]] void end_as(pid_t child);
 
 }  // namespace cli
 }  // namespace ucxtls

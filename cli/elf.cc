@@ -41,10 +41,7 @@ bool parse(const ReadAt &read, ElfObject *o, bool symbols, std::string *why) {
     if (p.p_type == PT_LOAD) o->loads.push_back({p.p_vaddr, p.p_filesz, p.p_offset});
   }
   if (!dynamic) return true;  // static: needs nothing, defines nothing dynamic
-  o->dynamic = true;
   if (dynamic->p_filesz > (1 << 20)) return *why = "a dynamic section over 1 MiB", false;
-  if (dynamic->p_filesz >= sizeof(Dyn) && !fits(read, dynamic->p_offset, dynamic->p_filesz / sizeof(Dyn) * sizeof(Dyn)))
-    return *why = "dynamic section out of the file", false;
   std::vector<Dyn> dyn(dynamic->p_filesz / sizeof(Dyn));
   if (!dyn.empty() && !read_exact(read, dyn.data(), dyn.size() * sizeof(Dyn), dynamic->p_offset))
     return *why = "dynamic section out of the file", false;

@@ -26,7 +26,6 @@ struct ElfSymbol {
 struct ElfObject {
   bool is64 = false;
   unsigned machine = 0;                // e_machine
-  bool dynamic = false;                // it has a PT_DYNAMIC
   std::vector<std::string> needed;     // DT_NEEDED names, in order
   std::string soname;
   bool has_rpath = false, has_runpath = false;

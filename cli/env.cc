@@ -21,9 +21,8 @@ namespace {
 // per line: Slurm unsets the rest of the line as a single name).
 enum class EnvFormat { sh, slurm };
 
-// value: UCX_TLS to export; derived: it is ours, so UCXTLS_DERIVED marks it (a set), or not (a
-// repair is the user's value, rewritten: the library writes UCX_TLS alone, and removes a stale
-// marker, drop_marker, so that the repaired value is never taken for ours). NULL: both go.
+// value: UCX_TLS to export (NULL: both variables go); derived: ours, so UCXTLS_DERIVED marks it;
+// drop_marker: a repair of the user's value removes a stale marker, so it is never taken for ours.
 void print_env(EnvFormat fmt, const char *value, bool derived, bool drop_marker) {
   if (!value) {
     fputs(fmt == EnvFormat::slurm ? "unset UCX_TLS\nunset UCXTLS_DERIVED\n" : "unset UCX_TLS UCXTLS_DERIVED\n", stdout);
@@ -58,10 +57,8 @@ int cmd_env(int argc, char **argv) {
   // keep, skip, or set (or repair) to what the shell has: the shell is right.
   if (!env_needs_write(r->in, r->d)) return 0;
   if (r->d.action == Action::set || r->d.action == Action::repair) {
-    // What the library writes: a set is UCX_TLS with UCXTLS_DERIVED; a repair (UCXTLS_REPAIR=1)
-    // rewrites the user's UCX_TLS alone, never deleting it. A value is composed or repaired from
-    // validated names (commas, ':aux', '^'), yet a kept value's other entries are the user's
-    // bytes: one with a line break would end Slurm's line early; refuse rather than print half.
+    // A composed value holds validated names, a repaired one the user's other entries as bytes: a
+    // line break would end Slurm's line early; refuse rather than print half.
     if (fmt == EnvFormat::slurm && strpbrk(r->d.value, "\n\r"))
       return fail(kFailed, "env: the value holds a line break; a Slurm TaskProlog line cannot carry it");
     print_env(fmt, r->d.value, r->d.action == Action::set, repair_drops_marker(r->in, r->d));

@@ -90,6 +90,12 @@ std::vector<std::string> path_parts(const std::string &path) {
   return parts;
 }
 
+std::string join_parts(const std::vector<std::string> &parts) {
+  std::string out;
+  for (const std::string &p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
 std::string dir_of(const std::string &path) {
   const size_t k = path.rfind('/');
   return k == std::string::npos ? "." : k == 0 ? "/" : path.substr(0, k);

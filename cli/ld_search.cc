@@ -14,6 +14,8 @@
 
 #include <algorithm>
 
+#include "util.h"
+
 namespace ucxtls {
 namespace cli {
 namespace {
@@ -25,6 +27,13 @@ int cache_flags(bool is64, unsigned machine) {
   if (machine == EM_AARCH64) return 0x0a03;
   if (machine == EM_386 || machine == EM_X86_64) return 0x0003;
   return -1;  // another machine: any libc6 entry
+}
+
+// Whether path is one of dirs or below one (a prefix up to a '/', as elf/dl-load.c compares).
+bool at_or_below(const std::vector<std::string> &dirs, const std::string &path) {
+  for (const std::string &d : dirs)
+    if (!(path + "/").compare(0, d.size() + 1, d + "/")) return true;
+  return false;
 }
 
 uint32_t u32(const std::string &s, size_t at) {
@@ -49,17 +58,9 @@ void read_elf_in(Root &root, const std::string &path, ElfObject *o, bool symbols
 std::vector<std::string> library_path_of(const std::vector<std::string> &env, bool secure) {
   std::vector<std::string> dirs;
   const char *value = env_lookup(env, "LD_LIBRARY_PATH", Dup::last);
-  if (!value || secure) return dirs;  // secure execution: ld.so ignores it
-  const std::string v = value;
-  if (v.empty()) return dirs;  // set but empty: no directory at all (_dl_init_paths: llp != NULL && *llp != '\0')
-  size_t b = 0;
-  for (;;) {  // fillin_rpath (elf/dl-load.c): separators ':' and ';', an empty entry is "./"
-    size_t e = v.find_first_of(":;", b);
-    std::string d = v.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    dirs.push_back(d.empty() ? "." : d);
-    if (e == std::string::npos) break;
-    b = e + 1;
-  }
+  // Secure execution, or set but empty: no directory at all (_dl_init_paths: llp != NULL && *llp != '\0').
+  if (!value || !*value || secure) return dirs;
+  for (const std::string &d : split(value, ":;")) dirs.push_back(d.empty() ? "." : d);  // fillin_rpath: "" is "./"
   return dirs;
 }
 
@@ -200,12 +201,6 @@ void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels
     names->push_back("tls");
     return;
   }
-  if (!is64 && machine == EM_386) {  // i386's ld.so: no glibc-hwcaps; hwcap sse2, platform i686
-    names->push_back("sse2");
-    names->push_back("i686");
-    names->push_back("tls");
-    return;
-  }
 #elif defined(__aarch64__)
   if (is64 && machine == EM_AARCH64) {
     // No glibc-hwcaps subdirectories for aarch64 in 2.36 (elf/dl-hwcaps-subdirs.c, the generic
@@ -216,8 +211,8 @@ void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels
     return;
   }
 #endif
-  // Another machine's build (read from elsewhere: its CPU is not this one): what glibc's ld.so
-  // has on a common CPU of it (x86-64 without Intel's platforms, AArch64 with LSE atomics).
+  // Another machine's build (its CPU is not this one), or i386: what glibc's ld.so has on a common
+  // CPU of it (x86-64 without Intel's platforms, AArch64 with LSE atomics, i386 sse2 and i686).
   if (is64 && machine == EM_X86_64) *names = {"x86_64", "x86_64", "tls"};
   else if (is64 && machine == EM_AARCH64) *names = {"atomics", "aarch64", "tls"};
   else if (!is64 && machine == EM_386) *names = {"sse2", "i686", "tls"};
@@ -240,8 +235,7 @@ void LdSearch::init(Root *r, const std::vector<std::string> &env, bool secure, c
     lib_ = is64 ? "lib64" : "lib";
     defaults_ = is64 ? std::vector<std::string>{"/lib64", "/usr/lib64"} : std::vector<std::string>{"/lib", "/usr/lib"};
   }
-  // The hwcaps subdirectories, most preferred first, then "" (the directory itself), each searched
-  // in every directory of the search (elf/dl-load.c open_path).
+  // The hwcaps subdirectories, most preferred first, then "" (the directory itself).
   hwcaps_of_cpu(is64, machine, &levels_, &names_);
   subdirs_.clear();
   for (const std::string &l : levels_) subdirs_.push_back("glibc-hwcaps/" + l + "/");
@@ -270,58 +264,41 @@ int LdSearch::candidate(const std::string &path, std::string *error) {
                      : unsigned(h[18] | h[19] << 8) != machine ? nullptr
                      : type != ET_DYN && type != ET_EXEC ? "only ET_DYN and ET_EXEC can be loaded"
                                                          : nullptr;
-  if (lose) {
-    if (error) *error = root->shown + path + ": " + lose;
-    return -1;
-  }
+  if (lose) return *error = root->shown + path + ": " + lose, -1;
   return (h[EI_CLASS] == ELFCLASS64) == is64 && unsigned(h[18] | h[19] << 8) == machine;
 }
 
-std::vector<std::string> LdSearch::expand(const std::string &list, const std::string &origin, const char *seps,
-                                          bool executable) {
+std::vector<std::string> LdSearch::expand(const std::string &list, const std::string &origin, bool executable) {
   std::vector<std::string> dirs;
-  size_t b = 0;
-  for (;;) {
-    size_t e = list.find_first_of(seps, b);
-    std::string d = list.substr(b, e == std::string::npos ? std::string::npos : e - b), out;
+  for (const std::string &d : split(list.c_str(), ":")) {
+    std::string out;
     bool dropped = false, trusted_only = false;
     for (size_t i = 0; i < d.size();) {  // _dl_dst_substitute: $NAME and ${NAME}
-      static const struct {
-        const char *name;
-        int which;
-      } kTokens[] = {{"ORIGIN", 0}, {"LIB", 1}, {"PLATFORM", 2}};
-      bool done = false;
-      if (d[i] == '$') {
-        for (const auto &t : kTokens) {
-          const size_t n = strlen(t.name);
-          const bool braced = d.compare(i + 1, n + 2, std::string("{") + t.name + "}") == 0;
-          const bool bare = !braced && d.compare(i + 1, n, t.name) == 0 &&
-                            (i + 1 + n >= d.size() || !(isalnum((unsigned char)d[i + 1 + n]) || d[i + 1 + n] == '_'));
-          if (!braced && !bare) continue;
-          // Secure execution (_dl_dst_substitute): $ORIGIN only as an entry's start, alone or
-          // before '/', else the entry is dropped; the program's then only to a trusted
-          // directory (is_trusted_path_normalize: one of the system directories, or below one).
-          if (t.which == 0 && secure_) {
-            const size_t after = i + 1 + n + (braced ? 2 : 0);
-            if (i != 0 || (after < d.size() && d[after] != '/')) dropped = true;
-            trusted_only = trusted_only || executable;
-          }
-          out += t.which == 0 ? origin : t.which == 1 ? lib_ : platform_;
-          i += 1 + n + (braced ? 2 : 0);
-          done = true;
-          break;
-        }
+      static const char *const kTokens[] = {"ORIGIN", "LIB", "PLATFORM"};
+      int t = 0;
+      size_t len = 0;  // what the token takes: $NAME or ${NAME}
+      for (; d[i] == '$' && t < 3 && !len; t += !len) {
+        const size_t n = strlen(kTokens[t]), after = i + 1 + n;
+        if (!d.compare(i + 1, n + 2, std::string("{") + kTokens[t] + "}")) len = n + 3;
+        else if (!d.compare(i + 1, n, kTokens[t]) && (after >= d.size() || !(isalnum((unsigned char)d[after]) || d[after] == '_')))
+          len = n + 1;
       }
-      if (!done) out += d[i++];
+      if (!len) {
+        out += d[i++];
+        continue;
+      }
+      // Secure execution (_dl_dst_substitute): $ORIGIN only as an entry's start, alone or before
+      // '/', else the entry is dropped; the program's then only to a trusted directory
+      // (is_trusted_path_normalize: one of the system directories, or below one).
+      if (t == 0 && secure_) {
+        dropped = dropped || i != 0 || (len < d.size() && d[len] != '/');
+        trusted_only = trusted_only || executable;
+      }
+      out += t == 0 ? origin : t == 1 ? lib_ : platform_;
+      i += len;
     }
-    if (trusted_only && !dropped) {
-      bool trusted = false;
-      for (const std::string &t : defaults_) trusted = trusted || !(out + "/").compare(0, t.size() + 1, t + "/");
-      dropped = !trusted;
-    }
+    dropped = dropped || (trusted_only && !at_or_below(defaults_, out));
     if (!dropped) dirs.push_back(out.empty() ? "." : out);
-    if (e == std::string::npos) break;
-    b = e + 1;
   }
   return dirs;
 }
@@ -342,19 +319,18 @@ bool same_file(Root &root, const std::string &a, const std::string &b) {
 
 bool LdSearch::find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path,
                     std::string *error) {
-  std::string err;
-  if (error) error->clear();
+  std::string ignored;
+  if (!error) error = &ignored;
+  error->clear();
   if (root->out_of_bounds()) return false;  // the caller asks root->reached: not "not found"
   for (const auto &m : mapped)
     if (m.first == name) {
       // /proc/PID/maps names the file with its links resolved; ld.so's name for it is the path
       // its search opened (elf/dl-object.c _dl_new_object keeps realname as l_name).
-      *path = search(name, objects, from, path, &err) && same_file(*root, *path, m.second) ? *path : m.second;
-      return true;
+      *path = search(name, objects, from, path, error) && same_file(*root, *path, m.second) ? *path : m.second;
+      return error->clear(), true;
     }
-  const bool found = search(name, objects, from, path, &err);
-  if (error) *error = err;
-  return found;
+  return search(name, objects, from, path, error);
 }
 
 bool LdSearch::search(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path,
@@ -363,50 +339,44 @@ bool LdSearch::search(const std::string &name, const std::vector<LoadedObject> &
   std::vector<std::string> dirs;
   const ElfObject &self = objects[size_t(from)].elf;
   if (!self.has_runpath) {
-    // The DT_RPATH of the object, of the one that loaded it, and on up; then the program's
-    // (elf/dl-load.c _dl_map_object). An object with DT_RUNPATH has no DT_RPATH for ld.so
-    // (elf/get-dynamic-info.h). A dlopened object ends the chain: _dl_map_object, called with
-    // __RTLD_CALLMAP by dl_open_worker, gives it no loader (l_loader NULL).
+    // The DT_RPATH of the object, of its loader and on up, then the program's (elf/dl-load.c
+    // _dl_map_object); one with DT_RUNPATH has none (elf/get-dynamic-info.h); a dlopened object
+    // ends the chain (dl_open_worker passes __RTLD_CALLMAP: l_loader NULL).
     for (int i = from; i >= 0; i = objects[size_t(i)].parent) {
       const LoadedObject &l = objects[size_t(i)];
       if (l.elf.has_rpath && !l.elf.has_runpath)
-        for (const std::string &d : expand(l.elf.rpath, dir_of(l.path), ":")) dirs.push_back(d);
+        for (const std::string &d : expand(l.elf.rpath, dir_of(l.path))) dirs.push_back(d);
       if (l.dlopened || objects[size_t(i)].parent >= i) break;
     }
     if (!exe.empty() && exe_elf.has_rpath && !exe_elf.has_runpath)
-      for (const std::string &d : expand(exe_elf.rpath, dir_of(exe), ":", true)) dirs.push_back(d);
+      for (const std::string &d : expand(exe_elf.rpath, dir_of(exe), true)) dirs.push_back(d);
   }
   for (const std::string &d : library_path)
-    for (const std::string &x : expand(d, exe.empty() ? "." : dir_of(exe), ":")) dirs.push_back(x);
+    for (const std::string &x : expand(d, exe.empty() ? "." : dir_of(exe))) dirs.push_back(x);
   if (self.has_runpath)
-    for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path), ":")) dirs.push_back(d);
-  for (const std::string &d : dirs) {
-    if (root->out_of_bounds()) return false;  // a path list of thousands of entries ends at the deadline
-    for (const std::string &s : subdirs_)
-      if (const int c = candidate(d + "/" + s + name, error)) return c > 0 && (*path = d + "/" + s + name, true);
-  }
-  // ld.so reads /etc/ld.so.cache alone, never ld.so.conf (ldconfig reads that to write the cache):
-  // glibc's elf/dl-load.c _dl_map_object asks _dl_load_cache_lookup (elf/dl-cache.c), which maps
-  // the cache file and, when there is none, answers nothing; then the default directories.
-  // DF_1_NODEFLIB of the object asking: no cache entry from a default directory, no defaults.
-  const bool nodeflib = self.flags_1 & DF_1_NODEFLIB;
-  auto in_defaults = [&](const std::string &p) {
-    for (const std::string &d : defaults_)
-      if (!p.compare(0, d.size() + 1, d + "/")) return true;  // a prefix, as dl-load.c compares
-    return false;
+    for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path))) dirs.push_back(d);
+  // Each directory, its hwcaps subdirectories first (elf/dl-load.c open_path): 1 found, -1 the
+  // search ends there, 0 not there.
+  auto open_path = [&](const std::vector<std::string> &list) {
+    for (const std::string &d : list) {
+      if (root->out_of_bounds()) return -1;  // a path list of thousands of entries ends at the deadline
+      for (const std::string &s : subdirs_)
+        if (const int c = candidate(d + "/" + s + name, error)) return c > 0 ? (*path = d + "/" + s + name, 1) : -1;
+    }
+    return 0;
   };
+  if (const int r = open_path(dirs)) return r > 0;
+  // Then /etc/ld.so.cache alone, never ld.so.conf (elf/dl-cache.c _dl_load_cache_lookup: no cache,
+  // no answer), then the defaults; DF_1_NODEFLIB: no cache entry from a default directory, no defaults.
+  const bool nodeflib = self.flags_1 & DF_1_NODEFLIB;
   if (!cache_read_) {
     cache_read_ = true;
     read_small(*root, "/etc/ld.so.cache", size_t(64) << 20, &cache_);
   }
   const std::string cached = ld_cache_lookup(cache_, name, is64, machine, levels_, names_);
-  if (!cached.empty() && !(nodeflib && in_defaults(cached)))
+  if (!cached.empty() && !(nodeflib && at_or_below(defaults_, cached)))
     if (const int c = candidate(cached, error)) return c > 0 && (*path = cached, true);
-  if (nodeflib) return false;
-  for (const std::string &d : defaults_)
-    for (const std::string &s : subdirs_)
-      if (const int c = candidate(d + "/" + s + name, error)) return c > 0 && (*path = d + "/" + s + name, true);
-  return false;
+  return !nodeflib && open_path(defaults_) > 0;
 }
 
 std::string LdSearch::load_closure(std::vector<LoadedObject> *objects, int start, bool symbols) {

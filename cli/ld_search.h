@@ -26,10 +26,7 @@ struct LoadedObject {
 
 struct LdSearch {
   Root *root = nullptr;
-  // LD_LIBRARY_PATH as glibc's _dl_init_paths reads it: the last one of the environment, split at
-  // ':' and ';', an empty entry meaning the working directory; none when the value is empty or under
-  // secure execution.
-  std::vector<std::string> library_path;
+  std::vector<std::string> library_path;  // library_path_of (below)
   bool is64 = true;
   unsigned machine = 62;  // EM_X86_64
   std::string exe;        // the main program (inside path), "" when none: its RPATH ends every chain
@@ -37,13 +34,11 @@ struct LdSearch {
   // Objects already in the process (--pid), by the names ld.so matches (file name, soname): a
   // DT_NEEDED naming one is that object (elf/dl-load.c _dl_map_object: _dl_name_match_p).
   std::vector<std::pair<std::string, std::string>> mapped;  // (name, path inside the root)
-  // Set from the environment (the process's) and the root; see ld_search.cc.
   void init(Root *r, const std::vector<std::string> &env, bool secure, const std::string &exe_path);
-  // The library `name` that objects[from] needs: true with *path inside the root (an object already
-  // mapped: its path). False: not found anywhere ld.so would look.
+  // The library `name` that objects[from] needs: true with *path inside the root, false when it is
+  // nowhere ld.so would look (*error: ld.so's words when the search ended at a file it cannot load).
   // An object already mapped is named by the path the search gives when that is the same file
-  // (ld.so's l_name, which UCX's dladdr reads: links not resolved), else by its mapped path.
-  // *error: ld.so's words when the search ended at a file it cannot load ("" otherwise).
+  // (ld.so's l_name, which UCX's dladdr reads), else by its mapped path.
   bool find(const std::string &name, const std::vector<LoadedObject> &objects, int from, std::string *path,
             std::string *error = nullptr);
   // The dependency closure of objects[start] (breadth first, as ld.so loads), appended to objects;
@@ -61,8 +56,7 @@ struct LdSearch {
               std::string *error);
   // A DT_RPATH/DT_RUNPATH or LD_LIBRARY_PATH list, each entry expanded (_dl_dst_substitute).
   // executable: the list is the program's (secure execution checks its $ORIGIN entries).
-  std::vector<std::string> expand(const std::string &list, const std::string &origin, const char *seps,
-                                  bool executable = false);
+  std::vector<std::string> expand(const std::string &list, const std::string &origin, bool executable = false);
 };
 
 // The legacy hardware-capability subdirectories glibc 2.36's ld.so searches in each directory
@@ -74,13 +68,13 @@ std::vector<std::string> legacy_hwcap_subdirs(const std::vector<std::string> &na
 // subdirectories it supports, most preferred first ("x86-64-v3"), and the names for the above.
 void hwcaps_of_cpu(bool is64, unsigned machine, std::vector<std::string> *levels, std::vector<std::string> *names);
 
-// LD_LIBRARY_PATH's directories from an environment (NAME=value entries), glibc's rules (above).
+// LD_LIBRARY_PATH's directories as glibc's _dl_init_paths reads them: the environment's last value,
+// split at ':' and ';', "" meaning the working directory; none when empty or under secure execution.
 std::vector<std::string> library_path_of(const std::vector<std::string> &env, bool secure);
 
-// The path /etc/ld.so.cache gives for name (the glibc-ld.so.cache1.1 format, after the old one's
-// table when both are there), for objects of this class and machine on a CPU with these
-// glibc-hwcaps levels and legacy names (hwcaps_of_cpu): an entry of another hwcap or platform
-// (haswell/ on an AMD CPU) is passed over; "" when none. Pure.
+// The path /etc/ld.so.cache (glibc-ld.so.cache1.1, after the old format's table when both are there)
+// gives for name, for this class and machine on a CPU with these levels and names (hwcaps_of_cpu):
+// an entry of another hwcap or platform (haswell/ on an AMD CPU) is passed over; "" when none. Pure.
 std::string ld_cache_lookup(const std::string &cache, const std::string &name, bool is64, unsigned machine,
                             const std::vector<std::string> &levels = {}, const std::vector<std::string> &names = {});
 

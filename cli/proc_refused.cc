@@ -16,23 +16,16 @@ namespace {
 constexpr int kMapsCaps[] = {19 /* CAP_SYS_PTRACE */, 21 /* CAP_SYS_ADMIN */, 38 /* CAP_PERFMON */};
 const char kHostUidMap[] = "0 0 4294967295";  // user_namespaces(7): the initial user namespace's map
 
-// The first line, its runs of blanks made one space, NULs and the newline dropped.
+// The first line (to a newline or a NUL), its runs of blanks made one space.
 std::string first_line(const std::string &s) {
   std::string out;
-  for (char c : s) {
-    if (c == '\n' || c == '\0') break;
-    if (c == ' ' || c == '\t') {
-      if (!out.empty() && out.back() != ' ') out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
+  for (const std::string &w : words(s.substr(0, s.find_first_of(std::string("\n\0", 2))), " \t"))
+    out += (out.empty() ? "" : " ") + w;
   return out;
 }
 
 // Where a process lives in a container or namespace doctor is not in: run it there.
-std::string inside() { return "or inside the process's container (podman exec, kubectl exec), naming its PID there"; }
+const char kInside[] = "or inside the process's container (podman exec, kubectl exec), naming its PID there";
 
 }  // namespace
 
@@ -66,14 +59,14 @@ std::string refused_words(const RefusalFacts &f, const std::string &what, int er
   const std::string root = head + ", although doctor runs as root: ";
   if (!f.uid_map.empty() && f.uid_map != kHostUidMap)
     return root + "it is root of a user namespace (uid_map '" + f.uid_map + "'), with no rights over a process "
-                  "outside it; run doctor as the host's root, " + inside();
+                  "outside it; run doctor as the host's root, " + kInside;
   if (!f.maps_cap)
     return root + "it lacks CAP_SYS_PTRACE, which root needs to read the maps of another user's process, one "
                   "holding capabilities doctor lacks, or one not dumpable (the kernel's ptrace access check, "
-                  "PTRACE_MODE_READ_FSCREDS); run doctor with CAP_SYS_PTRACE (a root shell that keeps it), " + inside();
+                  "PTRACE_MODE_READ_FSCREDS); run doctor with CAP_SYS_PTRACE (a root shell that keeps it), " + kInside;
   if (!f.label.empty())
     return root + "an LSM confines doctor (its label '" + f.label + "'), and its policy refuses reading another "
-                  "process (ptrace read); run doctor from an unconfined root shell on the host, " + inside();
+                  "process (ptrace read); run doctor from an unconfined root shell on the host, " + kInside;
   return root + "it has CAP_SYS_PTRACE in the host's user namespace, so an LSM that labels nothing in /proc refused it (" +
          (f.lsms.empty() ? std::string("Landlock or a BPF program") : "this kernel runs " + f.lsms) +
          "; e.g. a sandbox doctor was started in); run doctor from a root shell outside that sandbox";

@@ -37,12 +37,10 @@ struct FileCreds {
 };
 constexpr unsigned long long kFileCaps = (1ull << CAP_DAC_OVERRIDE) | (1ull << CAP_DAC_READ_SEARCH);
 
-// Its capabilities count only in doctor's own user namespace: a container's root has them over
-// its namespace's files alone (user_namespaces(7)), and in doctor's they would reach every file
-// (a host file bind-mounted into a rootless container).
-bool same_user_ns(int proc) {
+// Whether the process is in doctor's own namespace of this kind ("ns/user", "ns/mnt").
+bool same_ns(int proc, const char *ns) {
   struct stat mine, theirs;
-  return stat("/proc/self/ns/user", &mine) == 0 && fstatat(proc, "ns/user", &theirs, 0) == 0 &&
+  return stat(("/proc/self/" + std::string(ns)).c_str(), &mine) == 0 && fstatat(proc, ns, &theirs, 0) == 0 &&
          mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
 }
 
@@ -54,7 +52,9 @@ bool file_creds(int proc, FileCreds *c) {
   c->uid = uid_t(strtoul(uid[3].c_str(), nullptr, 10));  // the fourth: the filesystem id
   c->gid = gid_t(strtoul(gid[3].c_str(), nullptr, 10));
   for (const std::string &g : status_words(status, "Groups")) c->groups.push_back(gid_t(strtoul(g.c_str(), nullptr, 10)));
-  c->caps = same_user_ns(proc) ? strtoull(cap[0].c_str(), nullptr, 16) & kFileCaps : 0;
+  // Its capabilities count only in doctor's own user namespace: a container's root has them over its
+  // namespace's files alone (user_namespaces(7)), in doctor's they would reach every file.
+  c->caps = same_ns(proc, "ns/user") ? strtoull(cap[0].c_str(), nullptr, 16) & kFileCaps : 0;
   return true;
 }
 
@@ -68,34 +68,16 @@ struct Answer {
 };
 static_assert(std::is_trivially_copyable<Answer>::value, "the answer crosses the pipe as bytes");
 
-void put(std::string *out, const std::string &s) {
-  const uint32_t n = uint32_t(s.size());
-  out->append(reinterpret_cast<const char *>(&n), sizeof n).append(s);
-}
-
-bool take(const std::string &in, size_t *at, std::string *s) {
-  uint32_t n;
-  if (in.size() - *at < sizeof n) return false;
-  memcpy(&n, in.data() + *at, sizeof n);
-  *at += sizeof n;
-  if (in.size() - *at < n) return false;
-  *s = in.substr(*at, n);
-  *at += n;
-  return true;
-}
-
 // In the child: says why it could not take the process's place, and ends.
 [[noreturn]] void give_up(int out, const std::string &why) {
   const std::string msg = "E" + why + ": " + strerror(errno);
-  if (write(out, msg.data(), msg.size()) < 0) {
-  }
+  write_all(out, msg.data(), msg.size());
   _exit(1);
 }
 
-// Doctor's own environment, wiped from this child's memory: the kernel shows it as
-// /proc/self/environ, which a process may always read, so that a user's link to it (where a sysfs
-// attribute belongs) would read root's variables. The area is the one proc(5) names in
-// /proc/self/stat (fields 50 and 51, env_start and env_end).
+// Doctor's own environment, wiped from this child's memory (proc(5) /proc/self/stat fields 50 and
+// 51): a process may always read its /proc/self/environ, so a user's link to it (where a sysfs
+// attribute belongs) would read root's variables.
 void wipe_own_environment() {
   const std::string stat = file_text("/proc/self/stat");
   const size_t paren = stat.rfind(')');
@@ -122,10 +104,9 @@ void keep_only(int null, int out, int root, int cwd) {
 // Whether doctor's root is already the process's (the same directory, the same mount namespace):
 // then a doctor without CAP_SYS_CHROOT reads its own process's files in place.
 bool same_root(int proc, int root) {
-  struct stat mine, theirs, ns_mine, ns_theirs;
+  struct stat mine, theirs;
   return fstat(root, &theirs) == 0 && stat("/", &mine) == 0 && mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino &&
-         stat("/proc/self/ns/mnt", &ns_mine) == 0 && fstatat(proc, "ns/mnt", &ns_theirs, 0) == 0 &&
-         ns_mine.st_ino == ns_theirs.st_ino && ns_mine.st_dev == ns_theirs.st_dev;
+         same_ns(proc, "ns/mnt");
 }
 
 bool same_ids(const FileCreds &c) {
@@ -162,9 +143,8 @@ void take_credentials(int out, const FileCreds &c) {
   prctl(PR_SET_DUMPABLE, 0);
 }
 
-// The child: takes the process's place, decides there, writes the answer on fd 3, ends.
-// proc: /proc/PID, opened once, so that every file read of it is of the same process (a process
-// id reused meanwhile makes each open fail).
+// The child: takes the process's place, decides there, writes the answer on fd 3, ends. proc_fd:
+// /proc/PID opened once, so that every read is of the same process (a reused id makes opens fail).
 [[noreturn]] void decide_there(Evaluation *r, pid_t pid, int proc_fd, const FileCreds &c, bool secure, const char *tmpl, int out) {
   const pid_t parent = getppid();  // fork_tied: still doctor
   const std::string proc = "/proc/" + std::to_string(pid);
@@ -177,9 +157,8 @@ void take_credentials(int out, const FileCreds &c) {
   const bool in_place = same_root(proc_fd, root);
   keep_only(null, out, root, cwd);
   out = 3;
-  // Its root: absolute links and ".." resolve inside it, and each mount of its namespace is seen
-  // below it (its own /dev, its network namespace's sysfs). Without CAP_SYS_CHROOT only where the
-  // root is already doctor's own.
+  // Its root: absolute links and ".." resolve inside it, below it each mount of its namespace (its
+  // /dev, its network namespace's sysfs). Without CAP_SYS_CHROOT only where it is doctor's own.
   if (fchdir(4) != 0) give_up(out, "cannot enter " + proc + "/root");
   if (chroot(".") != 0 && !(errno == EPERM && in_place))
     give_up(out, "cannot take the root of process " + std::to_string(pid) + " (chroot; doctor --pid runs as root)");
@@ -190,11 +169,10 @@ void take_credentials(int out, const FileCreds &c) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // a change of credentials clears it
   if (getppid() != parent) _exit(126);
   evaluate_loaded(r, secure, tmpl);
+  // Then two texts, each ended by a NUL (none holds one: both are printed with %s).
   std::string msg = "A";
   Answer a{r->f, r->shown, r->d, r->family, r->family_decided};
-  msg.append(reinterpret_cast<const char *>(&a), sizeof a);
-  put(&msg, r->listing_differs);
-  put(&msg, library_line(*r));
+  msg.append(reinterpret_cast<const char *>(&a), sizeof a).append(r->listing_differs + '\0' + library_line(*r) + '\0');
   _exit(write_all(out, msg.data(), msg.size()) ? 0 : 1);
 }
 
@@ -208,22 +186,15 @@ bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl
     if (proc_fd >= 0) close(proc_fd);
     return *err = "cannot read the credentials of " + who + " (" + proc + "/status)", false;
   }
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return close(proc_fd), *err = std::string("pipe2: ") + strerror(errno), false;
-  fflush(stdout);
-  fflush(stderr);
   const long long deadline = monotonic_ms() + timeout_ms;
-  const pid_t child = fork_tied();
-  if (child < 0) return close(p[0]), close(p[1]), close(proc_fd), *err = std::string("fork: ") + strerror(errno), false;
-  if (child == 0) {
-    close(p[0]);
-    decide_there(r, pid, proc_fd, creds, secure, tmpl, p[1]);
-  }
-  close(p[1]);
+  int fd;
+  const pid_t child = fork_piped(&fd, err);
+  if (child == 0) decide_there(r, pid, proc_fd, creds, secure, tmpl, fd);
   close(proc_fd);
+  if (child < 0) return false;
   std::string got;
-  const bool eof = read_until(p[0], deadline, SIZE_MAX, nullptr, &got);
-  close(p[0]);
+  const bool eof = read_until(fd, deadline, SIZE_MAX, nullptr, &got);
+  close(fd);
   // Reaped when it has ended; otherwise killed (killable even in a FUSE wait) and left.
   int status = 0;
   if (!eof || !reap_by(child, std::min(deadline, monotonic_ms() + 1000), &status)) kill(child, SIGKILL), waitpid(child, &status, WNOHANG);
@@ -233,10 +204,11 @@ bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl
            false;
   if (!got.empty() && got[0] == 'E') return *err = "cannot read the files of " + who + " in its place: " + got.substr(1), false;
   Answer a;
-  size_t at = 1 + sizeof a;
-  if (got.size() < at || got[0] != 'A' || !take(got, &at, &r->listing_differs) || !take(got, &at, &r->decided_line) || at != got.size())
+  const size_t at = 1 + sizeof a, mid = got.find('\0', at);
+  if (got.size() < at || got[0] != 'A' || mid == std::string::npos || got.find('\0', mid + 1) != got.size() - 1)
     return *err = "the decision made in the place of " + who + " did not come back whole", false;
   memcpy(&a, got.data() + 1, sizeof a);
+  r->listing_differs = got.substr(at, mid - at), r->decided_line = got.substr(mid + 1, got.size() - mid - 2);
   load_inputs(r, secure, tmpl);  // pure: the inputs and settings, as the child had them
   r->f = a.f, r->shown = a.shown, r->d = a.d, r->family = a.family, r->family_decided = a.family_decided;
   return true;

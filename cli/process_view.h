@@ -14,11 +14,10 @@
 namespace ucxtls {
 namespace cli {
 
-// r->env holds the process's start environment. Decides as the library in process pid decided
-// (evaluation.h evaluate_loaded, library_line) in a child of doctor that first takes the process's
-// place (process_view.cc: its root, working directory and file credentials; no descriptor and no
-// environment of doctor's); the answer comes back over a pipe. False with *err (one line) when
-// the child gave no answer within timeout_ms or could not take the process's place.
+// Decides as the library in process pid did (evaluation.h evaluate_loaded; r->env: its start
+// environment) in a child of doctor that takes its root, working directory and file credentials
+// first, keeping no descriptor or variable of doctor's. False with *err (one line) when the child
+// could not take its place or gave no answer within timeout_ms.
 bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err);
 
 }  // namespace cli

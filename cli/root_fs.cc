@@ -106,9 +106,7 @@ int walk_in_root(Root &root, const std::string &path, std::string *inside, int *
   }
   for (int f : fds) close(f);
   if (cur < 0) return *err = EMFILE, -1;
-  std::string p;
-  for (const std::string &d : done) p += "/" + d;
-  if (inside) *inside = p.empty() ? "/" : p;
+  if (inside) *inside = join_parts(done);
   return cur;
 }
 }  // namespace

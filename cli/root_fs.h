@@ -1,9 +1,8 @@
 // The one file layer of doctor and the node hook (built without exceptions or RTTI for the hook).
-// A Root reads a build's files as readelf and lddtree read them, inside one root (`/`, or a
-// process's /proc/PID/root): a path resolves below it, symbolic links included, as openat2's
-// RESOLVE_IN_ROOT resolves it (an absolute target or ".." never leaves it); only regular files
-// are opened for reading (O_PATH first, fstat, then reopened through /proc/self/fd), so no FIFO,
-// device or socket is waited on; files, bytes and time are bounded. Nothing read is executed.
+// A Root reads files as readelf and lddtree do, inside one root (`/`, or /proc/PID/root): a path
+// resolves below it as openat2's RESOLVE_IN_ROOT resolves it (an absolute link or ".." never
+// leaves it); only regular files are opened, so no FIFO, device or socket is waited on; files,
+// bytes and time are bounded.
 #pragma once
 
 #include <errno.h>
@@ -24,10 +23,9 @@ namespace files {
 long long monotonic_ms();
 void close_keeping_errno(int fd);
 
-// dirfd/name opened for reading once an O_PATH descriptor of it shows a regular file (no device's
-// open runs, no FIFO blocks; nofollow: a link is not followed), -1 with errno ELOOP (a link),
-// EISDIR or EINVAL otherwise. Its steps: is_regular (fstat of the O_PATH descriptor), reopen (it,
-// closed, reopened through /proc/self/fd: that very object, never a path again).
+// dirfd/name opened for reading once fstat of an O_PATH descriptor shows a regular file (no device's
+// open runs, no FIFO blocks), reopened through /proc/self/fd (that very object, never a path again);
+// -1 with errno ELOOP (a link, with nofollow), EISDIR or EINVAL otherwise.
 int open_regular_at(int dirfd, const char *name, bool nofollow, struct stat *st);
 bool is_regular(int pfd, struct stat *st);
 int reopen(int pfd);
@@ -40,8 +38,7 @@ std::string file_text(const std::string &path, int dirfd = AT_FDCWD);
 // The directory this program's executable is in (/proc/self/exe); false when it cannot be read.
 bool own_directory(std::string *dir);
 
-// Closes every descriptor from fd up (close_range, Linux 5.9); inline for ucxtls-probe (no libstdc++).
-// All n bytes at p written to fd (a write interrupted by a signal is retried); inline as close_from.
+// All n bytes at p written to fd (EINTR retried); inline, as close_from, for ucxtls-probe (no libstdc++).
 inline bool write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
     const ssize_t w = write(fd, p, n);
@@ -52,22 +49,23 @@ inline bool write_all(int fd, const char *p, size_t n) {
   return true;
 }
 
+// Closes every descriptor from fd up (close_range, Linux 5.9: the same number on every architecture).
 #ifndef SYS_close_range
-#define SYS_close_range 436  // Linux 5.9, the same number on every architecture
+#define SYS_close_range 436
 #endif
 inline void close_from(int fd) {
   if (syscall(SYS_close_range, unsigned(fd), ~0u, 0u) != 0)
     for (int k = fd; k < 65536; k++) close(k);
 }
 
-// A path's components as written, empty ones dropped ("//a/./b/" -> a . b); its directory part
-// ("/a/b/c" -> "/a/b"; "c" -> ".").
+// A path's components, empty ones dropped ("//a/./b/" -> a . b); components as an absolute path
+// (none: "/"); a path's directory ("c" -> ".").
 std::vector<std::string> path_parts(const std::string &path);
+std::string join_parts(const std::vector<std::string> &parts);
 std::string dir_of(const std::string &path);
 
-// A NAME in an environment (NAME=value entries) holding it more than once: getenv takes the
-// first (stdlib/getenv.c), ld.so the last for its LD_* variables (elf/rtld.c process_envvars
-// reads them all, each replacing the one before). The value, or nullptr when unset.
+// NAME's value in an environment (nullptr: unset); of several, getenv takes the first
+// (stdlib/getenv.c), ld.so the last of its LD_* ones (elf/rtld.c process_envvars).
 enum class Dup { first, last };
 const char *env_lookup(const std::vector<std::string> &env, const char *name, Dup rule);
 const char *env_lookup(char *const *envp, const char *name, Dup rule);
@@ -79,8 +77,7 @@ struct Root {
   int fd = -1;           // the root directory (O_PATH)
   std::string cwd = "/"; // the working directory, as a path inside the root
   std::string shown;     // what to put in front of an inside path to name it to the user ("" or /proc/PID/root)
-  // Bounds for one command (a hostile build must cost a bounded amount of work).
-  long long deadline_ms = 0;   // CLOCK_MONOTONIC; 0: none
+  long long deadline_ms = 0;   // CLOCK_MONOTONIC; 0: none (bounds: a hostile build costs bounded work)
   int timeout_ms = 0;
   size_t files_left = 4096, bytes_left = size_t(256) << 20;
   // The first bound that stopped a read or a listing ("" while none did): what was not read may
@@ -96,8 +93,8 @@ struct Root {
 extern bool try_openat2;
 extern unsigned long walks;
 
-// path (absolute: from the root; relative: from root.cwd) resolved inside the root, at most 40
-// links: an O_PATH descriptor, or -1 with *err. With inside, its path without links (walker only).
+// path (relative: from root.cwd) resolved inside the root, at most 40 links: an O_PATH descriptor,
+// or -1 with *err. With inside, its path without links (walker only).
 int resolve_in_root(Root &root, const std::string &path, std::string *inside, int *err);
 
 // A regular file inside the root, opened for reading (open_regular_at's errors); a file counted.
@@ -109,8 +106,8 @@ ssize_t read_at(Root &root, int fd, void *buf, size_t n, off_t off);
 // The whole of a small regular file (at most max bytes): false when it is not one or unreadable.
 bool read_small(Root &root, const std::string &path, size_t max, std::string *out, int *err = nullptr);
 
-// The names in a directory inside the root (a link to one counts), sorted; false when it is not
-// one. At most kMaxNames: a directory with more is cut there, and root.reached says so.
+// The names in a directory inside the root (a link to one counts), sorted, at most kMaxNames (a cut
+// noted in root.reached); false when it is not one.
 constexpr size_t kMaxNames = 4096;
 bool list_dir(Root &root, const std::string &path, std::vector<std::string> *names);
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -22,33 +23,6 @@
 namespace ucxtls {
 namespace cli {
 namespace {
-
-// The library installed with this command: beside it (build tree), then in libdir (install tree).
-bool find_library(std::string *out, std::string *looked) {
-  std::string dir;
-  if (!own_directory(&dir)) {
-    *looked = "/proc/self/exe (unreadable)";
-    return false;
-  }
-  std::string candidates[2];
-  install_candidates(dir, "libucxtls.so", candidates);
-  for (const std::string &c : candidates) {
-    looked->append(looked->empty() ? "" : ", ").append(c);
-    char real[PATH_MAX];
-    if (access(c.c_str(), R_OK) == 0 && realpath(c.c_str(), real)) {
-      *out = real;
-      return true;
-    }
-  }
-  return false;
-}
-
-// LD_PRELOAD entries are separated by spaces or colons.
-bool preload_has(const char *list, const std::string &lib) {
-  for (const std::string &entry : split(list, ": "))
-    if (entry == lib) return true;
-  return false;
-}
 
 bool is_asan(const std::string &name) { return !name.compare(0, 10, "libasan.so") || !name.compare(0, 16, "libclang_rt.asan"); }
 
@@ -73,10 +47,18 @@ std::string asan_runtime(const char *program) {
   return "";
 }
 
-// The library as an LD_PRELOAD entry can name it: 0, or the failure's exit status after its line.
+// The library installed with this command (beside it: a build tree; in libdir: an install tree), as
+// an LD_PRELOAD entry can name it: 0, or the failure's exit status after its line.
 int preload_library(const char *cmd, std::string *lib) {
-  std::string looked;
-  if (!find_library(lib, &looked))
+  std::string dir, looked = "/proc/self/exe (unreadable)", candidates[2];
+  if (own_directory(&dir)) {
+    install_candidates(dir, "libucxtls.so", candidates);
+    looked = candidates[0] + ", " + candidates[1];
+  }
+  char real[PATH_MAX];
+  for (const std::string &c : candidates)
+    if (lib->empty() && !c.empty() && access(c.c_str(), R_OK) == 0 && realpath(c.c_str(), real)) *lib = real;
+  if (lib->empty())
     return fail(kUsage, std::string(cmd) + ": libucxtls.so not found beside this command (looked at " + looked + ")");
   if (lib->find_first_of(": ") != std::string::npos)
     return fail(kUsage, std::string(cmd) + ": the library path " + *lib +
@@ -93,12 +75,10 @@ int cmd_run(int argc, char **argv) {
   std::string lib;
   if (int status = preload_library("run", &lib)) return status;
 
-  // The caller's environment as it was at exec (see Environment), with the library after the
-  // LD_PRELOAD entries that ld.so would use: AddressSanitizer refuses to start unless its runtime
-  // is first (a user's LD_PRELOAD=libasan.so), and the library exports nothing, so its place in the
-  // list decides nothing else (docs/install.md, "AddressSanitizer"). With several LD_PRELOAD
-  // entries in the environment ld.so reads the last (glibc's rtld walks them all; measured with
-  // Debian 12's glibc 2.36): that one is kept, the others go (a duplicate would only confuse).
+  // The caller's environment at exec (see Environment), the library after the LD_PRELOAD entries:
+  // ASan's runtime must be first, and the library exports nothing (docs/install.md,
+  // "AddressSanitizer"). Of several LD_PRELOAD variables ld.so reads the last (glibc's rtld walks
+  // them all; measured with Debian 12's glibc 2.36): that one is kept, the others go.
   Environment env;
   env.load();
   const char *old = env_lookup(env.envp(), "LD_PRELOAD", Dup::last);
@@ -109,7 +89,9 @@ int cmd_run(int argc, char **argv) {
   const std::string first = split(list.c_str(), ": ")[0];  // split gives one item at least
   const bool asan_first = is_asan(first.substr(first.rfind('/') + 1));  // npos + 1: the whole entry
   if (!asan.empty() && !asan_first) list = list.empty() ? asan : asan + ":" + list;
-  if (!preload_has(list.c_str(), lib)) list = list.find_first_not_of(": ") == std::string::npos ? lib : list + ":" + lib;
+  const std::vector<std::string> entries = split(list.c_str(), ": ");  // LD_PRELOAD's separators
+  if (std::find(entries.begin(), entries.end(), lib) == entries.end())
+    list = list.find_first_not_of(": ") == std::string::npos ? lib : list + ":" + lib;
   std::string preload = "LD_PRELOAD=" + list;
   std::vector<char *> envp;
   for (char *const *e = env.envp(); *e; e++)
@@ -131,7 +113,6 @@ int cmd_lib(int argc, char **argv) {
   printf("%s\n", lib.c_str());
   return 0;
 }
-
 
 }  // namespace cli
 }  // namespace ucxtls

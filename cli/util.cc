@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -105,16 +106,14 @@ size_t lines_printed() { return printed; }
 void capture_lines(std::vector<std::string> *lines) { captured = lines; }
 
 void print_line(const char *fmt, ...) {
-  va_list ap, again;
+  va_list ap;
   va_start(ap, fmt);
-  va_copy(again, ap);
-  const int n = vsnprintf(nullptr, 0, fmt, ap);
+  char *text = nullptr;
+  const int n = vasprintf(&text, fmt, ap);
   va_end(ap);
-  if (n < 0) return va_end(again);
-  std::string s(size_t(n) + 1, '\0');
-  vsnprintf(&s[0], s.size(), fmt, again);
-  va_end(again);
-  s.resize(size_t(n));
+  if (n < 0) return;
+  std::string s(text, size_t(n));
+  free(text);
   scrub_line(&s);
   printed++;
   if (captured) captured->push_back(s);
@@ -124,30 +123,15 @@ void print_line(const char *fmt, ...) {
 std::string json_str(const char *s) {
   if (!s) return "null";
   std::string o = "\"";
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += char(c);
-      p++;
-    } else if (c < 0x20 || c == 0x7f) {
-      char u[8];
-      snprintf(u, sizeof u, "\\u%04x", c);
-      o += u;
-      p++;
-    } else {
-      const size_t len = utf8_length(p, strnlen((const char *)p, 4));
-      if (len && !is_c1(p, len)) {
-        o.append((const char *)p, len);
-        p += len;
-      } else {  // C1 escaped (\u0080..\u009f), a byte that is not UTF-8 replaced (\ufffd)
-        char u[8];
-        snprintf(u, sizeof u, "\\u%04x", len ? unsigned(p[1]) : 0xfffd);
-        o += u;
-        p += len ? len : 1;
-      }
-    }
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    const size_t len = utf8_length(p, strnlen((const char *)p, 4));
+    char u[8] = "";
+    if (*p == '"' || *p == '\\') o += '\\', o += char(*p);
+    else if (*p < 0x20 || *p == 0x7f) snprintf(u, sizeof u, "\\u%04x", unsigned(*p));
+    else if (len && !is_c1(p, len)) o.append((const char *)p, len);
+    else snprintf(u, sizeof u, "\\u%04x", len ? unsigned(p[1]) : 0xfffd);  // C1 escaped; not UTF-8: U+FFFD
+    o += u;
+    p += len ? len : 1;
   }
   return o + "\"";
 }

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "../cli/root_fs.h"
@@ -92,17 +93,11 @@ bool read_container_spec(const char *text, size_t len, ContainerSpec *out) {
 namespace {
 
 bool digits_after(const std::string &s, const char *prefix) {
-  size_t n = strlen(prefix);
-  if (s.size() <= n || s.compare(0, n, prefix) != 0) return false;
-  for (size_t i = n; i < s.size(); i++)
-    if (s[i] < '0' || s[i] > '9') return false;
-  return true;
+  const size_t n = strlen(prefix);
+  return s.size() > n && !s.compare(0, n, prefix) && s.find_first_not_of("0123456789", n) == std::string::npos;
 }
 
-bool is_ucxtls(const std::string &name) {
-  size_t slash = name.rfind('/');
-  return (slash == std::string::npos ? name : name.substr(slash + 1)) == "libucxtls.so";
-}
+bool is_ucxtls(const std::string &name) { return name.substr(name.rfind('/') + 1) == "libucxtls.so"; }  // npos + 1: all
 
 // The separators of /etc/ld.so.preload (elf/rtld.c: strsep (&runp, ": \t\n")).
 bool glibc_separator(char c) { return c == ' ' || c == '\t' || c == '\n' || c == ':'; }
@@ -119,12 +114,9 @@ std::string rootfs_path(const std::string &bundle, const std::string &root) {
 }
 
 bool preload_list_has_ucxtls(const std::string &list) {
-  size_t i = 0;
-  while (i < list.size()) {
-    size_t j = list.find_first_of(" :", i);  // the LD_PRELOAD variable's: strcspn (p, " :")
-    if (j == std::string::npos) j = list.size();
+  for (size_t i = 0, j; i < list.size(); i = j + 1) {
+    j = std::min(list.find_first_of(" :", i), list.size());  // the LD_PRELOAD variable's: strcspn (p, " :")
     if (is_ucxtls(list.substr(i, j - i))) return true;
-    i = j + 1;
   }
   return false;
 }
@@ -226,12 +218,6 @@ MountView mount_view(const ContainerMount &m) {
 
 bool is_process_dir(const std::string &name) {
   return name == "self" || name == "thread-self" || (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos);
-}
-
-int covering_mount(const std::vector<std::string> &at, int count, const std::string &path, int skip) {
-  for (int i = (skip >= 0 ? skip : count) - 1; i >= 0; i--)
-    if (mount_hides(at[size_t(i)], path)) return i;
-  return -1;
 }
 
 }  // namespace ucxtls

@@ -37,26 +37,23 @@ struct ContainerSpec {
   std::vector<ContainerMount> mounts;     // mounts[] with a destination, in their order
   std::vector<std::string> masked;        // linux.maskedPaths: runc mounts over each after the mounts
 };
-// false when config.json is not JSON or has no root.path. Strings holding a NUL are left out (no
-// path or variable holds one).
+// false when config.json is not JSON or has no root.path; strings holding a NUL are left out.
 bool read_container_spec(const char *text, size_t len, ContainerSpec *out);
 
 // A device node of a GPU as the library counts them: /dev/nvidia<N>, /dev/kfd, /dev/dri/renderD<N>.
 bool is_gpu_device_node(const std::string &path);
 // The container's root directory: root.path, relative paths taken from the bundle.
 std::string rootfs_path(const std::string &bundle, const std::string &root);
-// True when an LD_PRELOAD value, split as glibc's ld.so splits it (at spaces and colons alone:
-// handle_preload_list in elf/rtld.c; tabs and newlines are part of a name there), names a
-// libucxtls.so. Only glibc reads /etc/ld.so.preload, so only its reading decides.
+// True when an LD_PRELOAD value, split at spaces and colons alone as glibc's ld.so splits it
+// (elf/rtld.c handle_preload_list: tabs and newlines are part of a name), names a libucxtls.so.
 bool preload_list_has_ucxtls(const std::string &list);
 // The value of `name` in an environment ("" when unset).
 std::string env_value(const std::vector<std::string> &env, const char *name);
 
-// The names glibc's ld.so preloads from an /etc/ld.so.preload holding `file` (elf/rtld.c of glibc
-// 2.36, step by step): '#' to the end of the line blanked, by its loop whose search restarts at the
-// file's start with the remaining length, so a later comment can survive; names split at ':', ' ',
-// '\t' and '\n'; the split stops at a NUL byte, but a last name with no separator after it is
-// loaded whatever comes before. An empty file loads nothing.
+// The names glibc 2.36's ld.so preloads from an /etc/ld.so.preload holding `file` (elf/rtld.c, step
+// by step): '#' to the end of the line blanked by a loop that restarts at the file's start with the
+// remaining length (a later comment can survive); names split at ':', ' ', '\t' and '\n' up to a
+// NUL byte, yet a last name with no separator after it is loaded whatever comes before.
 std::vector<std::string> glibc_preload_names(const std::string &file);
 
 // What the hook does with the image's /etc/ld.so.preload.
@@ -69,8 +66,7 @@ struct PreloadPlan {
 // (in their order), else nothing is written. Already listed when glibc loads a libucxtls.so from it.
 PreloadPlan plan_preload_file(const std::string &existing, const std::string &library);
 
-// A path inside the container ("/usr/lib/x") as its components; false for a relative path or one
-// with "." or ".." components (the hook walks each component itself).
+// A container path's components; false for a relative path or one with "." or ".." components.
 bool split_container_path(const std::string &path, std::vector<std::string> *parts);
 // True when a mount at `destination` (a container path whose symbolic links are resolved) hides
 // `path`: the same path or a directory above it.
@@ -88,9 +84,5 @@ enum class MountView {
 MountView mount_view(const ContainerMount &m);
 // A name directly below a proc mount that is a process's directory: a PID, self, thread-self.
 bool is_process_dir(const std::string &name);
-// The mount among at[0..count) whose place (a resolved container path) is `path` or a directory
-// above it, the latest one (mounts stack); -1 for none. `skip` (a mount's index, or -1): look below
-// that one, for what a copy shows.
-int covering_mount(const std::vector<std::string> &at, int count, const std::string &path, int skip = -1);
 
 }  // namespace ucxtls

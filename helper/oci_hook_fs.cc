@@ -53,15 +53,11 @@ bool Staged::stage(const std::string &data, mode_t mode, const struct stat *owne
   int fd = openat(dirfd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   tmp_ = tmp;  // removed by the destructor unless committed
-  bool ok = write_all(fd, data.data(), data.size()) && (!owner || fchown(fd, owner->st_uid, owner->st_gid) == 0) &&
-            fchmod(fd, mode) == 0;  // after fchown, which may clear mode bits
-  int saved = errno;
-  if (close(fd) != 0 && ok) {
-    ok = false;
-    saved = errno;
-  }
-  errno = saved;
-  return ok;
+  const bool ok = write_all(fd, data.data(), data.size()) &&
+                  (!owner || fchown(fd, owner->st_uid, owner->st_gid) == 0) &&
+                  fchmod(fd, mode) == 0;  // after fchown, which may clear mode bits
+  if (!ok) return close_keeping_errno(fd), false;
+  return close(fd) == 0;
 }
 
 bool Staged::commit() {

@@ -1,17 +1,10 @@
-// Where a container's mounts land (oci_hook_mounts.h).
-//
-// runc mounts config.json's mounts in order, each on its destination resolved inside the root at
-// that moment: libcontainer/rootfs_linux.go, mountToRootfs, `securejoin.SecureJoin(rootfs,
-// m.Destination)` in runc 1.1 (`pathrs.OpenInRoot` / `MkdirAllInRoot` in 1.3). SecureJoin walks the
-// path one component at a time: ".." drops the last resolved component (never above the root), a
-// symbolic link is read and its target walked in its place (an absolute one from the root), a
-// component that does not exist is kept as written, more than 255 links fail. A link read there is
-// one that the image or an earlier mount put in the path: a bind of a host directory holding
-// `l -> /etc`, then a tmpfs on its `l`, puts the tmpfs on the container's /etc.
-//
-// The hook runs as root in the runtime's mount namespace, where the container's mounts are not:
-// it reads each link itself, from the image's files or an earlier bind's source, and follows
-// none: every directory on the way is opened O_PATH | O_NOFOLLOW, and only readlinkat reads.
+// Where a container's mounts land (oci_hook_mounts.h). runc mounts them in order, each on its
+// destination resolved inside the root at that moment (libcontainer/rootfs_linux.go mountToRootfs:
+// securejoin.SecureJoin in runc 1.1, pathrs.OpenInRoot in 1.3): ".." never above the root, a link's
+// target walked in its place (an absolute one from the root), a missing component kept as written,
+// more than 255 links fail. So a bind of a host directory holding `l -> /etc`, then a tmpfs on its
+// `l`, puts the tmpfs on the container's /etc. The hook, outside the container's mounts, reads each
+// link itself from the image or an earlier bind's source, following none (O_PATH | O_NOFOLLOW).
 #include "oci_hook_mounts.h"
 
 #include <errno.h>
@@ -30,12 +23,6 @@ namespace ucxtls {
 namespace {
 
 const int kMaxLinks = 255;  // SecureJoin's limit (ELOOP beyond it: the runtime fails the start)
-
-std::string joined(const std::vector<std::string> &parts) {
-  std::string out;
-  for (const std::string &d : parts) out += "/" + d;
-  return out.empty() ? "/" : out;
-}
 
 enum class Link { kYes, kNo, kUnknown };
 
@@ -175,7 +162,7 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
     }
     done.push_back(part);
     std::string target;
-    Found f = look_up(joined(done), &inside_pseudo, &target, why);
+    Found f = look_up(files::join_parts(done), &inside_pseudo, &target, why);
     if (f == Found::kUnknown) return false;
     if (f == Found::kOther) continue;
     if (++links > kMaxLinks) {
@@ -187,7 +174,7 @@ bool MountPlaces::add(const ContainerMount &m, std::string *at, std::string *why
     parts = files::path_parts(target);
     stack.insert(stack.end(), parts.rbegin(), parts.rend());
   }
-  *at = joined(done);
+  *at = files::join_parts(done);
   size_t node = 0;
   for (const std::string &part : done) {
     auto it = landed_[node].below.find(part);

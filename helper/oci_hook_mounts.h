@@ -48,9 +48,8 @@ class MountPlaces {
   long long deadline_ms_;
   std::vector<ContainerMount> mounts_;
   std::vector<std::string> at_;  // where each of mounts_ landed
-  // The same, by where they landed, as a tree of path components (node 0: "/"): a lookup walks
-  // only the path's own directories, so that the work is linear in the number of mounts
-  // (config.json may hold thousands), not quadratic.
+  // The same as a tree of path components (node 0: "/"): a lookup walks only the path's own
+  // directories, so the work is linear in the mounts (config.json may hold thousands).
   struct Landed {
     std::unordered_map<std::string, size_t> below;
     std::vector<int> mounts;

@@ -1,14 +1,8 @@
-// ucxtls-oci-hook: an OCI createRuntime hook (hooks.d of CRI-O and Podman, NRI's hook-injector
-// for containerd, a CDI spec's hooks; docs/containers.md, "A node hook"). The runtime starts it
-// with the container's state on stdin, its root file system mounted, its process not yet started.
-// For a container given a GPU device node (config.json linux.devices) it copies the node's
-// libucxtls.so into the root and appends the copy to the container's /etc/ld.so.preload, the
-// image's entries kept; no variable changes, so the library decides from what the container sees.
-// It runs nothing from the image, opens nothing there before knowing it is a regular file or a
-// directory, and follows no link there (each component O_NOFOLLOW; files replaced by rename, so a
-// planted /etc/ld.so.preload -> host path redirects nothing); it writes only into the container's
-// own writable layer, where its mounts leave the files visible. A failure never stops the
-// container: one line on stderr (the runtime's hook output), exit 0, unless --strict.
+// ucxtls-oci-hook: an OCI createRuntime hook (docs/containers.md, "A node hook"), started with the
+// container's state on stdin. It runs nothing from the image, opens nothing there before knowing it
+// is a regular file or a directory, and follows no link there (each component O_NOFOLLOW; files
+// replaced by rename, so a planted /etc/ld.so.preload -> host path redirects nothing). A failure
+// never stops the container: one line on stderr (the runtime's hook output), exit 0, unless --strict.
 //
 //   ucxtls-oci-hook [--library=PATH] [--log=FILE] [--strict]
 #include <errno.h>
@@ -49,8 +43,7 @@ std::string container_id = "?";
 int fail(const std::string &what) {
   std::string line = "ucxtls-oci-hook: container " + container_id.substr(0, 12) + ": " + what +
                      (opts.strict ? " (--strict: the container is stopped)\n" : " (the container starts without the library)\n");
-  if (write(2, line.data(), line.size()) < 0) {
-  }
+  files::write_all(2, line.data(), line.size());
   if (!opts.log.empty()) append_log(opts.log, line);
   return opts.strict ? 1 : 0;
 }
@@ -67,26 +60,19 @@ std::string errno_text(const std::string &what) {
 std::string default_library() {
   std::string dir;
   if (!files::own_directory(&dir)) return "";
+  const std::string lib = dir + "/" UCXTLS_HELPERS_TO_LIB;
   char libdir[PATH_MAX];  // the libdir named plainly: /opt/ucxtls/lib, not .../libexec/ucxtls/../../lib
-  std::string installed = (realpath((dir + "/" UCXTLS_HELPERS_TO_LIB).c_str(), libdir) ? std::string(libdir)
-                                                                                         : dir + "/" UCXTLS_HELPERS_TO_LIB) +
-                          "/libucxtls.so";
-  std::string beside = dir + "/libucxtls.so";
+  const std::string installed = (realpath(lib.c_str(), libdir) ? libdir : lib) + "/libucxtls.so", beside = dir + "/libucxtls.so";
   return access(installed.c_str(), F_OK) != 0 && access(beside.c_str(), F_OK) == 0 ? beside : installed;
 }
 
 bool parse_args(int argc, char **argv, std::string *bad) {
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
-    if (a.compare(0, 10, "--library=") == 0) {
-      opts.library = a.substr(10);
-    } else if (a.compare(0, 6, "--log=") == 0) {
-      opts.log = a.substr(6);
-    } else if (a == "--strict") {
-      opts.strict = true;
-    } else {
-      *bad = a;
-    }
+    if (a.compare(0, 10, "--library=") == 0) opts.library = a.substr(10);
+    else if (a.compare(0, 6, "--log=") == 0) opts.log = a.substr(6);
+    else if (a == "--strict") opts.strict = true;
+    else *bad = a;
   }
   return bad->empty();
 }
@@ -94,40 +80,29 @@ bool parse_args(int argc, char **argv, std::string *bad) {
 // The container's root, once it is known to be the container's own writable layer, writable, and
 // not hidden by the container's mounts where the hook writes; -1 after the hook's line.
 int open_root(const ContainerSpec &spec, const std::string &bundle, const std::string &root, long long deadline_ms, int *rc) {
-  int rootfd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (rootfd < 0) {
-    *rc = fail(errno_text("the root file system " + root));
-    return -1;
-  }
+  const int rootfd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) return *rc = fail(errno_text("the root file system " + root)), -1;
+  auto refuse = [&](const std::string &what) { return close(rootfd), *rc = fail(what), -1; };
   std::string why;
   struct statvfs vfs;
-  if (!is_own_layer(rootfd, &why)) {
-    *rc = fail("the root file system " + root + " " + why + ": not the container's own layer, left alone");
-  } else if (fstatvfs(rootfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
-    *rc = fail("the root file system " + root + " is read-only: nothing written");
-  } else {
-    // The mounts in the runtime's order, then the masked paths it mounts over after them.
-    std::vector<ContainerMount> mounts = spec.mounts;
-    for (const std::string &p : spec.masked) mounts.push_back(ContainerMount{p, "tmpfs", "", false, false, false});
-    MountPlaces places(rootfd, bundle, deadline_ms);
-    for (const ContainerMount &m : mounts) {
-      std::string at;
-      if (!places.add(m, &at, &why)) {
-        *rc = fail("cannot tell where the container's mount on " + m.destination + " lands (" + why + "): nothing written");
-        close(rootfd);
-        return -1;
-      }
-      const char *hidden = mount_hides(at, kPreload) ? kPreload : mount_hides(at, kTarget) ? kTarget : nullptr;
-      if (!hidden) continue;
-      *rc = fail("the container's mount on " + m.destination + (at != m.destination ? " (" + at + " in the root)" : "") +
-                 " would hide " + hidden + ": nothing written");
-      close(rootfd);
-      return -1;
-    }
-    return rootfd;
+  if (!is_own_layer(rootfd, &why))
+    return refuse("the root file system " + root + " " + why + ": not the container's own layer, left alone");
+  if (fstatvfs(rootfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+    return refuse("the root file system " + root + " is read-only: nothing written");
+  // The mounts in the runtime's order, then the masked paths it mounts over after them.
+  std::vector<ContainerMount> mounts = spec.mounts;
+  for (const std::string &p : spec.masked) mounts.push_back(ContainerMount{p, "tmpfs", "", false, false, false});
+  MountPlaces places(rootfd, bundle, deadline_ms);
+  for (const ContainerMount &m : mounts) {
+    std::string at;
+    if (!places.add(m, &at, &why))
+      return refuse("cannot tell where the container's mount on " + m.destination + " lands (" + why + "): nothing written");
+    const char *hidden = mount_hides(at, kPreload) ? kPreload : mount_hides(at, kTarget) ? kTarget : nullptr;
+    if (hidden)
+      return refuse("the container's mount on " + m.destination + (at != m.destination ? " (" + at + " in the root)" : "") +
+                    " would hide " + hidden + ": nothing written");
   }
-  close(rootfd);
-  return -1;
+  return rootfd;
 }
 
 int run(int argc, char **argv) {
@@ -178,17 +153,14 @@ int run(int argc, char **argv) {
   Staged preload(etc, "ld.so.preload");
   if (!preload.stage(plan.text, have_file ? (st.st_mode & 07777) : 0644, have_file ? &st : nullptr))
     return fail(errno_text("writing " + root + kPreload));
-  std::vector<std::string> parts;
-  split_container_path(kTarget, &parts);
-  std::string name = parts.back();
-  parts.pop_back();
-  int dir = open_dir_below(rootfd, parts, true, true, &where);
+  const char *name = strrchr(kTarget, '/') + 1;
+  int dir = open_dir_below(rootfd, files::path_parts(files::dir_of(kTarget)), true, true, &where);
   if (dir < 0) return fail(errno_text("the image's " + where));
   Staged copy(dir, name);
   if (!copy.stage(lib_bytes, 0644, nullptr) || !copy.commit()) return fail(errno_text("writing " + root + kTarget));
   if (!preload.commit()) {
     int saved = errno;
-    unlinkat(dir, name.c_str(), 0);
+    unlinkat(dir, name, 0);
     errno = saved;
     return fail(errno_text("writing " + root + kPreload));
   }

@@ -1,12 +1,8 @@
-// ucxtls-probe: the driver tier's helper (docs/driver-probe.md). An ordinary program that
-// `ucxtls probe` starts as its child, installed beside libucxtls.so; no host process ever runs it.
-//
-// It asks the CUDA driver API (libcuda.so.1) and the Level Zero loader (libze_loader.so.1) which
-// devices there are, with the identity the visibility variables need (CUDA: each GPU's UUID;
-// Level Zero: the GPU devices in the loader's order), writes the report of driver_report.h on its
-// report fd, and exits at once: no driver destructor, no atexit handler, runs after the answer.
-// `ucxtls probe` starts it with CUDA_VISIBLE_DEVICES and ZE_AFFINITY_MASK unset, so the report
-// lists every device; each process applies its own variables to the saved list.
+// ucxtls-probe: the driver tier's helper (docs/driver-probe.md), which only `ucxtls probe` runs.
+// It asks libcuda.so.1 and libze_loader.so.1 which devices there are, with the identity the
+// visibility variables need (CUDA: each GPU's UUID; Level Zero: the GPU devices in the loader's
+// order), writes driver_report.h's report on its report fd, and exits at once: no driver
+// destructor or atexit handler runs after the answer.
 //
 //   ucxtls-probe [--report-fd=N]    (default: stdout, for a person at a shell)
 #include <dlfcn.h>
@@ -34,24 +30,17 @@ struct DeviceText {
 };
 DeviceText cuda_text, ze_text;
 
-void set_answer(FamilyReport *f, bool answered, int count, long code, const char *name) {
+// The family's answer, named name (nullptr: prefix and the code's number).
+void set_answer(FamilyReport *f, bool answered, int count, long code, const char *name, const char *prefix = "") {
   DriverAnswer *a = &f->answer;
   a->answered = answered ? Tri::yes : Tri::no;
   a->count = a->present = answered ? count : 0;
   a->code = code;
   Text t;
   t.init(a->name, sizeof a->name);
-  t.add(name);
+  if (name) t.add(name);
+  else t.add(prefix).add((long long)code);
   if (!answered) f->ndev = 0;
-}
-
-void set_code_answer(FamilyReport *f, bool answered, int count, long code, const char *name, const char *prefix) {
-  if (name) return set_answer(f, answered, count, code, name);
-  char fallback[40];
-  Text t;
-  t.init(fallback, sizeof fallback);
-  t.add(prefix).add((long long)code);
-  set_answer(f, answered, count, code, fallback);
 }
 
 // The driver APIs' entry points, each named once: a struct member of vendor.h's type
@@ -75,8 +64,7 @@ void format_gpu_uuid(const unsigned char *b, char *out, size_t cap) {
            b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-// CUDA: cuInit(0), cuDeviceGetCount, then each device's UUID and name (cuDeviceGet,
-// cuDeviceGetUuid, cuDeviceGetName). The result's name comes from the driver (cuGetErrorName).
+// CUDA: the count, then each device's UUID and name; the result named by the driver (cuGetErrorName).
 void ask_cuda(FamilyReport *f) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return set_answer(f, false, 0, -1, "libcuda.so.1 not found");
@@ -89,7 +77,7 @@ void ask_cuda(FamilyReport *f) {
   if (rc == 0 && n < 0) return set_answer(f, false, 0, 0, "cuDeviceGetCount gave a negative count");
   const char *name = nullptr;
   if (!api.cuGetErrorName || api.cuGetErrorName(rc, &name) != 0 || !name) name = cuda_result_name(rc);
-  set_code_answer(f, cuda_result_answers(rc), rc == 0 ? n : 0, rc, name, "CUresult ");
+  set_answer(f, cuda_result_answers(rc), rc == 0 ? n : 0, rc, name, "CUresult ");
   if (rc != 0) return;
   // Devices without an identity still count; their id is "-" (a GPU- entry cannot match them).
   f->ndev = n < kDriverDevicesMax ? n : kDriverDevicesMax;
@@ -111,8 +99,16 @@ void ask_cuda(FamilyReport *f) {
 }
 
 void set_ze_answer(FamilyReport *f, ucxtls_ze_result_t rc, int gpus) {
-  set_code_answer(f, ze_result_answers(long(rc)), rc == 0 ? gpus : 0, long(rc), ze_result_name(long(rc)),
-                  "ze_result_t ");
+  set_answer(f, ze_result_answers(long(rc)), rc == 0 ? gpus : 0, long(rc), ze_result_name(long(rc)), "ze_result_t ");
+}
+
+// Level Zero's getters, called twice: the count, then at most max handles into out.
+template <class Handle, class Get>
+ucxtls_ze_result_t get_handles(uint32_t *n, uint32_t max, Handle *out, Get get) {
+  ucxtls_ze_result_t rc = get(n, nullptr);
+  if (rc != 0 || !*n) return rc;
+  if (*n > max) *n = max;
+  return get(n, out);
 }
 
 // Level Zero: zeInitDrivers (loader >= 1.18) when the loader has it, else zeInit + zeDriverGet:
@@ -128,34 +124,21 @@ void ask_ze(FamilyReport *f) {
 
   ucxtls_ze_driver_handle_t drivers[kMaxDrivers];
   uint32_t nd = 0;
-  ucxtls_ze_result_t rc;
-  if (api.zeInitDrivers) {
-    ucxtls_ze_init_driver_type_desc_t desc = {UCXTLS_ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC, nullptr,
-                                              UCXTLS_ZE_INIT_DRIVER_TYPE_FLAG_GPU};
-    rc = api.zeInitDrivers(&nd, nullptr, &desc);
-    if (rc == 0 && nd) {
-      if (nd > kMaxDrivers) nd = kMaxDrivers;
-      rc = api.zeInitDrivers(&nd, drivers, &desc);
-    }
-  } else {
-    rc = api.zeInit(UCXTLS_ZE_INIT_FLAG_GPU_ONLY);
-    if (rc == 0) rc = api.zeDriverGet(&nd, nullptr);
-    if (rc == 0 && nd) {
-      if (nd > kMaxDrivers) nd = kMaxDrivers;
-      rc = api.zeDriverGet(&nd, drivers);
-    }
-  }
+  ucxtls_ze_init_driver_type_desc_t desc = {UCXTLS_ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC, nullptr,
+                                            UCXTLS_ZE_INIT_DRIVER_TYPE_FLAG_GPU};
+  ucxtls_ze_result_t rc = api.zeInitDrivers ? 0 : api.zeInit(UCXTLS_ZE_INIT_FLAG_GPU_ONLY);
+  if (rc == 0)
+    rc = get_handles(&nd, kMaxDrivers, drivers, [&](uint32_t *n, ucxtls_ze_driver_handle_t *out) {
+      return api.zeInitDrivers ? api.zeInitDrivers(n, out, &desc) : api.zeDriverGet(n, out);
+    });
   if (rc != 0) return set_ze_answer(f, rc, 0);
 
   int gpus = 0;
   for (uint32_t d = 0; d < nd; d++) {
     static ucxtls_ze_device_handle_t devices[kMaxDevices];
     uint32_t n = 0;
-    rc = api.zeDeviceGet(drivers[d], &n, nullptr);
-    if (rc == 0 && n) {
-      if (n > kMaxDevices) n = kMaxDevices;
-      rc = api.zeDeviceGet(drivers[d], &n, devices);
-    }
+    rc = get_handles(&n, kMaxDevices, devices,
+                     [&](uint32_t *k, ucxtls_ze_device_handle_t *out) { return api.zeDeviceGet(drivers[d], k, out); });
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
       // Room beyond the struct: a driver that writes a newer, longer layout cannot overrun us.
       union {
@@ -178,7 +161,7 @@ void ask_ze(FamilyReport *f) {
       gpus++;
     }
     // A driver that fails after init is broken, not empty: no answer (the kernel's stands).
-    if (rc != 0) return set_code_answer(f, false, 0, long(rc), ze_result_name(long(rc)), "ze_result_t ");
+    if (rc != 0) return set_answer(f, false, 0, long(rc), ze_result_name(long(rc)), "ze_result_t ");
   }
   set_ze_answer(f, 0, gpus);
   f->ndev = gpus < kDriverDevicesMax ? gpus : kDriverDevicesMax;
@@ -196,14 +179,12 @@ int main(int argc, char **argv) {
           "usage: ucxtls-probe [--report-fd=N]\n"
           "Asks libcuda.so.1 and libze_loader.so.1 which devices there are and writes the report\n"
           "that `ucxtls probe` prints and `ucxtls probe --save` stores for UCXTLS_PROBE=driver.\n";
-      ssize_t w = write(2, usage, sizeof usage - 1);
-      (void)w;
+      files::write_all(2, usage, sizeof usage - 1);
       return 2;
     }
   }
   if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return 3;  // no report fd: nobody to answer
-  // Every other descriptor the host left open goes: no driver (or a process it starts) holds its
-  // pipes or sockets.
+  // No driver (or a process it starts) holds a pipe or socket the host left open.
   files::close_from((fd > 2 ? fd : 2) + 1);
   // A host may have blocked signals; the drivers expect the defaults.
   sigset_t none;

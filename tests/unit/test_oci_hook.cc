@@ -224,21 +224,6 @@ TEST_CASE("config.json's mounts as runc takes them: bind by its options, the vie
   for (const char *name : {"acpi", "sys", "net", "mounts", "1a", "", "selfx"}) CHECK_FALSE(is_process_dir(name));
 }
 
-TEST_CASE("the mount a path is under: the latest whose place holds it") {
-  const std::vector<std::string> at = {"/mnt", "/mnt/x", "/", "/etc/hosts", "/mnt"};
-  CHECK(covering_mount(at, 2, "/mnt/x/y") == 1);
-  CHECK(covering_mount(at, 2, "/mnt/xy") == 0);
-  CHECK(covering_mount(at, 2, "/mnt") == 0);
-  CHECK(covering_mount(at, 2, "/etc") == -1);
-  CHECK(covering_mount(at, 3, "/mnt/x/y") == 2);  // a mount on / after them covers everything
-  CHECK(covering_mount(at, 4, "/etc/hosts") == 3);
-  CHECK(covering_mount(at, 4, "/etc/hostsx") == 2);
-  CHECK(covering_mount(at, 5, "/mnt/x") == 4);
-  CHECK(covering_mount(at, 5, "/mnt/x", 4) == 2);  // below a copy: what was there before it
-  CHECK(covering_mount(at, 2, "/mnt/x", 1) == 0);
-  CHECK(covering_mount(at, 2, "/mnt/x", 0) == -1);
-}
-
 TEST_CASE("container paths walked one component at a time") {
   std::vector<std::string> parts;
   CHECK(split_container_path("/usr/lib/ucxtls-oci-hook/libucxtls.so", &parts));
