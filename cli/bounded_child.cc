@@ -189,9 +189,8 @@ bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, 
   const bool answered = read_until(fd, deadline, 1, nullptr, &byte) || !byte.empty();
   // It is the command now and stops its own reads at the deadline; one stuck in a read that never
   // answers (a FUSE or hard NFS mount holding the build's files) is killed after the grace.
-  const long long grace_ms = 1000;
   int status = 0;
-  if (answered && reap_by(pid, deadline + grace_ms, &status)) end_with(status);
+  if (answered && reap_by(pid, deadline + kReadsGraceMs, &status)) end_with(status);
   kill(pid, SIGKILL);  // killable even in a FUSE wait; not waited for
   close(fd);
   *err = "could not tell: reading " + std::string(answered ? "the files of " : "the ucx.conf places of ") + who +

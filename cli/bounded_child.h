@@ -51,6 +51,8 @@ bool reap_by(pid_t pid, long long until, int *status);
 // command and calls reads_done() once they are read. This process waits for that until deadline,
 // then for the child's end until a second after it, and ends as the child ends; past either it
 // kills the child and returns false with *err (who: "process PID"; timeout_ms as the user gave it).
+// The child's own bounded waits end kReadsGraceMs after deadline, so that this process speaks first.
+constexpr long long kReadsGraceMs = 1000;
 bool reads_in_child(long long deadline, int timeout_ms, const std::string &who, std::string *err);
 void reads_done();
 

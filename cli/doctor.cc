@@ -91,7 +91,7 @@ int decide(const DoctorArgs &a, const MappedUcx &proc, Evaluation *r) {
   // (bounded_child.h reads_in_child). Its decision is made in its place (process_view.h).
   std::string err;
   if (!reads_in_child(a.deadline, a.timeout_ms, who, &err)) return fail(kUsage, "doctor: " + err);
-  if (!evaluate_as_process(r, a.pid, proc.secure, a.tmpl, a.timeout_ms, &err)) return fail(kUsage, "doctor: " + err);
+  if (!evaluate_as_process(r, a.pid, proc.secure, a.tmpl, a.deadline + kReadsGraceMs, a.timeout_ms, &err)) return fail(kUsage, "doctor: " + err);
   reads_done();
   return -1;
 }

@@ -178,7 +178,8 @@ void take_credentials(int out, const FileCreds &c) {
 
 }  // namespace
 
-bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err) {
+bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, long long deadline, int timeout_ms,
+                         std::string *err) {
   const std::string who = "process " + std::to_string(pid), proc = "/proc/" + std::to_string(pid);
   FileCreds creds;
   const int proc_fd = open(proc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -186,7 +187,6 @@ bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl
     if (proc_fd >= 0) close(proc_fd);
     return *err = "cannot read the credentials of " + who + " (" + proc + "/status)", false;
   }
-  const long long deadline = monotonic_ms() + timeout_ms;
   int fd;
   const pid_t child = fork_piped(&fd, err);
   if (child == 0) decide_there(r, pid, proc_fd, creds, secure, tmpl, fd);

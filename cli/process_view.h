@@ -18,7 +18,9 @@ namespace cli {
 // environment) in a child of doctor that takes its root, working directory and file credentials
 // first, keeping no descriptor or variable of doctor's. False with *err (one line) when the child
 // could not take its place or gave no answer within timeout_ms.
-bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, int timeout_ms, std::string *err);
+// deadline: monotonic_ms; timeout_ms as the user gave it, for the words.
+bool evaluate_as_process(Evaluation *r, pid_t pid, bool secure, const char *tmpl, long long deadline, int timeout_ms,
+                         std::string *err);
 
 }  // namespace cli
 }  // namespace ucxtls

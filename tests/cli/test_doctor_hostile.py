@@ -12,6 +12,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import termios
@@ -248,6 +249,39 @@ def hung_config_dir(t):
     rc, out, err = got
     t.check("exit 2 within 6 s, one line saying what gave no answer", rc == 2 and took < 6 and err.count("\n") == 1 and
             "ucx.conf places" in err and "2000 ms" in err, "%d %.1fs %r %r" % (rc, took, out, err))
+
+
+@case("hung UCX_CONFIG_DIR, doctor itself late at its deadline (stopped across it): still one line")
+def hung_config_dir_late(t):
+    # doctor's reader child decides in a grandchild; were both bounded by the same deadline, a
+    # doctor scheduled late would let the child's own "no answer" line out beside its own.
+    if not needs_root(t, ("cc",)):
+        return
+    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(harness.BUILD_DIR, "tests", "cli", "fakes-ucx"))
+    m = hung_mount_class()()
+    try:
+        if m.error:
+            t.skip("a mount that never answers", m.error)
+            return
+        p, _ = hold([sys.executable, "-c", HOLD, os.path.join(fakes, "nixl", "libucp.so.0")],
+                    env_for("dgx", preload=False, UCX_CONFIG_DIR=m.dir))
+        d = subprocess.Popen([CLI, "doctor", "--pid", str(p.pid), "--timeout-ms", "2000"],
+                             env=env_for(None, preload=False), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(1.7)
+        d.send_signal(signal.SIGSTOP)  # across the 2000 ms deadline, as a busy node schedules it late
+        time.sleep(0.8)
+        d.send_signal(signal.SIGCONT)
+        try:
+            out, err = d.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            out, err = d.communicate()
+        release(p)
+    finally:
+        m.close()
+    err = err.decode(errors="replace")
+    t.check("exit 2, one line: doctor's own 'could not tell'", d.returncode == 2 and err.count("\n") == 1 and
+            "could not tell: reading the ucx.conf places of process" in err, "%d %r" % (d.returncode, err))
 
 
 @case("a process named with an escape sequence, a build whose version string holds one: printed with '?' for them")

@@ -20,7 +20,7 @@ BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 MUTANTS = [
     ("shim/environ_edit.cc", "size + size_t(missing) + 1 > room_cap", "size + size_t(missing) > room_cap",
      "env_write: the environment grew by exactly one entry"),
-    ("shim/options.cc", "if (n == len && !memcmp(w, v, n))", "if (!memcmp(w, v, n))",
+    ("shim/options.cc", "    if (k != n) continue;", "    if (k < n) continue;",
      "settings: invalid values"),
     ("shim/decide.cc", 'if (!d->value[0] || !strcmp(d->value, "^")) {', "if (!d->value[0]) {",
      "compose: a value of ^ alone is never written"),
@@ -47,23 +47,23 @@ MUTANTS = [
      "RDMA: a RoCE port's link layer, GIDs and net device names"),
     ("cli/elf.cc", "vaddr - l.vaddr <= l.filesz - n", "vaddr - l.vaddr < l.filesz - n",
      "ELF: a range that ends exactly at its segment's end is readable"),
-    ("cli/ld_search.cc", 'v.find_first_of(":;", b)', 'v.find_first_of(":", b)',
+    ("cli/ld_search.cc", 'split(value, ":;")', 'split(value, ":")',
      "ld.so's search: LD_LIBRARY_PATH"),
-    ("cli/ld_search.cc", "if (!last || secure) return dirs;", "if (!last) return dirs;",
+    ("cli/ld_search.cc", "if (!value || !*value || secure) return dirs;", "if (!value || !*value) return dirs;",
      "ld.so's search: LD_LIBRARY_PATH"),
     ("cli/ld_search.cc",
      "  for (const std::string &d : library_path)\n"
-     "    for (const std::string &x : expand(d, exe.empty() ? \".\" : dir_of(exe), \":\")) dirs.push_back(x);\n"
+     "    for (const std::string &x : expand(d, exe.empty() ? \".\" : dir_of(exe))) dirs.push_back(x);\n"
      "  if (self.has_runpath)\n"
-     "    for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path), \":\")) dirs.push_back(d);\n",
+     "    for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path))) dirs.push_back(d);\n",
      "  if (self.has_runpath)\n"
-     "    for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path), \":\")) dirs.push_back(d);\n"
+     "    for (const std::string &d : expand(self.runpath, dir_of(objects[size_t(from)].path))) dirs.push_back(d);\n"
      "  for (const std::string &d : library_path)\n"
-     "    for (const std::string &x : expand(d, exe.empty() ? \".\" : dir_of(exe), \":\")) dirs.push_back(x);\n",
+     "    for (const std::string &x : expand(d, exe.empty() ? \".\" : dir_of(exe))) dirs.push_back(x);\n",
      "ld.so's search: LD_LIBRARY_PATH"),
-    ("cli/ucx_read.cc", '{"HOME", "UCX_CONFIG_DIR"}', '{"UCX_CONFIG_DIR", "HOME"}',
+    ("cli/ucx_settings.cc", '{"HOME", "UCX_CONFIG_DIR"}', '{"UCX_CONFIG_DIR", "HOME"}',
      "ucx.conf: UCX's order, $HOME before $UCX_CONFIG_DIR"),
-    ("cli/root_fs.cc", "if (n > root.bytes_left) n = root.bytes_left;", "",
+    ("cli/root_fs.cc", "if (n > root.bytes_left) n = root.bytes_left, root.note(\"its budget of 256 MiB read\");", "",
      "root_fs: a read gets at most what is left of doctor's byte budget"),
     ("helper/oci_hook_mounts.cc", "if (answer == Link::kNo && one_fs && fstatat(", "if (false && one_fs && fstatat(",
      "mounts: a bind without rbind whose path ends on a host mount point"),
