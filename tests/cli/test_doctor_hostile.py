@@ -225,63 +225,57 @@ def hung_mount_class():
     return HungMount
 
 
-@case("a process whose UCX_CONFIG_DIR is a mount that never answers: doctor --pid ends at --timeout-ms, one line")
-def hung_config_dir(t):
+def doctor_on_hung_config_dir(t, stop_across_deadline):
+    """doctor --pid --timeout-ms 2000 of a process whose UCX_CONFIG_DIR never answers: (rc, seconds,
+    stderr), or None (skipped). stop_across_deadline: doctor is stopped from 1.7 s to 2.5 s, as a
+    busy node schedules it late."""
     if not needs_root(t, ("cc",)):
-        return
+        return None
     fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(harness.BUILD_DIR, "tests", "cli", "fakes-ucx"))
     m = hung_mount_class()()
     try:
         if m.error:
-            t.skip("a mount that never answers", m.error)
-            return
+            return t.skip("a mount that never answers", m.error)
         p, _ = hold([sys.executable, "-c", HOLD, os.path.join(fakes, "nixl", "libucp.so.0")],
                     env_for("dgx", preload=False, UCX_CONFIG_DIR=m.dir))
         start = time.time()
+        d = subprocess.Popen([CLI, "doctor", "--pid", str(p.pid), "--timeout-ms", "2000"],
+                             env=env_for(None, preload=False), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if stop_across_deadline:
+            time.sleep(1.7)
+            d.send_signal(signal.SIGSTOP)
+            time.sleep(0.8)
+            d.send_signal(signal.SIGCONT)
         try:
-            got = doctor(["--pid", str(p.pid), "--timeout-ms", "2000"], timeout=15)
+            _, err = d.communicate(timeout=15)
         except subprocess.TimeoutExpired:
-            got = (-1, "", "killed at 15 s")
+            d.kill()
+            _, err = d.communicate()
         took = time.time() - start
         release(p)
     finally:
         m.close()
-    rc, out, err = got
-    t.check("exit 2 within 6 s, one line saying what gave no answer", rc == 2 and took < 6 and err.count("\n") == 1 and
-            "ucx.conf places" in err and "2000 ms" in err, "%d %.1fs %r %r" % (rc, took, out, err))
+    return d.returncode, took, err.decode(errors="replace")
+
+
+@case("a process whose UCX_CONFIG_DIR is a mount that never answers: doctor --pid ends at --timeout-ms, one line")
+def hung_config_dir(t):
+    got = doctor_on_hung_config_dir(t, False)
+    if got:
+        rc, took, err = got
+        t.check("exit 2 within 6 s, one line saying what gave no answer", rc == 2 and took < 6 and
+                err.count("\n") == 1 and "ucx.conf places" in err and "2000 ms" in err, "%d %.1fs %r" % got)
 
 
 @case("hung UCX_CONFIG_DIR, doctor itself late at its deadline (stopped across it): still one line")
 def hung_config_dir_late(t):
     # doctor's reader child decides in a grandchild; were both bounded by the same deadline, a
-    # doctor scheduled late would let the child's own "no answer" line out beside its own.
-    if not needs_root(t, ("cc",)):
-        return
-    fakes = os.environ.get("UCXTLSTEST_FAKE_UCX", os.path.join(harness.BUILD_DIR, "tests", "cli", "fakes-ucx"))
-    m = hung_mount_class()()
-    try:
-        if m.error:
-            t.skip("a mount that never answers", m.error)
-            return
-        p, _ = hold([sys.executable, "-c", HOLD, os.path.join(fakes, "nixl", "libucp.so.0")],
-                    env_for("dgx", preload=False, UCX_CONFIG_DIR=m.dir))
-        d = subprocess.Popen([CLI, "doctor", "--pid", str(p.pid), "--timeout-ms", "2000"],
-                             env=env_for(None, preload=False), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(1.7)
-        d.send_signal(signal.SIGSTOP)  # across the 2000 ms deadline, as a busy node schedules it late
-        time.sleep(0.8)
-        d.send_signal(signal.SIGCONT)
-        try:
-            out, err = d.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            out, err = d.communicate()
-        release(p)
-    finally:
-        m.close()
-    err = err.decode(errors="replace")
-    t.check("exit 2, one line: doctor's own 'could not tell'", d.returncode == 2 and err.count("\n") == 1 and
-            "could not tell: reading the ucx.conf places of process" in err, "%d %r" % (d.returncode, err))
+    # doctor scheduled late would let the child's own "no answer" line out instead of its own.
+    got = doctor_on_hung_config_dir(t, True)
+    if got:
+        rc, took, err = got
+        t.check("exit 2, one line: doctor's own 'could not tell'", rc == 2 and err.count("\n") == 1 and
+                "could not tell: reading the ucx.conf places of process" in err, "%d %.1fs %r" % got)
 
 
 @case("a process named with an escape sequence, a build whose version string holds one: printed with '?' for them")
