@@ -57,6 +57,12 @@ Link read_link_below(int base, const std::vector<std::string> &parts, bool one_f
     last->dev = top.st_dev, last->ino = top.st_ino, last->one_fs = one_fs;
     last->parts.assign(parts.begin(), parts.begin() + long(i));
   }
+  // The walk stopped at parts[i], absent or no directory: SecureJoinVFS (filepath-securejoin join.go)
+  // keeps the rest as written, so the last name is no link, whatever fd holds under that name.
+  if (answer == Link::kNo && i + 1 < parts.size()) {
+    close(fd);
+    return Link::kNo;
+  }
   if (answer == Link::kNo && one_fs && fstatat(fd, parts.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
       st.st_dev != top.st_dev)
     answer = Link::kUnknown;  // a mount point of the host: the bind shows what lies under it

@@ -291,4 +291,59 @@ TEST_CASE("mounts: a bind without rbind whose path ends on a host mount point: w
   rmdir(image);
 }
 
+// A directory partway down a destination that is missing (or no directory) keeps the rest of the
+// path as written: filepath-securejoin's SecureJoinVFS (join.go), which runc's mountToRootfs
+// resolves each destination with, takes a component whose lstat fails ENOENT or ENOTDIR as no
+// link. So a link of the same name in a directory above (the image's /b -> /etc, a bind source's
+// b) is not the path's last component and no mount lands through it (the slip: that name read in
+// the deepest directory the walk reached). A present directory still leads through its link.
+TEST_CASE("mounts: below a missing directory the path is kept as written, not read one level up") {
+  char image[] = "/tmp/ucxtls-unit-XXXXXX", source[] = "/tmp/ucxtls-unit-XXXXXX";
+  REQUIRE(mkdtemp(image) != nullptr);
+  REQUIRE(mkdtemp(source) != nullptr);
+  const int rootfd = open(image, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  const int srcfd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(rootfd >= 0);
+  REQUIRE(srcfd >= 0);
+  REQUIRE(symlinkat("/etc", rootfd, "b") == 0);
+  REQUIRE(mkdirat(rootfd, "x", 0755) == 0);
+  REQUIRE(symlinkat("/etc", rootfd, "x/b") == 0);
+  REQUIRE(mkdirat(rootfd, "d", 0755) == 0);
+  REQUIRE(symlinkat("/etc", rootfd, "d/b") == 0);
+  const int file = openat(rootfd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  REQUIRE(file >= 0);
+  close(file);
+  REQUIRE(symlinkat("/opt", srcfd, "b") == 0);
+  struct Row {
+    std::string destination, want;
+  } rows[] = {
+      {"/a/b", "/a/b"},          // /a missing: the image's /b is not looked at
+      {"/x/a/b", "/x/a/b"},      // the same one level down: not /x/b
+      {"/f/b", "/f/b"},          // /f a file (ENOTDIR): kept too (runc then fails to create it)
+      {"/m/a/b", "/m/a/b"},      // below the bind of `source` on /m: not its b
+      {"/a/c/../b", "/a/b"},     // ".." taken lexically, the missing /a kept
+      {"/d/b", "/etc"},          // /d present: its b is the path's and is followed
+      {"/m/b", "/opt"},
+  };
+  for (const Row &r : rows) {
+    CAPTURE(r.destination);
+    MountPlaces places(rootfd, "/nonexistent-bundle");
+    ContainerMount bind;
+    bind.destination = "/m", bind.type = "none", bind.source = source, bind.bind = true, bind.recursive = true;
+    std::string at, why;
+    REQUIRE(places.add(bind, &at, &why));
+    ContainerMount tmpfs;
+    tmpfs.destination = r.destination, tmpfs.type = "tmpfs", tmpfs.source = "tmpfs";
+    CHECK(places.add(tmpfs, &at, &why));
+    CHECK(at == r.want);
+  }
+  for (const char *name : {"b", "x/b", "d/b", "f"}) CHECK(unlinkat(rootfd, name, 0) == 0);
+  for (const char *name : {"x", "d"}) CHECK(unlinkat(rootfd, name, AT_REMOVEDIR) == 0);
+  CHECK(unlinkat(srcfd, "b", 0) == 0);
+  close(rootfd);
+  close(srcfd);
+  rmdir(image);
+  rmdir(source);
+}
+
 #endif  // UCXTLS_HAVE_OCI_HOOK
