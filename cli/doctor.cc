@@ -163,7 +163,7 @@ int check_one(const Evaluation &r, const JudgedValue &v, BuildPlace &place, cons
     print_line("UCX         the one %s runs (version %s)\n", ucx_info.c_str(), version);
     print_line("libucp      %s (the one ld.so gives ucx_info: its build is judged as --ucx judges one)\n", libucp.c_str());
   }
-  record_build(*b, ucx_info);
+  doctor_findings().ucx.push_back({*b, ucx_info});  // the build, as doctor --json gives it (ucx[])
   if (proc) print_line("process     %d (%s) maps it as %s\n", int(proc->pid), proc->comm.c_str(), proc->as_mapped[i].c_str());
   return check_build(r, v, *b, !ucx_info.empty());
 }

@@ -33,10 +33,6 @@ std::vector<std::string> here_line(const std::vector<std::string> &registered, F
   return here;
 }
 
-void unread_lines(const UcxBuild &b) {
-  for (const std::string &u : b.unread) print_line("%-11s %s\n", "could not", ("tell " + u).c_str());
-}
-
 void build_lines(const UcxBuild &b) {
   std::string list;
   for (const std::string &t : b.transports) list += (list.empty() ? "" : ", ") + t;
@@ -46,12 +42,9 @@ void build_lines(const UcxBuild &b) {
   for (const UcxModule &m : b.modules)
     if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
     else if (m.state == "not-loaded") print_line("module      %s is not loaded: %s\n", m.path.c_str(), m.why.c_str());
-  unread_lines(b);
+  for (const std::string &u : b.unread) print_line("%-11s %s\n", "could not", ("tell " + u).c_str());
 }
 
-void record_build(const UcxBuild &b, const std::string &ucx_info) { doctor_findings().ucx.push_back({b, ucx_info}); }
-
-// What the node adds (node_findings.h): a `warning` line each, recorded for doctor --json.
 void finding_lines(const std::vector<NodeFinding> &found) {
   for (const NodeFinding &n : found) {
     print_line("%-11s %s\n", "warning", n.text.c_str());
@@ -59,9 +52,6 @@ void finding_lines(const std::vector<NodeFinding> &found) {
   }
 }
 
-// The value names another family's GPU transports and none of this node's (an Intel node given the
-// CUDA list): explain's warning, in the same words (evaluation.h), under the value line; then what the
-// node and the environment add, for the value judged.
 void mismatch_line(const Evaluation &r, const std::string &value) {
   const std::string warning = gpu_mismatch_warning(value.c_str(), r.family);
   if (!warning.empty()) print_line("%-11s %s\n", "warning", warning.c_str());

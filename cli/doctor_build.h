@@ -23,14 +23,9 @@ std::vector<std::string> with_devices_here(const std::vector<std::string> &regis
 // with_devices_here, printed as the plain doctor's `here` line.
 std::vector<std::string> here_line(const std::vector<std::string> &registered, Family family, Rdma rdma);
 
-// What could not be read of a build: a "could not tell" line each, never guessed.
-void unread_lines(const UcxBuild &b);
-
-// What the build registers and which modules UCX would load, as read from its files (then unread_lines).
+// What the build registers and which modules UCX would load, as read from its files; then what
+// could not be read of it: a "could not tell" line each, never guessed.
 void build_lines(const UcxBuild &b);
-
-// The build, as doctor --json gives it (ucx[]); ucx_info: the plain doctor's, "" otherwise.
-void record_build(const UcxBuild &b, const std::string &ucx_info);
 
 struct NodeFinding;
 struct Evaluation;

@@ -30,12 +30,8 @@ void evaluate(Evaluation *r, const char *tmpl) {
 }
 
 void load_inputs(Evaluation *r, bool secure, const char *tmpl) {
-  if (secure) {
-    char *none[] = {nullptr};  // as that process's library: secure execution reads nothing
-    load(none, true, &r->in, &r->s, tmpl);
-  } else {
-    load(r->env.envp(), false, &r->in, &r->s, tmpl);  // as the library: secure execution reads nothing
-  }
+  char *none[] = {nullptr};  // as the library: secure execution reads nothing
+  load(secure ? none : r->env.envp(), secure, &r->in, &r->s, tmpl);
 }
 
 void evaluate_loaded(Evaluation *r, bool secure, const char *tmpl) {
