@@ -166,16 +166,13 @@ int cmd_probe(int argc, char **argv) {
   Inputs in;
   Settings s;
   load(environ, getauxval(AT_SECURE) != 0, &in, &s);
-  if (s.timeout_why) {
-    const char *v = in.get(kProbeTimeoutMs);
-    return probe_fail(kFailed, std::string(kOptions[kProbeTimeoutMs].name) + "=\"" + (v ? v : "") + "\" " + s.timeout_why);
-  }
-  if (s.cache_dir_why || (s.invalid && s.invalid_var == kSysroot)) {
-    const Var bad = s.cache_dir_why ? kCacheDir : kSysroot;
-    const char *v = in.get(bad);
-    return probe_fail(kFailed, std::string(kOptions[bad].name) + "=\"" + (v ? v : "") + "\" " +
-                                   (s.cache_dir_why ? s.cache_dir_why : s.invalid_why));
-  }
+  // A setting of the probe's that is invalid (its timeout, its cache directory, a replayed machine).
+  const Var bad = s.timeout_why ? kProbeTimeoutMs : s.cache_dir_why ? kCacheDir : kSysroot;
+  const char *bad_why = s.timeout_why     ? s.timeout_why
+                        : s.cache_dir_why ? s.cache_dir_why
+                        : s.invalid && s.invalid_var == kSysroot ? s.invalid_why : nullptr;
+  if (bad_why)
+    return probe_fail(kFailed, std::string(kOptions[bad].name) + "=\"" + (in.get(bad) ? in.get(bad) : "") + "\" " + bad_why);
 
   // A replayed machine has no drivers to ask: the answer is this machine's, stamped (with --save)
   // with the replayed machine's boot id, and it wins over the replay's kernel answer.

@@ -117,10 +117,8 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
     return *err = "could not tell whether the libucp files in " + abs + " are copies of one build: doctor's bound on "
                   "reading was reached: " + host.reached + "; name one with --ucx FILE", false;
   if (best.size() == 1) return *libucp = best[0], true;
-  if (best.empty()) {
-    *err = "no libucp in " + abs + " (looked in it, its lib, lib64, lib/<multiarch>, *.libs and */lib)";
-    return false;
-  }
+  if (best.empty())
+    return *err = "no libucp in " + abs + " (looked in it, its lib, lib64, lib/<multiarch>, *.libs and */lib)", false;
   std::string list;
   for (const std::string &b : best) list += (list.empty() ? "" : ", ") + b;
   *err = abs + " holds several UCX builds (" + list + "): name one with --ucx FILE";

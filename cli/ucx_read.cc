@@ -361,11 +361,10 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
     modules_why = "";
     modules = "all";
   }
-  for (const std::string &d : plugin_dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
-  for (const std::string &d : dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
   const ModuleSearch ms{root, ld, objs, ucs, ext, modules, modules_why, b->version};
   std::vector<std::string> scanned = plugin_dirs;
   scanned.insert(scanned.end(), dirs.begin(), dirs.end());
+  for (const std::string &d : scanned) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
   if (minor >= 0) {
     load_modules(ms, minor >= 22, minor >= 22 ? scanned : dirs, b);
     return true;
