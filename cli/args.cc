@@ -12,8 +12,6 @@ namespace {
 
 const Flag kHelpFlag = {"-h, --help", nullptr, "print this help and exit"};
 
-bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
-
 const Flag *find_flag(const Command &c, const char *a) {
   for (const Flag *f = c.flags; f && f->name; f++)
     if (!strcmp(f->name, a)) return f;
@@ -74,7 +72,7 @@ int prepare_args(const Command &c, int argc, char **argv, std::vector<std::strin
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     flags_over = flags_over || (c.takes_command && (a[0] != '-' || !strcmp(a, "--")));
-    if (!flags_over && is_help(a)) return command_help(c), 0;
+    if (!flags_over && (!strcmp(a, "--help") || !strcmp(a, "-h"))) return command_help(c), 0;
     const Flag *f = flags_over ? nullptr : find_flag(c, a);
     if (!f || !f->value) {
       out->push_back(argv[i]);

@@ -196,7 +196,8 @@ int check_here(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, s
     // A replayed machine has no UCX of its own to read (as `ucxtls probe` says of its drivers).
     if (!r.in.secure && (a.value ? getenv(kOptions[kSysroot].name) : r.in.get(kSysroot)))
       finding_lines({{"sysroot", "UCXTLS_SYSROOT is set: the UCX checked (ucx_info's) is this machine's, not the replayed machine's"}});
-    ucx_info = ucx_info_path(caller);
+    const char *path = env_lookup(caller.envp(), "PATH", Dup::first);  // getenv's, as a shell's execvp
+    ucx_info = path ? find_in_path("ucx_info", path) : "";
     if (ucx_info.empty())
       return fail(kUsage, "doctor: no ucx_info in PATH (Debian/Ubuntu: apt-get install ucx-utils), or name a build with --ucx PATH");
   }
@@ -205,7 +206,8 @@ int check_here(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, s
   if (!root.open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", a.left_ms()))
     return fail(kUsage, std::string("doctor: cannot open /: ") + strerror(errno));
   BuildPlace place;
-  place.root = &root, place.env = env_list(caller), place.exe = ucx_info;
+  place.root = &root, place.exe = ucx_info;
+  for (char *const *e = caller.envp(); *e; e++) place.env.push_back(*e);
   std::string err;
   // A script (a wrapper that runs another ucx_info): which UCX it runs cannot be read, and a
   // check that cannot tell is not a pass: exit 2, as for a build that could not be read.

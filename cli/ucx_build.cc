@@ -158,11 +158,11 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   std::string comm;
   if (read_file(proc + "/comm", &comm) && !comm.empty() && comm.back() == '\n') comm.pop_back();
   m->comm = comm;
+  const std::string who = "process " + std::to_string(pid) + " (" + comm + ")";
   const char state = process_state(proc);
   if (state == 'Z' || state == 'X') {  // its maps are empty: it has not "not loaded UCX yet"
     *status = kUsage;
-    return *err = "process " + std::to_string(pid) + " (" + comm +
-                  ") has exited (its parent has not yet collected its status): there is no UCX left in it to check",
+    return *err = who + " has exited (its parent has not yet collected its status): there is no UCX left in it to check",
            false;
   }
   std::string environ_text;
@@ -174,7 +174,7 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   // Exited while it was read (its environ unreadable or empty then): it says so, not "cannot read".
   const char now = process_state(proc);
   if (now == 0 || now == 'Z' || now == 'X')
-    return *status = kUsage, *err = "process " + std::to_string(pid) + " (" + comm + ") has exited while doctor read it", false;
+    return *status = kUsage, *err = who + " has exited while doctor read it", false;
   // maps names a file from doctor's root: in the same mount namespace a host path (a chrooted
   // process's too), in another one (a container) the path from that namespace's root.
   struct stat ns, own;
@@ -210,8 +210,7 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   }
   if (m->inside.empty()) {  // nothing to check is not "missing" (exit 1)
     *status = kUsage;
-    *err = "process " + std::to_string(pid) + " (" + comm + ") has no UCX mapped (no libucp in " + proc +
-           "/maps): it has not loaded UCX yet, or it does not use UCX";
+    *err = who + " has no UCX mapped (no libucp in " + proc + "/maps): it has not loaded UCX yet, or it does not use UCX";
     return false;
   }
   return true;

@@ -208,12 +208,11 @@ void load_modules(const ModuleSearch &ms, bool scan, const std::vector<std::stri
     }
     for (const auto &u : unopened) {
       UcxModule m;
-      m.path = root.shown + u.first + "/" + u.second, m.state = "not-loaded";
+      m.path = root.shown + u.first + "/" + u.second, m.state = list_known ? "not-loaded" : "error";
       m.why = !list_known ? "could not tell whether UCX " + ms.version + " opens it: " + fw.name +
                                 "'s compiled module list could not be read"
                           : "UCX " + ms.version + " opens only the modules it was built with (" +
                                 (list_text.empty() ? std::string("none") : list_text.substr(1)) + "), not every file";
-      if (!list_known) m.state = "error";
       out->modules.push_back(m);
     }
     if (!list_known && !unopened.empty())
