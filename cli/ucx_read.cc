@@ -353,13 +353,9 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
   }
   std::string modules = ucx_setting(place, b->libucs, "UCX_MODULES", &from, minor, &unsure);
   if (!unsure.empty()) b->could_not_tell(unsure, true);
-  std::string modules_why = "UCX_MODULES=" + modules + " (" + from + ") leaves it out";
-  if (from.empty()) {
-    modules = "all";
-  } else if (!allow_list_valid(modules)) {  // parser.c: "all" with other names is an error; the default stays
-    modules_why = "";
-    modules = "all";
-  }
+  const std::string modules_why = "UCX_MODULES=" + modules + " (" + from + ") leaves it out";
+  // Unset, or invalid ("all" with other names is an error in parser.c): UCX keeps its default, all.
+  if (from.empty() || !allow_list_valid(modules)) modules = "all";
   const ModuleSearch ms{root, ld, objs, ucs, ext, modules, modules_why, b->version};
   std::vector<std::string> scanned = plugin_dirs;
   scanned.insert(scanned.end(), dirs.begin(), dirs.end());
