@@ -12,8 +12,6 @@ namespace {
 
 const Flag kHelpFlag = {"-h, --help", nullptr, "print this help and exit"};
 
-bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
-
 const Flag *find_flag(const Command &c, const char *a) {
   for (const Flag *f = c.flags; f && f->name; f++)
     if (!strcmp(f->name, a)) return f;
@@ -73,22 +71,18 @@ int prepare_args(const Command &c, int argc, char **argv, std::vector<std::strin
   bool flags_over = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
-    if (!flags_over && c.takes_command && (a[0] != '-' || !strcmp(a, "--"))) flags_over = true;
-    if (flags_over) {
+    flags_over = flags_over || (c.takes_command && (a[0] != '-' || !strcmp(a, "--")));
+    if (!flags_over && (!strcmp(a, "--help") || !strcmp(a, "-h"))) return command_help(c), 0;
+    const Flag *f = flags_over ? nullptr : find_flag(c, a);
+    if (!f || !f->value) {
       out->push_back(argv[i]);
       continue;
     }
-    if (is_help(a)) return command_help(c), 0;
-    const Flag *f = find_flag(c, a);
-    if (f && f->value) {
-      if (i + 1 >= argc)
-        return fail(kUsage, std::string(c.name) + ": " + a + " needs a value (" + flag_usage(*f) +
-                                "; ucxtls " + c.name + " --help)");
-      store->push_back(std::string(a) + "=" + argv[++i]);
-      out->push_back(&store->back()[0]);
-      continue;
-    }
-    out->push_back(argv[i]);
+    if (i + 1 >= argc)
+      return fail(kUsage, std::string(c.name) + ": " + a + " needs a value (" + flag_usage(*f) + "; ucxtls " + c.name +
+                              " --help)");
+    store->push_back(std::string(a) + "=" + argv[++i]);
+    out->push_back(&store->back()[0]);
   }
   out->push_back(nullptr);
   return -1;

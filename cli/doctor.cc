@@ -163,26 +163,9 @@ int check_one(const Evaluation &r, const JudgedValue &v, BuildPlace &place, cons
     print_line("UCX         the one %s runs (version %s)\n", ucx_info.c_str(), version);
     print_line("libucp      %s (the one ld.so gives ucx_info: its build is judged as --ucx judges one)\n", libucp.c_str());
   }
-  record_build(*b, ucx_info);
+  doctor_findings().ucx.push_back({*b, ucx_info});  // the build, as doctor --json gives it (ucx[])
   if (proc) print_line("process     %d (%s) maps it as %s\n", int(proc->pid), proc->comm.c_str(), proc->as_mapped[i].c_str());
   return check_build(r, v, *b, !ucx_info.empty());
-}
-
-// This machine's root, from doctor's working directory (the plain doctor and --ucx).
-int open_here(const DoctorArgs &a, Root *root) {
-  char cwd[4096];
-  if (root->open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", a.left_ms())) return -1;
-  return fail(kUsage, std::string("doctor: cannot open /: ") + strerror(errno));
-}
-
-// --ucx PATH: the build there, with the caller's environment and no program.
-int check_ucx(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, const std::string &libucp,
-              const Environment &caller) {
-  Root root;
-  if (int status = open_here(a, &root); status >= 0) return status;
-  BuildPlace place;
-  place.root = &root, place.env = env_list(caller);
-  return check_one(r, v, place, libucp, "");
 }
 
 // --pid PID: each libucp the process maps, read inside its root (links never leave it), from its
@@ -202,25 +185,33 @@ int check_pid(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, co
   return status;
 }
 
-// The plain doctor: the build of the ucx_info on PATH, the libucp ld.so would give it, worked out
-// from its files (ld_search.h), never by running it.
-int check_plain(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, const Environment &caller) {
-  // A node without GPUs has no family to build UCX for: with nothing to check, nothing is read.
-  if (!v.nothing.empty() && r.family == Family::none) return print_line("%s\n", v.nothing.c_str()), 0;
-  // A replayed machine has no UCX of its own to read (as `ucxtls probe` says of its drivers).
-  if (!r.in.secure && (a.value ? getenv(kOptions[kSysroot].name) : r.in.get(kSysroot)))
-    finding_lines({{"sysroot", "UCXTLS_SYSROOT is set: the UCX checked (ucx_info's) is this machine's, not the replayed machine's"}});
-  const std::string ucx_info = ucx_info_path(caller);
-  if (ucx_info.empty())
-    return fail(kUsage, "doctor: no ucx_info in PATH (Debian/Ubuntu: apt-get install ucx-utils), or name a build with --ucx PATH");
+// This machine's root, from doctor's working directory, with the caller's environment: --ucx PATH
+// (the build there, no program), or the plain doctor: the build of the ucx_info on PATH, the
+// libucp ld.so would give it, worked out from its files (ld_search.h), never by running it.
+int check_here(const DoctorArgs &a, const Evaluation &r, const JudgedValue &v, std::string libucp, const Environment &caller) {
+  std::string ucx_info;
+  if (!a.ucx) {
+    // A node without GPUs has no family to build UCX for: with nothing to check, nothing is read.
+    if (!v.nothing.empty() && r.family == Family::none) return print_line("%s\n", v.nothing.c_str()), 0;
+    // A replayed machine has no UCX of its own to read (as `ucxtls probe` says of its drivers).
+    if (!r.in.secure && (a.value ? getenv(kOptions[kSysroot].name) : r.in.get(kSysroot)))
+      finding_lines({{"sysroot", "UCXTLS_SYSROOT is set: the UCX checked (ucx_info's) is this machine's, not the replayed machine's"}});
+    const char *path = env_lookup(caller.envp(), "PATH", Dup::first);  // getenv's, as a shell's execvp
+    ucx_info = path ? find_in_path("ucx_info", path) : "";
+    if (ucx_info.empty())
+      return fail(kUsage, "doctor: no ucx_info in PATH (Debian/Ubuntu: apt-get install ucx-utils), or name a build with --ucx PATH");
+  }
   Root root;
-  if (int status = open_here(a, &root); status >= 0) return status;
+  char cwd[4096];
+  if (!root.open("/", getcwd(cwd, sizeof cwd) ? cwd : "/", "", a.left_ms()))
+    return fail(kUsage, std::string("doctor: cannot open /: ") + strerror(errno));
   BuildPlace place;
-  place.root = &root, place.env = env_list(caller), place.exe = ucx_info;
-  std::string libucp, err;
+  place.root = &root, place.exe = ucx_info;
+  for (char *const *e = caller.envp(); *e; e++) place.env.push_back(*e);
+  std::string err;
   // A script (a wrapper that runs another ucx_info): which UCX it runs cannot be read, and a
   // check that cannot tell is not a pass: exit 2, as for a build that could not be read.
-  if (!program_libucp(place, ucx_info, &libucp, &err)) return fail(kUsage, "doctor: " + err);
+  if (!a.ucx && !program_libucp(place, ucx_info, &libucp, &err)) return fail(kUsage, "doctor: " + err);
   return check_one(r, v, place, libucp, ucx_info);
 }
 
@@ -244,7 +235,7 @@ int doctor_checks(int argc, char **argv) {
   found.has_value = v.nothing.empty();
   found.value = v.value;
   found.source = v.nothing.empty() ? v.source : v.nothing;
-  return a.ucx ? check_ucx(a, *r, v, libucp, caller) : a.pid_text ? check_pid(a, *r, v, *proc) : check_plain(a, *r, v, caller);
+  return a.pid_text ? check_pid(a, *r, v, *proc) : check_here(a, *r, v, libucp, caller);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// What doctor prints and records of one build, and where the plain doctor finds it (see doctor_build.h).
+// What doctor prints and records of one build (see doctor_build.h).
 #include "doctor_build.h"
 
 #include <string.h>
@@ -13,28 +13,18 @@
 namespace ucxtls {
 namespace cli {
 
-std::vector<std::string> with_devices_here(const std::vector<std::string> &registered, Family family, Rdma rdma) {
-  std::vector<std::string> out;
+std::vector<std::string> here_line(const std::vector<std::string> &registered, Family family, Rdma rdma) {
+  std::vector<std::string> here;
+  std::string list;
   for (const std::string &t : registered) {
     const UcxName *u = ucx_name(t.c_str(), t.size());
     const Device d = u ? u->device : Device::unknown;
     if (d == Device::any || (d == Device::gpu && u->family == family) || (d == Device::rdma && rdma != Rdma::none) ||
         (d == Device::mlx5 && rdma == Rdma::mlx5))
-      out.push_back(t);
+      here.push_back(t), list += (list.empty() ? "" : ", ") + t;
   }
-  return out;
-}
-
-std::vector<std::string> here_line(const std::vector<std::string> &registered, Family family, Rdma rdma) {
-  const std::vector<std::string> here = with_devices_here(registered, family, rdma);
-  std::string list;
-  for (const std::string &t : here) list += (list.empty() ? "" : ", ") + t;
   print_line("here        %s (those with a device on this node, by its facts)\n", list.empty() ? "none" : list.c_str());
   return here;
-}
-
-void unread_lines(const UcxBuild &b) {
-  for (const std::string &u : b.unread) print_line("%-11s %s\n", "could not", ("tell " + u).c_str());
 }
 
 void build_lines(const UcxBuild &b) {
@@ -46,12 +36,9 @@ void build_lines(const UcxBuild &b) {
   for (const UcxModule &m : b.modules)
     if (m.state == "error") print_line("module      %s does not load here: %s\n", m.path.c_str(), m.why.c_str());
     else if (m.state == "not-loaded") print_line("module      %s is not loaded: %s\n", m.path.c_str(), m.why.c_str());
-  unread_lines(b);
+  for (const std::string &u : b.unread) print_line("%-11s %s\n", "could not", ("tell " + u).c_str());
 }
 
-void record_build(const UcxBuild &b, const std::string &ucx_info) { doctor_findings().ucx.push_back({b, ucx_info}); }
-
-// What the node adds (node_findings.h): a `warning` line each, recorded for doctor --json.
 void finding_lines(const std::vector<NodeFinding> &found) {
   for (const NodeFinding &n : found) {
     print_line("%-11s %s\n", "warning", n.text.c_str());
@@ -59,24 +46,10 @@ void finding_lines(const std::vector<NodeFinding> &found) {
   }
 }
 
-// The value names another family's GPU transports and none of this node's (an Intel node given the
-// CUDA list): explain's warning, in the same words (evaluation.h), under the value line; then what the
-// node and the environment add, for the value judged.
 void mismatch_line(const Evaluation &r, const std::string &value) {
   const std::string warning = gpu_mismatch_warning(value.c_str(), r.family);
   if (!warning.empty()) print_line("%-11s %s\n", "warning", warning.c_str());
   finding_lines(node_findings(r, value.c_str()));
-}
-
-std::string ucx_info_path(const Environment &env) {
-  const char *path = env_lookup(env.envp(), "PATH", Dup::first);  // getenv's, as a shell's execvp
-  return path ? find_in_path("ucx_info", path) : "";
-}
-
-std::vector<std::string> env_list(const Environment &env) {
-  std::vector<std::string> out;
-  for (char *const *e = env.envp(); *e; e++) out.push_back(*e);
-  return out;
 }
 
 }  // namespace cli

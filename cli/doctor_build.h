@@ -1,13 +1,11 @@
-// What `ucxtls doctor` prints and records (doctor --json) of one build read from its files, the
-// transports of it that have a device on this node, and where the plain doctor finds its build
-// (the ucx_info on PATH). doctor.cc judges the value against them.
+// What `ucxtls doctor` prints and records (doctor --json) of one build read from its files, and the
+// transports of it that have a device on this node. doctor.cc judges the value against them.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "core.h"
-#include "environment.h"
 #include "ucx_build.h"
 
 namespace ucxtls {
@@ -18,19 +16,12 @@ namespace cli {
 // -d` showed): verbs transports where its RDMA runs rc, mlx5 ones on a ConnectX, a GPU family's
 // where its GPUs are; the rest (tcp, self, shared memory, cma) everywhere. xpmem, knem (device
 // nodes of their own) and srd (EFA, which the facts do not tell apart) are left out: doctor does
-// not claim a transport it cannot see.
-std::vector<std::string> with_devices_here(const std::vector<std::string> &registered, Family family, Rdma rdma);
-// with_devices_here, printed as the plain doctor's `here` line.
+// not claim a transport it cannot see. Printed as the plain doctor's `here` line.
 std::vector<std::string> here_line(const std::vector<std::string> &registered, Family family, Rdma rdma);
 
-// What could not be read of a build: a "could not tell" line each, never guessed.
-void unread_lines(const UcxBuild &b);
-
-// What the build registers and which modules UCX would load, as read from its files (then unread_lines).
+// What the build registers and which modules UCX would load, as read from its files; then what
+// could not be read of it: a "could not tell" line each, never guessed.
 void build_lines(const UcxBuild &b);
-
-// The build, as doctor --json gives it (ucx[]); ucx_info: the plain doctor's, "" otherwise.
-void record_build(const UcxBuild &b, const std::string &ucx_info);
 
 struct NodeFinding;
 struct Evaluation;
@@ -39,12 +30,6 @@ void finding_lines(const std::vector<NodeFinding> &found);
 // Under the value line: explain's warning for a value that names another family's GPU
 // transports, in the same words (evaluation.h), then what the node adds for that value.
 void mismatch_line(const Evaluation &r, const std::string &value);
-
-// The ucx_info that PATH (of env) names, as execvp would find it (an executable regular file); "" when none.
-std::string ucx_info_path(const Environment &env);
-
-// env's NAME=value entries.
-std::vector<std::string> env_list(const Environment &env);
 
 }  // namespace cli
 }  // namespace ucxtls

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,6 @@ std::string strip_aux(const std::string &s) {
   size_t k = s.find(':');
   return k == std::string::npos ? s : s.substr(0, k);
 }
-
-// Is `version` ("1.22.0") UCX 1.22 or newer? False when unknown.
-bool at_least_1_22(const std::string &version) { return ucx_minor(version) >= 22; }
 
 // Whether a served entry brings only accelerator devices to the context: the copy and gdr
 // transports are UCX's "accelerator" devices, an ipc transport (cuda_ipc, rocm_ipc) an "intra-node"
@@ -49,11 +47,7 @@ bool serves_accelerator_only(const std::string &item, const std::string &via) {
 // empty (UCX fails to create a context).
 bool judge(const std::string &value, const std::vector<std::string> &have, const std::string &version,
            std::vector<std::string> *missing, bool *gpu_only) {
-  auto served = [&](const std::string &name) {
-    for (const std::string &t : have)
-      if (t == name) return true;
-    return false;
-  };
+  auto served = [&](const std::string &name) { return std::find(have.begin(), have.end(), name) != have.end(); };
   std::string items = value;
   bool deny = !items.empty() && items[0] == '^';
   bool gpu = false, other = false;  // served names of the allow list
@@ -76,7 +70,7 @@ bool judge(const std::string &value, const std::vector<std::string> &have, const
         if (served(strip_aux(m))) ok = true, via += (via.empty() ? "" : ",") + m;
     if (deny && ok) {
       print_line("%-11s %s\n", "denied", item.c_str());
-    } else if (deny && at_least_1_22(version)) {  // measured: 1.22 says nothing about it
+    } else if (deny && ucx_minor(version) >= 22) {  // measured: 1.22 says nothing about it
       print_line("%-11s %s (not in this UCX: harmless, UCX %s does not warn about a denied name)\n", "denied",
                  item.c_str(), version.c_str());
     } else if (deny) {
@@ -100,19 +94,12 @@ bool judge(const std::string &value, const std::vector<std::string> &have, const
 // UCX >= 1.22 refuses a context whose usable transports are all accelerator ones (openucx/ucx
 // #11373: "no usable transports/devices"), where the names are served: a line, and exit 1.
 bool gpu_only_refused(bool gpu_only, const std::string &version) {
-  if (!gpu_only || !at_least_1_22(version)) return false;
+  if (!gpu_only || ucx_minor(version) < 22) return false;
   print_line("%-11s the value as a whole: UCX %s refuses a context whose only usable transports are accelerator ones\n",
              "refused", version.c_str());
   fail(kFailed, "doctor: UCX " + version + " fails to create a context with this value (\"no usable transports/devices\"): "
           "add tcp or sm,self to it");
   return true;
-}
-
-int missing_status(const std::vector<std::string> &missing) {
-  std::string names;
-  for (const std::string &m : missing) names += (names.empty() ? "" : ", ") + m;
-  return fail(kFailed, "doctor: this UCX cannot serve " + names +
-                           ": it prints \"not available\" on stdout of every process that uses this value");
 }
 
 // A failure whose words a row above already shows: the text shows them once (doctor_findings.cc).
@@ -148,7 +135,12 @@ int verdict(const Evaluation &r, const UcxBuild &b, const JudgedValue &v, bool e
   if (open && !status)
     return fail(kUsage, "doctor: could not tell " + (b.open.empty() ? b.untold : b.open[0]) + ": the build could not be checked");
   if (open) return status;
-  if (!missing.empty()) return missing_status(missing);
+  if (!missing.empty()) {
+    std::string names;
+    for (const std::string &m : missing) names += (names.empty() ? "" : ", ") + m;
+    return fail(kFailed, "doctor: this UCX cannot serve " + names +
+                             ": it prints \"not available\" on stdout of every process that uses this value");
+  }
   if (serious) return failed_in_row("doctor: " + problems[0]);  // its `build` line above
   return status;
 }

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include <vector>
+
 #include "load.h"
 #include "probe.h"
 
@@ -30,12 +32,8 @@ void evaluate(Evaluation *r, const char *tmpl) {
 }
 
 void load_inputs(Evaluation *r, bool secure, const char *tmpl) {
-  if (secure) {
-    char *none[] = {nullptr};  // as that process's library: secure execution reads nothing
-    load(none, true, &r->in, &r->s, tmpl);
-  } else {
-    load(r->env.envp(), false, &r->in, &r->s, tmpl);  // as the library: secure execution reads nothing
-  }
+  char *none[] = {nullptr};  // as the library: secure execution reads nothing
+  load(secure ? none : r->env.envp(), secure, &r->in, &r->s, tmpl);
 }
 
 void evaluate_loaded(Evaluation *r, bool secure, const char *tmpl) {
@@ -49,11 +47,10 @@ void evaluate_loaded(Evaluation *r, bool secure, const char *tmpl) {
   r->shown = r->f;
   if (r->in.secure) return;
   // Facts the ladder did not need, probed the same way (display only: the decision is final).
-  const Need rest[] = {Need::rdma, Need::ucx_conf, Need::driver, Need::cuda, Need::rocm, Need::ze};
-  for (Need n : rest) {
-    if (n == Need::driver && r->s.tier != ProbeTier::driver) continue;
+  std::vector<Need> rest = {Need::rdma, Need::ucx_conf, Need::cuda, Need::rocm, Need::ze};
+  if (r->s.tier == ProbeTier::driver) rest.insert(rest.begin() + 2, Need::driver);
+  for (Need n : rest)
     if (need_state(r->f, n) == FactState::to_probe) probe(n, r->in, r->s, lib, &r->f);
-  }
   // The family: the decision's, or, when it did not need one (UCX_TLS already set, no RDMA with
   // the default template, a ucx.conf, the library off, an invalid setting), the core's answer to
   // the family question alone on this machine, probed as the library would probe it (display
@@ -71,10 +68,7 @@ void evaluate_loaded(Evaluation *r, bool secure, const char *tmpl) {
   ProbeOptions all;
   all.exhaustive = true;
   auto listed = std::make_unique<Facts>();
-  for (Need n : rest) {
-    if (n == Need::driver && r->s.tier != ProbeTier::driver) continue;
-    probe(n, r->in, r->s, all, listed.get());
-  }
+  for (Need n : rest) probe(n, r->in, r->s, all, listed.get());
   r->shown = r->f;
   show("rdma", r->f.rdma, listed->rdma, &r->shown.rdma, &r->listing_differs);
   if (r->shown.rdma.value == listed->rdma.value && r->shown.rdma.error == listed->rdma.error)

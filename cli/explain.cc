@@ -36,8 +36,9 @@ std::vector<std::string> reasons(const Evaluation &r) {
 
 const char *json_tri(Tri t) { return t == Tri::yes ? "true" : t == Tri::no ? "false" : "null"; }
 
-const char *tri_word(Tri t, int error = 0) {
-  return t == Tri::yes ? "yes" : t == Tri::no ? "no" : error ? "unknown" : "not probed";
+// An evidence row's answer: yes, no, or why there is none (a probe that failed, one not run).
+const char *tri_word(Tri t, int error, const char *yes, const char *no = "no") {
+  return t == Tri::yes ? yes : t == Tri::no ? no : error ? "unknown" : "not probed";
 }
 
 const Family kShown[] = {Family::cuda, Family::rocm, Family::ze};
@@ -119,19 +120,16 @@ void explain_text(const Evaluation &r) {
   for (const std::string &reason : reasons(r)) print_line("  - %s\n", reason.c_str());
   if (r.in.secure) return;  // nothing else was read
   print_line("evidence\n");
-  print_line("  rdma      %-10s %s\n", r.shown.rdma.value == Tri::yes ? rdma_transports(rdma_kind(r.shown)) : tri_word(r.shown.rdma.value, r.shown.rdma.error),
-         r.shown.rdma.evidence);
-  print_line("  ucx.conf  %-10s %s\n", r.shown.ucx_conf.value == Tri::yes ? "UCX_TLS" : tri_word(r.shown.ucx_conf.value, r.shown.ucx_conf.error),
-         r.shown.ucx_conf.evidence);
+  print_line("  rdma      %-10s %s\n", tri_word(r.shown.rdma.value, r.shown.rdma.error, rdma_transports(rdma_kind(r.shown))),
+             r.shown.rdma.evidence);
+  print_line("  ucx.conf  %-10s %s\n", tri_word(r.shown.ucx_conf.value, r.shown.ucx_conf.error, "UCX_TLS"), r.shown.ucx_conf.evidence);
   if (r.s.tier == ProbeTier::driver)
     print_line("  driver    %-10s %s\n", r.shown.driver.value == Tri::yes ? "saved" : "none", r.shown.driver.evidence);
   if (r.s.tier == ProbeTier::driver && r.shown.driver.value != Tri::yes)  // how to create it
     print_line("            `ucxtls probe --save` asks the drivers and saves their answer for this node (docs/driver-probe.md)\n");
   for (Family fam : kShown) {
     const FamilyFact &ff = r.shown.family[int(fam)];
-    print_line("  %-9s %-10s %s\n", family_name(fam),
-           ff.value == Tri::yes ? "visible" : ff.value == Tri::no ? "none" : ff.error ? "unknown" : "not probed",
-           ff.evidence);
+    print_line("  %-9s %-10s %s\n", family_name(fam), tri_word(ff.value, ff.error, "visible", "none"), ff.evidence);
   }
   if (!r.listing_differs.empty())  // evidence only: the answer is the library's (evaluation.h)
     print_line("  listing   every device listed, this read otherwise (files the library's probe does not read; "

@@ -309,7 +309,7 @@ bool same_file(Root &root, const std::string &a, const std::string &b) {
   int e = 0;
   const int fa = open_regular(root, a, nullptr, &e), fb = fa < 0 ? -1 : open_regular(root, b, nullptr, &e);
   struct stat x = {}, y = {};
-  const bool same = fa >= 0 && fb >= 0 && !fstat(fa, &x) && !fstat(fb, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+  const bool same = fa >= 0 && fb >= 0 && !fstat(fa, &x) && !fstat(fb, &y) && same_inode(x, y);
   if (fa >= 0) close(fa);
   if (fb >= 0) close(fb);
   return same;

@@ -68,10 +68,10 @@ std::vector<NodeFinding> node_findings(const Evaluation &r, const char *value) {
   // peer failure handler, which self, sysv and cuda_copy lack ("no active messages transport ...
   // self/memory - no peer failure handler", sgl-project/sglang#40641, ai-dynamo/nixl#1846).
   if (const char *net = env_get(r, "UCX_NET_DEVICES")) {
-    bool deny;
-    const std::vector<std::string> names = tls_entries(net, &deny);
+    const bool deny = net[0] == '^';
+    const std::vector<std::string> names = split(net + (deny ? 1 : 0), ",");
     bool rdma_only = !deny && !names.empty();
-    for (const std::string &n : split(net + (deny ? 1 : 0), ","))
+    for (const std::string &n : names)
       if (n.find(':') == std::string::npos) rdma_only = false;  // a net device (eth0, lo) or all
     if (rdma_only)
       out.push_back({"net-devices", std::string("UCX_NET_DEVICES=") + shell_quote(net) +

@@ -83,7 +83,6 @@ void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
   }
   const size_t len = child.report.size();
   memcpy(r->text, child.report.data(), len);
-  const bool ended = child.ended, reaped = child.reaped;
   const int status = child.status;
   r->ms = child.ms;
 
@@ -96,15 +95,15 @@ void run_helper(const std::string &helper, int timeout_ms, HelperRun *r) {
   if (child.exec_errno) {
     r->why = "cannot execute " + helper + " (" + strerror(child.exec_errno) + ")";
     r->short_why = name + " cannot be executed";
-  } else if (!ended) {
+  } else if (!child.ended) {
     const std::string ms = std::to_string(timeout_ms);
     r->why = name + " gave no answer within UCXTLS_PROBE_TIMEOUT_MS=" + ms + " ms: killed";
     r->short_why = name + " timed out after " + ms + " ms";
-  } else if (reaped && WIFSIGNALED(status)) {  // it ended before the deadline: not our SIGKILL
+  } else if (child.reaped && WIFSIGNALED(status)) {  // it ended before the deadline: not our SIGKILL
     const std::string sig = std::to_string(WTERMSIG(status));
     r->short_why = name + " died of signal " + sig;
     r->why = r->short_why + " (" + strsignal(WTERMSIG(status)) + ") before answering";
-  } else if (reaped && WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+  } else if (child.reaped && WIFEXITED(status) && WEXITSTATUS(status) != 0) {
     r->short_why = name + " exited with status " + std::to_string(WEXITSTATUS(status));
     r->why = r->short_why + " without a report";
   } else {
@@ -123,8 +122,6 @@ void print_family(const char *label, const FamilyReport &f) {
   for (int i = 0; i < f.ndev; i++) printf("       %-2d %s  %s\n", i, f.dev[i].id, f.dev[i].name);
   if (a.present > f.ndev) printf("       ... and %d more, not identified\n", a.present - f.ndev);
 }
-
-std::string cache_dir_path(const CacheDir &d) { return std::string(d.base) + d.sub; }
 
 // mkdir -p; directories it creates get mode 0755 whatever the umask (the library of every user
 // reads what root saves in /run/ucxtls).
@@ -150,14 +147,7 @@ bool save(const std::string &dir, const char *text, size_t len, std::string *err
   const std::string tmp = dir + "/" + tmp_name, final_path = dir + "/" + kCacheFileName;
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return *err = "cannot create " + tmp + ": " + strerror(errno), false;
-  bool ok = fchmod(fd, 0644) == 0;
-  for (size_t off = 0; ok && off < len;) {
-    ssize_t w = write(fd, text + off, len - off);
-    if (w < 0 && errno == EINTR) continue;
-    ok = w > 0;
-    if (ok) off += size_t(w);
-  }
-  ok = ok && fsync(fd) == 0;
+  bool ok = fchmod(fd, 0644) == 0 && write_all(fd, text, len) && fsync(fd) == 0;
   int saved_errno = errno;
   ok = close(fd) == 0 && ok;
   if (ok && rename(tmp.c_str(), final_path.c_str()) == 0) return true;
@@ -176,16 +166,13 @@ int cmd_probe(int argc, char **argv) {
   Inputs in;
   Settings s;
   load(environ, getauxval(AT_SECURE) != 0, &in, &s);
-  if (s.timeout_why) {
-    const char *v = in.get(kProbeTimeoutMs);
-    return probe_fail(kFailed, std::string(kOptions[kProbeTimeoutMs].name) + "=\"" + (v ? v : "") + "\" " + s.timeout_why);
-  }
-  if (s.cache_dir_why || (s.invalid && s.invalid_var == kSysroot)) {
-    const Var bad = s.cache_dir_why ? kCacheDir : kSysroot;
-    const char *v = in.get(bad);
-    return probe_fail(kFailed, std::string(kOptions[bad].name) + "=\"" + (v ? v : "") + "\" " +
-                                   (s.cache_dir_why ? s.cache_dir_why : s.invalid_why));
-  }
+  // A setting of the probe's that is invalid (its timeout, its cache directory, a replayed machine).
+  const Var bad = s.timeout_why ? kProbeTimeoutMs : s.cache_dir_why ? kCacheDir : kSysroot;
+  const char *bad_why = s.timeout_why     ? s.timeout_why
+                        : s.cache_dir_why ? s.cache_dir_why
+                        : s.invalid && s.invalid_var == kSysroot ? s.invalid_why : nullptr;
+  if (bad_why)
+    return probe_fail(kFailed, std::string(kOptions[bad].name) + "=\"" + (in.get(bad) ? in.get(bad) : "") + "\" " + bad_why);
 
   // A replayed machine has no drivers to ask: the answer is this machine's, stamped (with --save)
   // with the replayed machine's boot id, and it wins over the replay's kernel answer.
@@ -214,7 +201,7 @@ int cmd_probe(int argc, char **argv) {
 
   CacheDir dirs[2];
   cache_dirs(in, dirs);
-  const std::string dir = cache_dir_path(dirs[0]);
+  const std::string dir = std::string(dirs[0].base) + dirs[0].sub;
   // Exit 1 when no driver initialised. With --save that answer is still this node's, and what the
   // library reads: a family that answered 0 devices has none, one without an answer is left to the
   // kernel probe (docs/driver-probe.md); the line says so once the file is written.

@@ -59,10 +59,14 @@ inline void close_from(int fd) {
 }
 
 // A path's components, empty ones dropped ("//a/./b/" -> a . b); components as an absolute path
-// (none: "/"); a path's directory ("c" -> ".").
+// (none: "/"); a path's directory ("c" -> "."); its last component ("c" -> "c").
 std::vector<std::string> path_parts(const std::string &path);
 std::string join_parts(const std::vector<std::string> &parts);
 std::string dir_of(const std::string &path);
+inline std::string base_name(const std::string &path) { return path.substr(path.rfind('/') + 1); }  // npos + 1: 0
+
+// Whether two stats name one file (a device and an inode).
+inline bool same_inode(const struct stat &a, const struct stat &b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
 // NAME's value in an environment (nullptr: unset); of several, getenv takes the first
 // (stdlib/getenv.c), ld.so the last of its LD_* ones (elf/rtld.c process_envvars).

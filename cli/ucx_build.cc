@@ -17,16 +17,12 @@
 #include "elf.h"
 #include "exit.h"
 #include "proc_refused.h"
+#include "ucx_read.h"
 #include "util.h"
 
 namespace ucxtls {
 namespace cli {
 namespace {
-
-std::string base_name(const std::string &p) {
-  size_t k = p.rfind('/');
-  return k == std::string::npos ? p : p.substr(k + 1);
-}
 
 // dir/name, without doubling the slash of "/" (`doctor --ucx /` names /lib/..., not //lib/...).
 std::string join(const std::string &dir, const std::string &name) {
@@ -72,11 +68,6 @@ std::vector<std::string> entries(const std::string &dir) {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-bool same_file(const char *a, const char *b) {
-  struct stat x, y;
-  return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 }  // namespace
@@ -126,10 +117,8 @@ bool locate_libucp(const std::string &path, std::string *libucp, std::string *er
     return *err = "could not tell whether the libucp files in " + abs + " are copies of one build: doctor's bound on "
                   "reading was reached: " + host.reached + "; name one with --ucx FILE", false;
   if (best.size() == 1) return *libucp = best[0], true;
-  if (best.empty()) {
-    *err = "no libucp in " + abs + " (looked in it, its lib, lib64, lib/<multiarch>, *.libs and */lib)";
-    return false;
-  }
+  if (best.empty())
+    return *err = "no libucp in " + abs + " (looked in it, its lib, lib64, lib/<multiarch>, *.libs and */lib)", false;
   std::string list;
   for (const std::string &b : best) list += (list.empty() ? "" : ", ") + b;
   *err = abs + " holds several UCX builds (" + list + "): name one with --ucx FILE";
@@ -169,11 +158,11 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   std::string comm;
   if (read_file(proc + "/comm", &comm) && !comm.empty() && comm.back() == '\n') comm.pop_back();
   m->comm = comm;
+  const std::string who = "process " + std::to_string(pid) + " (" + comm + ")";
   const char state = process_state(proc);
   if (state == 'Z' || state == 'X') {  // its maps are empty: it has not "not loaded UCX yet"
     *status = kUsage;
-    return *err = "process " + std::to_string(pid) + " (" + comm +
-                  ") has exited (its parent has not yet collected its status): there is no UCX left in it to check",
+    return *err = who + " has exited (its parent has not yet collected its status): there is no UCX left in it to check",
            false;
   }
   std::string environ_text;
@@ -185,10 +174,11 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   // Exited while it was read (its environ unreadable or empty then): it says so, not "cannot read".
   const char now = process_state(proc);
   if (now == 0 || now == 'Z' || now == 'X')
-    return *status = kUsage, *err = "process " + std::to_string(pid) + " (" + comm + ") has exited while doctor read it", false;
+    return *status = kUsage, *err = who + " has exited while doctor read it", false;
   // maps names a file from doctor's root: in the same mount namespace a host path (a chrooted
   // process's too), in another one (a container) the path from that namespace's root.
-  const bool own_ns = same_file((proc + "/ns/mnt").c_str(), "/proc/self/ns/mnt");
+  struct stat ns, own;
+  const bool own_ns = !stat((proc + "/ns/mnt").c_str(), &ns) && !stat("/proc/self/ns/mnt", &own) && same_inode(ns, own);
   char link[PATH_MAX] = {};
   const ssize_t n = readlink((proc + "/root").c_str(), link, sizeof link - 1);
   const std::string root = own_ns && n > 1 ? std::string(link, size_t(n)) : "";  // a chroot's directory
@@ -220,8 +210,7 @@ bool mapped_ucx(pid_t pid, MappedUcx *m, std::string *err, int *status) {
   }
   if (m->inside.empty()) {  // nothing to check is not "missing" (exit 1)
     *status = kUsage;
-    *err = "process " + std::to_string(pid) + " (" + comm + ") has no UCX mapped (no libucp in " + proc +
-           "/maps): it has not loaded UCX yet, or it does not use UCX";
+    *err = who + " has no UCX mapped (no libucp in " + proc + "/maps): it has not loaded UCX yet, or it does not use UCX";
     return false;
   }
   return true;
@@ -231,16 +220,12 @@ std::vector<std::pair<std::string, std::string>> mapped_names(Root &root, const 
   std::vector<std::pair<std::string, std::string>> names;
   for (const std::string &o : objects) {
     names.push_back({base_name(o), o});
-    int e = 0;
-    const int fd = base_name(o).compare(0, 3, "lib") ? -1 : open_regular(root, o, nullptr, &e);
-    if (fd < 0) continue;
     ElfObject elf;
     std::string why;
-    Root *r = &root;
-    if (read_elf([r, fd](void *b, size_t k, off_t off) { return read_at(*r, fd, b, k, off); }, &elf, false, &why) &&
-        !elf.soname.empty())
-      names.push_back({elf.soname, o});
-    close(fd);
+    bool read = false;
+    if (!base_name(o).compare(0, 3, "lib"))
+      read_with(root, o, [&](const ReadAt &r) { read = read_elf(r, &elf, false, &why); });
+    if (read && !elf.soname.empty()) names.push_back({elf.soname, o});
   }
   return names;
 }
@@ -249,11 +234,13 @@ std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std
                                         Rdma rdma, bool *serious) {
   std::vector<std::string> out;
   *serious = false;
-  // A module file beside the build, for this family, that does not load on this machine.
-  auto broken_module = [&](const char *prefix) -> const UcxModule * {
+  // A module file beside the build, for this family, that does not load on this machine: its words.
+  auto broken_module = [&](const char *prefix, const std::string &support) {
     for (const UcxModule &m : b.modules)
-      if (m.state != "loaded" && !base_name(m.path).compare(0, strlen(prefix), prefix)) return &m;
-    return nullptr;
+      if (m.state != "loaded" && !base_name(m.path).compare(0, strlen(prefix), prefix))
+        return "this UCX has " + support + " support (" + base_name(m.path) + "), but the module does not load here" +
+               (m.why.empty() ? "" : ": " + m.why);
+    return std::string();
   };
   static const char *const kWords[kFamilies][2] = {{}, {"CUDA", "NVIDIA"}, {"ROCm", "AMD"}, {"Level Zero (ze)", "Intel"}};
   for (int i = 1; i < kFamilies; i++) {
@@ -267,10 +254,9 @@ std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std
     // checking a build for the compute nodes): the families the value names.
     if (b.has(copy->name) || (family != f && (family != Family::none || !named))) continue;
     *serious = *serious || family == f;
-    if (const UcxModule *m = broken_module(copy->module)) {
-      out.push_back("this UCX has " + std::string(kWords[i][0]) + " support (" + base_name(m->path) +
-                    "), but the module does not load here" + (m->why.empty() ? "" : ": " + m->why) +
-                    ": UCX has no " + copy->name + " in any process on this machine");
+    const std::string broken = broken_module(copy->module, kWords[i][0]);
+    if (!broken.empty()) {
+      out.push_back(broken + ": UCX has no " + copy->name + " in any process on this machine");
     } else {
       out.push_back("this UCX was built without " + std::string(kWords[i][0]) + " support: NIXL cannot register " +
                     kWords[i][1] + " GPU memory whatever UCX_TLS says; rebuild UCX with " + copy->flag);
@@ -285,9 +271,9 @@ std::vector<std::string> build_problems(const UcxBuild &b, const std::vector<std
   const UcxName *verbs = ucx_name("rc_verbs");
   if (rdma != Rdma::none && !rc) {
     *serious = true;
-    if (const UcxModule *m = broken_module(verbs->module))
-      out.push_back("this UCX has verbs support (" + base_name(m->path) + "), but the module does not load here" +
-                    (m->why.empty() ? "" : ": " + m->why) + ": no rc transport, although this node's RDMA runs rc");
+    const std::string broken = broken_module(verbs->module, "verbs");
+    if (!broken.empty())
+      out.push_back(broken + ": no rc transport, although this node's RDMA runs rc");
     else
       out.push_back("this UCX was built without verbs: no rc transport, although this node's RDMA runs rc; "
                     "rebuild UCX with " + std::string(verbs->flag) + ", or leave UCX_TLS unset (all) so that UCX uses what it has");

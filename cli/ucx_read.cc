@@ -21,35 +21,22 @@ namespace {
 
 const size_t kTlNameMax = 10;  // UCT_TL_NAME_MAX (uct/api/uct.h): a transport's name is a char[10] at its start
 
-std::string base_name(const std::string &p) {
-  size_t k = p.rfind('/');
-  return k == std::string::npos ? p : p.substr(k + 1);
-}
-
-ReadAt reader(Root &root, int fd) {
-  Root *r = &root;
-  return [r, fd](void *b, size_t n, off_t off) { return read_at(*r, fd, b, n, off); };
-}
-
 // Reads the ELF object at path (inside the root), symbols too.
 bool read_object(Root &root, const std::string &path, ElfObject *o, std::string *why) {
   int e = 0;
-  const int fd = open_regular(root, path, nullptr, &e);
-  if (fd < 0) return *why = e == EINVAL ? "not a regular file" : strerror(e), false;
-  const bool ok = read_elf(reader(root, fd), o, true, why);
-  close(fd);
+  bool ok = false;
+  if (!read_with(root, path, [&](const ReadAt &read) { ok = read_elf(read, o, true, why); }, &e))
+    return *why = e == EINVAL ? "not a regular file" : strerror(e), false;
   if (o->symbols_cut) root.note("its limit on symbol names read, in " + root.shown + path);
   return ok;
 }
 
 // Adds the transports an object defines (elf_transports) to the build.
 void add_transports(Root &root, const LoadedObject &o, UcxBuild *b) {
-  int e = 0;
-  const int fd = open_regular(root, o.path, nullptr, &e);
-  if (fd < 0) return;
-  for (const std::string &tl : elf_transports(reader(root, fd), o.elf))
-    if (!b->has(tl)) b->transports.push_back(tl), b->objects.push_back(o.path);
-  close(fd);
+  read_with(root, o.path, [&](const ReadAt &read) {
+    for (const std::string &tl : elf_transports(read, o.elf))
+      if (!b->has(tl)) b->transports.push_back(tl), b->objects.push_back(o.path);
+  });
 }
 
 bool defines(const ElfObject &o, const char *name, const ElfSymbol **sym = nullptr) {
@@ -133,6 +120,17 @@ bool module_name(const std::string &file, const std::string &framework, const st
   return name->find('_') == std::string::npos;
 }
 
+bool read_with(Root &root, const std::string &path, const std::function<void(const ReadAt &)> &use, int *err) {
+  int e = 0;
+  const int fd = open_regular(root, path, nullptr, &e);
+  if (err) *err = e;
+  if (fd < 0) return false;
+  Root *r = &root;
+  use([r, fd](void *b, size_t n, off_t off) { return read_at(*r, fd, b, n, off); });
+  close(fd);
+  return true;
+}
+
 bool UcxBuild::has(const std::string &tl) const {
   return std::find(transports.begin(), transports.end(), tl) != transports.end();
 }
@@ -183,12 +181,10 @@ void load_modules(const ModuleSearch &ms, bool scan, const std::vector<std::stri
         if (defines(have[i].elf, "uct_query_components")) holder = int(i);
       for (size_t i = 0; i < have.size(); i++) {
         if (holder >= 0 && int(i) != holder) continue;
-        int e = 0;
-        const int fd = open_regular(root, have[i].path, nullptr, &e);
-        if (fd < 0) continue;
-        for (const std::string &l : compiled_module_lists(reader(root, fd), have[i].elf))
-          if (std::find(lists.begin(), lists.end(), l) == lists.end()) lists.push_back(l);
-        close(fd);
+        read_with(root, have[i].path, [&](const ReadAt &read) {
+          for (const std::string &l : compiled_module_lists(read, have[i].elf))
+            if (std::find(lists.begin(), lists.end(), l) == lists.end()) lists.push_back(l);
+        });
       }
       list_known = lists.size() <= 1;
       if (lists.size() == 1) list_text = lists[0], listed = split(lists[0].c_str() + 1, ":");
@@ -212,12 +208,11 @@ void load_modules(const ModuleSearch &ms, bool scan, const std::vector<std::stri
     }
     for (const auto &u : unopened) {
       UcxModule m;
-      m.path = root.shown + u.first + "/" + u.second, m.state = "not-loaded";
+      m.path = root.shown + u.first + "/" + u.second, m.state = list_known ? "not-loaded" : "error";
       m.why = !list_known ? "could not tell whether UCX " + ms.version + " opens it: " + fw.name +
                                 "'s compiled module list could not be read"
                           : "UCX " + ms.version + " opens only the modules it was built with (" +
                                 (list_text.empty() ? std::string("none") : list_text.substr(1)) + "), not every file";
-      if (!list_known) m.state = "error";
       out->modules.push_back(m);
     }
     if (!list_known && !unopened.empty())
@@ -310,11 +305,7 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
   const ElfSymbol *version = nullptr;
   if (!defines(objs[0].elf, "ucp_get_version_string", &version))
     return *err = "the UCX at " + root.shown + libucp + ": it is not a UCX libucp: it has no ucp_get_version_string", false;
-  {
-    int e = 0;
-    const int fd = open_regular(root, libucp, nullptr, &e);
-    if (fd >= 0) b->version = returned_string(reader(root, fd), objs[0].elf, *version), close(fd);
-  }
+  read_with(root, libucp, [&](const ReadAt &read) { b->version = returned_string(read, objs[0].elf, *version); });
   const ElfObject &ucp = objs[0].elf;
   if (b->version.empty() && ucp.is64 && (ucp.machine == EM_X86_64 || ucp.machine == EM_AARCH64))
     b->could_not_tell("its version (ucp_get_version_string's body is not a plain `return \"...\"`)", true);
@@ -346,9 +337,7 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
   if (!unsure.empty()) b->could_not_tell(unsure, true);
   bool module_dir_known = !from.empty();
   if (!module_dir_known) {
-    int e = 0;
-    const int fd = open_regular(root, b->libucs, nullptr, &e);
-    if (fd >= 0) module_dir = compiled_module_dir(reader(root, fd), objs[size_t(ucs)].elf), close(fd);
+    read_with(root, b->libucs, [&](const ReadAt &read) { module_dir = compiled_module_dir(read, objs[size_t(ucs)].elf); });
     module_dir_known = !module_dir.empty();
   }
   std::vector<std::string> dirs = {dir_of(b->libucs) + "/ucx"};
@@ -364,18 +353,13 @@ bool read_build_files(BuildPlace &place, const std::string &libucp, UcxBuild *b,
   }
   std::string modules = ucx_setting(place, b->libucs, "UCX_MODULES", &from, minor, &unsure);
   if (!unsure.empty()) b->could_not_tell(unsure, true);
-  std::string modules_why = "UCX_MODULES=" + modules + " (" + from + ") leaves it out";
-  if (from.empty()) {
-    modules = "all";
-  } else if (!allow_list_valid(modules)) {  // parser.c: "all" with other names is an error; the default stays
-    modules_why = "";
-    modules = "all";
-  }
-  for (const std::string &d : plugin_dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
-  for (const std::string &d : dirs) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
+  const std::string modules_why = "UCX_MODULES=" + modules + " (" + from + ") leaves it out";
+  // Unset, or invalid ("all" with other names is an error in parser.c): UCX keeps its default, all.
+  if (from.empty() || !allow_list_valid(modules)) modules = "all";
   const ModuleSearch ms{root, ld, objs, ucs, ext, modules, modules_why, b->version};
   std::vector<std::string> scanned = plugin_dirs;
   scanned.insert(scanned.end(), dirs.begin(), dirs.end());
+  for (const std::string &d : scanned) b->module_dir += (b->module_dir.empty() ? "" : ":") + root.shown + d;
   if (minor >= 0) {
     load_modules(ms, minor >= 22, minor >= 22 ? scanned : dirs, b);
     return true;

@@ -3,6 +3,7 @@
 // UCX's order) and the pure parts of its module rules (ucx_read.cc).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ int ucx_minor(const std::string &version);
 // a value it rejects ("all" with other names), which UCX's global options then replace with the
 // default (ucs_config_apply_config_vars restores dfl_value).
 bool allow_list_valid(const std::string &modules);
+
+// use called with a reader of the regular file at path inside root (read_at: counted against its
+// byte budget); false, with *err (open_regular's), when it cannot be opened.
+bool read_with(Root &root, const std::string &path, const std::function<void(const ReadAt &)> &use, int *err = nullptr);
 
 // The pure parts of UCX's module rules (src/ucs/sys/module.c of v1.22.0), each table-tested and fuzzed:
 // The transports an object defines: its dynamic data symbols `uct_<name>_tl` whose first bytes
