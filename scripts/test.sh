@@ -74,13 +74,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q >&2
-    # Never remove an installed package (Debian's gcc-multilib and g++-aarch64-linux-gnu conflict,
-    # and `apt-get install -y` would remove one for the other): simulated first, and stopped with
-    # the names when anything would go.
-    sim=$(apt-get install -s -q --no-install-recommends "${missing[@]}" 2>&1) || { printf '%s\n' "$sim" >&2; exit 1; }
-    removed=$(printf '%s\n' "$sim" | sed -n 's/^Remv \([^ ]*\).*/\1/p' | tr '\n' ' ')
-    if [ -n "$removed" ]; then
-      inst=$(printf '%s\n' "$sim" | sed -n 's/^Inst \([^ ]*\).*/\1/p' | tr '\n' ' ')
+    # Never remove an installed package (Debian's gcc-multilib and g++-aarch64-linux-gnu conflict):
+    # --no-remove everywhere, and a simulation first, so that a refusal names what would go and why.
+    if ! sim=$(apt-get install -s -q --no-remove --no-install-recommends "${missing[@]}" 2>&1); then
+      block() { printf '%s\n' "$sim" | sed -n "/^The following $1/,/^[^ ]/{/^ /p}" | xargs; }
+      removed=$(block "packages will be REMOVED:") inst=$(block "NEW packages will be installed:")
+      [ -n "$removed" ] || { printf '%s\n' "$sim" >&2; exit 1; }
       # Why: the Conflicts and Breaks between what would be installed and what would go.
       # shellcheck disable=SC2086
       why=$(apt-cache depends $inst $removed 2>/dev/null | awk -v inst=" $inst " -v rem=" $removed " '
@@ -89,7 +88,7 @@ if [ ${#missing[@]} -gt 0 ]; then
           if (index(inst, " " pkg " ") && index(rem, " " x " ")) print pkg " conflicts with " x
           else if (index(rem, " " pkg " ") && index(inst, " " x " ")) print x " conflicts with " pkg }' |
         sort -u | paste -sd, - | sed 's/,/, /g')
-      echo "test.sh: stopped: installing ${missing[*]} would remove ${removed% } (${why:-see apt-get install -s}); nothing was installed or removed" >&2
+      echo "test.sh: stopped: installing ${missing[*]} would remove $removed (${why:-see apt-get install -s}); nothing was installed or removed" >&2
       exit 1
     fi
     apt-get install -y -q --no-remove --no-install-recommends "${missing[@]}" >&2

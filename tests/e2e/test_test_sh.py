@@ -16,13 +16,18 @@ FAKES = {
     # Every package the script checks is missing.
     "dpkg-query": "exit 1\n",
     "id": 'echo 0\n',
-    # `apt-get install -s` as Debian 12 prints it when g++-aarch64-linux-gnu's compiler is wanted
-    # beside gcc-multilib; any other install is recorded, as is update.
+    # `apt-get install -s --no-remove` as Debian 12 answers when g++-aarch64-linux-gnu's compiler is
+    # wanted beside gcc-multilib (it names what would go, then refuses: exit 100); any other
+    # install is recorded, as is update.
     "apt-get": '''echo "apt-get $*" >>"$LOG"
 case " $* " in
-  *" -s "*) echo "Inst gcc-12-aarch64-linux-gnu (12.2.0-14cross1 Debian:12 [amd64])"
-            echo "Remv g++-multilib [4:12.2.0-3]"
-            echo "Remv gcc-multilib [4:12.2.0-3]" ;;
+  *" -s "*) echo "The following packages will be REMOVED:"
+            echo "  g++-multilib gcc-multilib"
+            echo "The following NEW packages will be installed:"
+            echo "  gcc-12-aarch64-linux-gnu"
+            echo "0 upgraded, 1 newly installed, 2 to remove and 0 not upgraded."
+            echo "E: Packages need to be removed but remove is disabled."
+            exit 100 ;;
 esac
 ''',
     # Recorded, and failing: nothing is built here whatever the script does.
@@ -55,6 +60,8 @@ def stops_before_removing(t):
     t.equal("exit status 1", p.returncode, 1, p.stderr[-2000:])
     installs = [c for c in calls if c.startswith("apt-get") and " install " in c and " -s " not in c]
     t.equal("no install was run", installs, [], "\n".join(calls))
+    t.equal("every apt-get install, the simulation too, carries --no-remove",
+            [c for c in calls if c.startswith("apt-get install") and " --no-remove " not in c + " "], [], "\n".join(calls))
     stopped = [l for l in p.stderr.splitlines() if l.startswith("test.sh: stopped:")]
     t.equal("one line says it stopped", len(stopped), 1, p.stderr[-2000:])
     line = stopped[0] if stopped else ""
