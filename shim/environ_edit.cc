@@ -111,6 +111,7 @@ char **copy_into(char *block, char *const *arr, size_t count) {
 }  // namespace
 
 const char *process_env_write(char ***target, bool copy, const char *const *names, const char *const *values, int n) {
+  if (n > kEnvEditMax) return "too many variables";
   size_t len[kEnvEditMax][2], strings = 0;
   for (int i = 0; i < n; i++) {
     len[i][0] = __builtin_strlen(names[i]);

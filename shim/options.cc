@@ -12,6 +12,8 @@ namespace {
 // A Kind::word row's words, the default first; one string, not an array of relocated pointers.
 constexpr char kAccelWords[] = "auto cuda rocm ze none";
 constexpr Family kAccelFamily[] = {Family::none, Family::cuda, Family::rocm, Family::ze, Family::none};
+constexpr size_t count_words(const char *s) { return *s ? (*s == ' ') + count_words(s + 1) : 1; }
+static_assert(sizeof kAccelFamily / sizeof *kAccelFamily == count_words(kAccelWords), "a family per UCXTLS_ACCEL word");
 constexpr char kProbeWords[] = "kernel driver";  // ProbeTier's order
 constexpr char kWriteWords[] = "needed always";  // Settings::write_always: the second
 static_assert(int(ProbeTier::kernel) == 0 && int(ProbeTier::driver) == 1, "UCXTLS_PROBE's words are the tiers in order");
@@ -102,9 +104,10 @@ void read_inputs(char *const *envp, Inputs *in) {
   for (int v = 0; v < kVarCount; v++) in->var[v] = nullptr;
   in->unknown = nullptr;
   in->unknown_count = 0;
+  if (!envp) return;
   // Each slot is loaded once: a thread's unsetenv may be moving the entries down meanwhile (the
   // library then writes nothing, but it reads first), and a slot read twice may be NULL.
-  for (char *const *e = envp; e; e++) {
+  for (char *const *e = envp;; e++) {
     const char *entry = __atomic_load_n(e, __ATOMIC_RELAXED);
     if (!entry) break;
     if (!(kFirstLetters >> (entry[0] & 63) & 1)) continue;

@@ -83,7 +83,7 @@ UCXTLS_OWN_FRAME void scan_ucx_conf(const Inputs &in, const Settings &s, bool ev
     g.index = parse_gid_index(env);
     describe_variable(gt, kName, env);
     if (g.index == kGidUnknown) gt.add(" is not a number or auto");
-    if (f->ucx_conf.value != Tri::unknown) return;  // the GID was all a RoCE port asked for
+    if (whole || f->ucx_conf.value != Tri::unknown) return;  // the GID was all a RoCE port asked for
   }
   f->ucx_conf = Fact();
   Text ev(f->ucx_conf.evidence, evidence ? sizeof f->ucx_conf.evidence : 0);

@@ -111,6 +111,7 @@ ssize_t read_small(const Path &p, char *buf, size_t cap) {
 
 ssize_t read_link(const Path &p, char *buf, size_t cap) {
   if (!p.ok()) return -ENAMETOOLONG;
+  if (cap < 2) return -EINVAL;
   ssize_t n = noted(p, raw_syscall(SYS_readlinkat, AT_FDCWD, long(p.buf), long(buf), long(cap - 1)));
   if (n < 0) return n;
   buf[n] = '\0';
