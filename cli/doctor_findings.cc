@@ -48,7 +48,7 @@ void verdict_lines(int status, const std::vector<int> &statuses) {
 void print_findings_json(int status) {
   const DoctorFindings &f = doctor_findings();
   Json j;
-  j.object().str("family", f.family).raw("value", f.has_value ? json_str(f.value.c_str()) : "null");
+  j.object().str("family", f.family).str("value", f.has_value ? f.value.c_str() : nullptr);
   j.str_or_null("source", f.source).array("ucx");
   for (const DoctorFindings::Ucx &u : f.ucx) {
     const UcxBuild &b = u.build;

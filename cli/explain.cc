@@ -162,7 +162,7 @@ void explain_json(const Evaluation &r) {
   Json j;
   j.object().str("action", action_name(d.action)).str("value", effective_value(r.in, d)).str("family", family_name(r.family));
   j.boolean("family_decided", r.family_decided).list("reasons", why).str("summary", summary(r));
-  j.raw("error", d.error ? json_str(why[0].c_str()) : "null");
+  j.str("error", d.error ? why[0].c_str() : nullptr);
   j.str_or_null("warning", kept_value_warning(r)).str_or_null("left_out", left_out_note(r)).array("findings");
   for (const NodeFinding &n : node_findings(r, effective_value(r.in, d))) j.object().str("tag", n.tag).str("text", n.text).end();
   j.end().str("repaired_from", d.action == Action::repair ? r.in.get(kUcxTls) : nullptr);

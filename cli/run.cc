@@ -87,7 +87,7 @@ int cmd_run(int argc, char **argv) {
   // runtime first: it goes first, so that the program starts (it would refuse any preload).
   const std::string asan = asan_runtime(argv[i]);
   const std::string first = split(list.c_str(), ": ")[0];  // split gives one item at least
-  const bool asan_first = is_asan(first.substr(first.rfind('/') + 1));  // npos + 1: the whole entry
+  const bool asan_first = is_asan(base_name(first));
   if (!asan.empty() && !asan_first) list = list.empty() ? asan : asan + ":" + list;
   const std::vector<std::string> entries = split(list.c_str(), ": ");  // LD_PRELOAD's separators
   if (std::find(entries.begin(), entries.end(), lib) == entries.end())

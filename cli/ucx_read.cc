@@ -26,7 +26,7 @@ bool read_object(Root &root, const std::string &path, ElfObject *o, std::string 
   int e = 0;
   bool ok = false;
   if (!read_with(root, path, [&](const ReadAt &read) { ok = read_elf(read, o, true, why); }, &e))
-    return *why = e == EINVAL ? "not a regular file" : strerror(e), false;
+    return *why = e == EINVAL || e == EISDIR ? "not a regular file" : strerror(e), false;
   if (o->symbols_cut) root.note("its limit on symbol names read, in " + root.shown + path);
   return ok;
 }

@@ -97,7 +97,7 @@ bool digits_after(const std::string &s, const char *prefix) {
   return s.size() > n && !s.compare(0, n, prefix) && s.find_first_not_of("0123456789", n) == std::string::npos;
 }
 
-bool is_ucxtls(const std::string &name) { return name.substr(name.rfind('/') + 1) == "libucxtls.so"; }  // npos + 1: all
+bool is_ucxtls(const std::string &name) { return files::base_name(name) == "libucxtls.so"; }
 
 // The separators of /etc/ld.so.preload (elf/rtld.c: strsep (&runp, ": \t\n")).
 bool glibc_separator(char c) { return c == ' ' || c == '\t' || c == '\n' || c == ':'; }
